@@ -1,0 +1,1 @@
+"""The alerter (``monitor alerter``): consumes events and delivers them to channels."""

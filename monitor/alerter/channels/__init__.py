@@ -1,0 +1,1 @@
+"""Alert channels, one module each."""

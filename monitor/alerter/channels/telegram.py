@@ -1,0 +1,106 @@
+"""Telegram: a pure renderer of messages and a thin ``sendMessage`` call."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from datetime import datetime
+from typing import ClassVar
+
+import aiohttp
+from pydantic import SecretStr
+
+from monitor.alerter.channels.base import DeliveryError
+from monitor.events import Event
+
+MAX_MESSAGE = 4096
+
+
+@dataclass(frozen=True)
+class TelegramConfig:
+    kind: ClassVar[str] = "telegram"
+    token: SecretStr
+    api_base: str = "https://api.telegram.org"
+
+    def validate(self) -> None:
+        token = self.token.get_secret_value()
+        if ":" not in token or len(token) < 10:
+            raise ValueError("MONITOR_TELEGRAM_BOT_TOKEN does not look like a bot token (id:secret)")
+
+
+def format_duration(seconds: float) -> str:
+    seconds = round(seconds)
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+    if seconds or not parts:
+        parts.append(f"{seconds}s")
+    return " ".join(parts)
+
+
+def _when(value: str | None) -> str:
+    if not value:
+        return "?"
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def describe_cause(cause: dict[str, object]) -> str:
+    if cause.get("error"):
+        return str(cause["error"])
+    if cause.get("status_code") is not None:
+        return f"HTTP {cause['status_code']}"
+    return "check failed"
+
+
+def render(event: Event) -> str:
+    """The message for one event: HTML with every user-supplied string escaped."""
+    name = html.escape(event.monitor_name)
+    url = html.escape(event.monitor_url)
+    if event.kind == "down":
+        text = (
+            f"🔴 <b>{name}</b> is DOWN\n"
+            f"{url}\n"
+            f"Cause: {html.escape(describe_cause(event.cause))}\n"
+            f"Since: {_when(event.started_at)}"
+        )
+    else:
+        lasted = format_duration(event.duration_seconds or 0)
+        text = (
+            f"🟢 <b>{name}</b> is UP again\n{url}\nOutage lasted {lasted} (since {_when(event.started_at)})"
+        )
+    return truncate(text)
+
+
+def truncate(text: str) -> str:
+    if len(text) <= MAX_MESSAGE:
+        return text
+    # Cut on a line boundary so no HTML tag or entity is split.
+    cut = text[: MAX_MESSAGE - 2].rsplit("\n", 1)[0]
+    return cut + "\n…"
+
+
+async def send(session: aiohttp.ClientSession, config: TelegramConfig, chat_id: str, text: str) -> None:
+    url = f"{config.api_base}/bot{config.token.get_secret_value()}/sendMessage"
+    payload = {"chat_id": chat_id, "text": text, "parse_mode": "HTML", "disable_web_page_preview": True}
+    try:
+        async with session.post(url, json=payload, timeout=aiohttp.ClientTimeout(total=15)) as response:
+            try:
+                body = await response.json(content_type=None)
+            except ValueError:
+                body = {}
+            status = response.status
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        # Never include the URL: it carries the token.
+        raise DeliveryError(f"telegram unreachable: {type(exc).__name__}", permanent=False) from None
+    if status == 200 and isinstance(body, dict) and body.get("ok"):
+        return
+    description = str(body.get("description", "")) if isinstance(body, dict) else ""
+    if status == 429:
+        params = body.get("parameters") if isinstance(body, dict) else None
+        retry_after = float(params.get("retry_after", 1)) if isinstance(params, dict) else 1.0
+        raise DeliveryError(f"telegram 429: {description}", permanent=False, retry_after=retry_after)
+    # 400 (chat not found, bad request), 401 (bad token), 403 (bot blocked) do not heal by retrying.
+    permanent = status in (400, 401, 403, 404)
+    raise DeliveryError(f"telegram {status}: {description}".strip(), permanent=permanent)

@@ -1,0 +1,1 @@
+"""The JSON HTTP API (``monitor api``)."""

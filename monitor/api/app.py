@@ -1,0 +1,115 @@
+"""aiohttp application factory: resources, middlewares and the routes of every module."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import asyncpg
+import structlog
+from aiohttp import web
+
+from monitor import db
+from monitor import logging as mlog
+from monitor.api import history, monitors
+from monitor.api.context import POOL, RESOLVER, SETTINGS
+from monitor.api.errors import ApiError, error_response
+from monitor.config import Settings
+from monitor.net.policy import AddressPolicy
+from monitor.net.resolver import VettedResolver
+
+log = mlog.get(__name__)
+
+MAX_BODY_BYTES = 64 * 1024
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+# Errors that mean "the database is not there", answered 503 rather than 500.
+DB_UNAVAILABLE: tuple[type[BaseException], ...] = (
+    OSError,
+    TimeoutError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.ConnectionFailureError,
+    asyncpg.exceptions.TooManyConnectionsError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.InterfaceError,
+)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@web.middleware
+async def request_id_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    given = request.headers.get("X-Request-ID", "")
+    request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+    with structlog.contextvars.bound_contextvars(request_id=request_id):
+        try:
+            response = await handler(request)
+        except web.HTTPException as exc:
+            exc.headers["X-Request-ID"] = request_id
+            raise
+        response.headers["X-Request-ID"] = request_id
+        return response
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return exc.response()
+    except web.HTTPRequestEntityTooLarge:
+        return error_response(413, "too_large", f"request body exceeds {MAX_BODY_BYTES} bytes")
+    except web.HTTPMethodNotAllowed as exc:
+        response = error_response(405, "method_not_allowed", f"{request.method} is not allowed here")
+        response.headers["Allow"] = ",".join(sorted(exc.allowed_methods))
+        return response
+    except web.HTTPNotFound:
+        return error_response(404, "not_found", "no such endpoint")
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return error_response(exc.status, "http_error", exc.reason)
+    except DB_UNAVAILABLE as exc:
+        log.warning("api.database_unavailable", error=type(exc).__name__)
+        response = error_response(503, "database_unavailable", "the database is unreachable; try again")
+        response.headers["Retry-After"] = "5"
+        return response
+    except Exception:
+        log.exception("api.unhandled_error", path=request.path)
+        return error_response(500, "internal", "internal error; see the server log")
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    try:
+        async with request.app[POOL].acquire(timeout=2) as conn:
+            await conn.fetchval("SELECT 1")
+    except (*DB_UNAVAILABLE, asyncpg.PostgresError):
+        return web.json_response({"status": "unavailable", "database": "down"}, status=503)
+    return web.json_response({"status": "ok", "database": "up"})
+
+
+def create_app(settings: Settings) -> web.Application:
+    app = web.Application(
+        middlewares=[request_id_middleware, error_middleware], client_max_size=MAX_BODY_BYTES
+    )
+    app[SETTINGS] = settings
+
+    async def resources(app: web.Application) -> AsyncIterator[None]:
+        # min_size=0: the API starts, and answers 503, even while the database is down.
+        app[POOL] = await db.create_pool(settings.dsn, min_size=0, max_size=10)
+        app[RESOLVER] = VettedResolver(AddressPolicy(settings.allow_cidrs), settings.dns_servers)
+        yield
+        await app[RESOLVER].close()
+        await app[POOL].close()
+
+    app.cleanup_ctx.append(resources)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    monitors.add_routes(app.router)
+    history.add_routes(app.router)
+    return app

@@ -1,0 +1,48 @@
+"""The API's error shape: ``{"error": {"code", "message", "field"}}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from pydantic import ValidationError
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+
+    def response(self, **extra: Any) -> web.Response:
+        return error_response(self.status, self.code, self.message, self.field, **extra)
+
+
+def error_response(
+    status: int, code: str, message: str, field: str | None = None, **extra: Any
+) -> web.Response:
+    body: dict[str, Any] = {"code": code, "message": message}
+    if field is not None:
+        body["field"] = field
+    body.update(extra)
+    return web.json_response({"error": body}, status=status)
+
+
+def not_found(what: str) -> ApiError:
+    return ApiError(404, "not_found", f"{what} not found")
+
+
+def from_validation(exc: ValidationError, *, status: int = 422, prefix: str = "") -> ApiError:
+    """The first problem of a pydantic error, with the field it concerns."""
+    first = exc.errors(include_url=False)[0]
+    field = ".".join(str(p) for p in first["loc"]) or None
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = "unknown field"
+    elif first["type"] == "missing":
+        message = "field required"
+    if field:
+        message = f"{prefix}{field}: {message}"
+    return ApiError(status, "invalid", message, field)

@@ -1,0 +1,102 @@
+"""Parsing of query parameters, path ids, JSON bodies and pagination cursors."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from aiohttp import web
+
+from monitor.api.errors import ApiError
+
+_WINDOW = re.compile(r"^(\d{1,4})([hd])$")
+MAX_ID = 2**63 - 1
+
+
+def path_id(request: web.Request, name: str = "id", what: str = "monitor") -> int:
+    raw = request.match_info[name]
+    # An id that cannot exist is the same as one that does not: 404, not 400.
+    if not raw.isdigit() or not (0 < int(raw) <= MAX_ID):
+        raise ApiError(404, "not_found", f"{what} not found")
+    return int(raw)
+
+
+async def json_object(request: web.Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise ApiError(400, "invalid_json", "request body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid_json", "request body must be a JSON object")
+    return body
+
+
+def int_param(request: web.Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or not (low <= int(raw) <= high):
+        raise ApiError(400, "invalid", f"{name}: must be an integer between {low} and {high}", name)
+    return int(raw)
+
+
+def time_param(request: web.Request, name: str) -> datetime | None:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        value = datetime.fromisoformat(raw.replace("Z", "+00:00").replace(" ", "+"))
+    except ValueError:
+        raise ApiError(400, "invalid", f"{name}: must be an RFC 3339 time", name) from None
+    if value.tzinfo is None:
+        raise ApiError(400, "invalid", f"{name}: must carry a time zone (e.g. Z)", name)
+    return value.astimezone(UTC)
+
+
+def window_param(raw: str, name: str = "window") -> timedelta:
+    match = _WINDOW.match(raw)
+    if not match or int(match.group(1)) == 0:
+        raise ApiError(400, "invalid", f"{name}: must look like 24h, 7d, 30d or 90d", name)
+    amount = int(match.group(1))
+    delta = timedelta(hours=amount) if match.group(2) == "h" else timedelta(days=amount)
+    if delta > timedelta(days=3650):
+        raise ApiError(400, "invalid", f"{name}: at most 3650d", name)
+    return delta
+
+
+def time_range(request: web.Request) -> tuple[datetime | None, datetime | None]:
+    start, end = time_param(request, "from"), time_param(request, "to")
+    if start is not None and end is not None and start >= end:
+        raise ApiError(400, "invalid", "from: must be before to", "from")
+    return start, end
+
+
+def encode_cursor(value: list[Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def decode_cursor(request: web.Request, shape: tuple[type, ...]) -> list[Any] | None:
+    raw = request.query.get("cursor")
+    if not raw:
+        return None
+    try:
+        value = json.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        value = None
+    if (
+        not isinstance(value, list)
+        or len(value) != len(shape)
+        or not all(isinstance(v, t) and not isinstance(v, bool) for v, t in zip(value, shape, strict=True))
+    ):
+        raise ApiError(400, "invalid", "cursor: not a cursor this endpoint issued", "cursor")
+    return value
+
+
+def rfc3339(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")

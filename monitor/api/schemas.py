@@ -1,0 +1,146 @@
+"""Request schemas: the single place where API input is validated.
+
+Limits that depend on configuration (the minimum interval) come in through
+pydantic's validation context, so the same schema serves every deployment.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationInfo,
+    field_validator,
+)
+
+from monitor.net.policy import InvalidTarget, parse_target_url
+
+MAX_INTERVAL_SECONDS = 86_400
+MAX_TIMEOUT_SECONDS = 120
+_STATUS_RANGE = re.compile(r"^([1-5])xx$|^(\d{3})(?:-(\d{3}))?$")
+_CHAT_ID = re.compile(r"^-?\d{1,20}$|^@[A-Za-z][A-Za-z0-9_]{4,31}$")
+
+Number = Annotated[float, Field(allow_inf_nan=False, strict=True)]
+
+
+def parse_status_ranges(items: list[int | str]) -> list[list[int]]:
+    """``[200, "300-308", "4xx"]`` -> ``[[200, 200], [300, 308], [400, 499]]``."""
+    if not items:
+        raise ValueError("must list at least one status code or range")
+    ranges: list[list[int]] = []
+    for item in items:
+        if isinstance(item, bool):
+            raise ValueError("must be status codes (100-599) or ranges like '200-399' or '2xx'")
+        if isinstance(item, int):
+            low = high = item
+        else:
+            match = _STATUS_RANGE.match(item.strip())
+            if not match:
+                raise ValueError(f"{item!r} is not a status code, 'low-high' range or 'Nxx' class")
+            if match.group(1):
+                low, high = int(match.group(1)) * 100, int(match.group(1)) * 100 + 99
+            else:
+                low = int(match.group(2))
+                high = int(match.group(3) or low)
+        if not (100 <= low <= high <= 599):
+            raise ValueError(f"{item!r} is outside 100-599 or its range is reversed")
+        ranges.append([low, high])
+    return ranges
+
+
+def render_status_ranges(ranges: list[list[int]]) -> list[int | str]:
+    return [low if low == high else f"{low}-{high}" for low, high in ranges]
+
+
+def _default_expected() -> list[int | str]:
+    return ["200-399"]
+
+
+class _MonitorFields(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    @field_validator("url", check_fields=False)
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return str(parse_target_url(value))
+        except InvalidTarget as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("interval_seconds", check_fields=False)
+    @classmethod
+    def _interval(cls, value: float | None, info: ValidationInfo) -> float | None:
+        minimum = float((info.context or {}).get("min_interval_seconds", 30))
+        if value is not None and not (minimum <= value <= MAX_INTERVAL_SECONDS):
+            raise ValueError(f"must be between {minimum:g} and {MAX_INTERVAL_SECONDS} seconds")
+        return value
+
+    @field_validator("expected_status", check_fields=False)
+    @classmethod
+    def _expected(cls, value: list[int | str] | None) -> list[int | str] | None:
+        if value is None:
+            return None
+        return render_status_ranges(parse_status_ranges(value))
+
+    @field_validator("telegram_chat_id", mode="before", check_fields=False)
+    @classmethod
+    def _chat(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if value is not None and (not isinstance(value, str) or not _CHAT_ID.match(value)):
+            raise ValueError("must be a numeric Telegram chat id or an @channel username")
+        return value
+
+
+class MonitorCreate(_MonitorFields):
+    name: str = Field(min_length=1, max_length=200)
+    url: str = Field(min_length=1, max_length=2048)
+    type: Literal["http"] = "http"
+    interval_seconds: Number = 60
+    timeout_seconds: Number = Field(10, gt=0, le=MAX_TIMEOUT_SECONDS)
+    expected_status: list[StrictInt | str] = Field(default_factory=_default_expected, max_length=20)
+    confirm_after: StrictInt = Field(2, ge=1, le=10)
+    follow_redirects: StrictBool = False
+    telegram_chat_id: str | None = None
+    paused: StrictBool = False
+
+
+class MonitorPatch(_MonitorFields):
+    """Every field optional; ``null`` is only meaningful for ``telegram_chat_id``."""
+
+    name: str | None = Field(None, min_length=1, max_length=200)
+    url: str | None = Field(None, min_length=1, max_length=2048)
+    type: Literal["http"] | None = None
+    interval_seconds: Number | None = None
+    timeout_seconds: Number | None = Field(None, gt=0, le=MAX_TIMEOUT_SECONDS)
+    expected_status: list[StrictInt | str] | None = Field(None, max_length=20)
+    confirm_after: StrictInt | None = Field(None, ge=1, le=10)
+    follow_redirects: StrictBool | None = None
+    telegram_chat_id: str | None = None
+    paused: StrictBool | None = None
+
+    @field_validator(
+        "name",
+        "url",
+        "type",
+        "interval_seconds",
+        "timeout_seconds",
+        "expected_status",
+        "confirm_after",
+        "follow_redirects",
+        "paused",
+        mode="before",
+    )
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("may not be null")
+        return value

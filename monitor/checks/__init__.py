@@ -1,0 +1,11 @@
+"""Check types. Adding one is a module with a ``Check`` subclass and a line in REGISTRY."""
+
+from __future__ import annotations
+
+from monitor.checks.base import Check, CheckContext, Registry
+from monitor.checks.http import HttpCheck
+
+REGISTRY = Registry()
+REGISTRY.register(HttpCheck)
+
+__all__ = ["REGISTRY", "Check", "CheckContext"]

@@ -1,0 +1,47 @@
+"""The small interface every check type implements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import ClassVar
+
+import aiohttp
+
+from monitor.models import CheckResult, MonitorSpec
+from monitor.net.policy import AddressPolicy
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """What a check may use: the shared session and the address policy; nothing else."""
+
+    session: aiohttp.ClientSession
+    policy: AddressPolicy
+
+
+class Check:
+    kind: ClassVar[str]
+
+    async def run(self, monitor: MonitorSpec, ctx: CheckContext, started: datetime) -> CheckResult:
+        raise NotImplementedError
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._checks: dict[str, Check] = {}
+
+    def register(self, check_type: type[Check]) -> None:
+        if check_type.kind in self._checks:
+            raise ValueError(f"check type {check_type.kind!r} registered twice")
+        self._checks[check_type.kind] = check_type()
+
+    def get(self, kind: str) -> Check:
+        try:
+            return self._checks[kind]
+        except KeyError:
+            raise ValueError(f"unknown check type {kind!r}") from None
+
+    @property
+    def kinds(self) -> list[str]:
+        return sorted(self._checks)

@@ -1,0 +1,82 @@
+"""The ``monitor`` command: the three processes, migrations and admin commands."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Coroutine
+from typing import Any
+
+import click
+
+from monitor import config, lifecycle
+from monitor import logging as mlog
+
+
+def _settings(*required: str) -> config.Settings:
+    try:
+        settings = config.load()
+        settings.require(*required)
+        return settings
+    except config.ConfigError as exc:
+        raise click.ClickException(f"configuration: {exc}") from None
+
+
+def _run(coro: Coroutine[Any, Any, int]) -> None:
+    try:
+        sys.exit(asyncio.run(coro))
+    except config.ConfigError as exc:
+        raise click.ClickException(f"configuration: {exc}") from None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="monitor")
+def main() -> None:
+    """monitor: a self-hosted uptime monitor.
+
+    Configuration comes from MONITOR_* environment variables (see README).
+    """
+
+
+@main.command()
+def api() -> None:
+    """Run the JSON HTTP API on MONITOR_API_HOST:MONITOR_API_PORT (default 127.0.0.1:8080)."""
+    settings = _settings("database_url")
+    mlog.configure(settings.log_format, settings.log_level, process="api")
+    from monitor.api.server import ApiServer
+
+    _run(lifecycle.serve(ApiServer(settings), shutdown_timeout=settings.shutdown_timeout_seconds))
+
+
+@main.command()
+def scheduler() -> None:
+    """Run the scheduler: check every active monitor on its own ticker and store the results."""
+    settings = _settings("database_url", "redis_url")
+    mlog.configure(settings.log_format, settings.log_level, process="scheduler")
+    from monitor.scheduler.service import Scheduler
+
+    _run(lifecycle.serve(Scheduler(settings), shutdown_timeout=settings.shutdown_timeout_seconds))
+
+
+@main.command()
+def alerter() -> None:
+    """Run the alerter: deliver down and recovery events to Telegram."""
+    settings = _settings("database_url", "redis_url")
+    mlog.configure(settings.log_format, settings.log_level, process="alerter")
+    from monitor.alerter.service import Alerter
+
+    _run(lifecycle.serve(Alerter(settings), shutdown_timeout=settings.shutdown_timeout_seconds))
+
+
+@main.command()
+def migrate() -> None:
+    """Apply the database migrations in sql/ that are not applied yet (safe to repeat)."""
+    settings = _settings("database_url")
+    mlog.configure(settings.log_format, settings.log_level, process="migrate")
+    from monitor import db
+
+    try:
+        applied = asyncio.run(db.migrate(settings.dsn))
+    except OSError as exc:
+        raise click.ClickException(f"database unreachable: {exc}") from None
+    click.echo(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ""))

@@ -1,0 +1,138 @@
+"""Settings from ``MONITOR_*`` environment variables, validated once at start.
+
+One frozen object, built in one place (:func:`load`). Secrets (the bot token, the
+password inside a DSN) are ``SecretStr`` so they never reach ``repr`` or a log line.
+An unknown ``MONITOR_*`` variable or an invalid value stops the process with a
+message that names the variable (:class:`ConfigError`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Mapping
+from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+PREFIX = "MONITOR_"
+# Read by scripts/services.sh and the Makefile, not by the processes.
+TOOL_VARIABLES = frozenset({"MONITOR_PG_PORT", "MONITOR_REDIS_PORT", "MONITOR_ROOTFS"})
+
+
+class ConfigError(Exception):
+    """A setting is missing, unknown or invalid; the message names the variable."""
+
+
+def _split_csv(value: object) -> object:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    database_url: SecretStr | None = None
+    redis_url: SecretStr | None = None
+    telegram_bot_token: SecretStr | None = None
+    telegram_api_base: str = "https://api.telegram.org"
+    api_host: str = "127.0.0.1"
+    api_port: int = Field(8080, ge=0, le=65535)
+    dns_servers: list[str] = Field(default_factory=list)
+    allow_cidrs: list[str] = Field(default_factory=list)
+    min_interval_seconds: float = Field(30.0, gt=0)
+    retention_days: int = Field(90, ge=1)
+    log_format: Literal["json", "console"] = "json"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    shutdown_timeout_seconds: float = Field(10.0, gt=0)
+    # Scheduler
+    check_concurrency: int = Field(500, ge=1)
+    write_batch_rows: int = Field(1000, ge=1)
+    write_interval_seconds: float = Field(1.0, gt=0)
+    write_buffer_max_rows: int = Field(1_000_000, ge=1)
+    reconcile_interval_seconds: float = Field(30.0, gt=0)
+    # Alerter
+    alert_claim_idle_seconds: float = Field(60.0, gt=0)
+
+    @field_validator("dns_servers", "allow_cidrs", mode="before")
+    @classmethod
+    def _csv(cls, value: object) -> object:
+        return _split_csv(value)
+
+    @field_validator("allow_cidrs")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for item in value:
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError as exc:
+                raise ValueError(f"{item!r} is not a network in CIDR notation") from exc
+        return value
+
+    @field_validator("telegram_api_base")
+    @classmethod
+    def _base(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError("must be an http(s) URL")
+        return value.rstrip("/")
+
+    @field_validator("database_url")
+    @classmethod
+    def _dsn(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and urlsplit(value.get_secret_value()).scheme not in ("postgres", "postgresql"):
+            raise ValueError("must be a postgresql:// URL")
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and urlsplit(value.get_secret_value()).scheme not in ("redis", "rediss", "unix"):
+            raise ValueError("must be a redis:// URL")
+        return value
+
+    def require(self, *names: str) -> None:
+        """Fail fast when a process needs a setting that is not set."""
+        for name in names:
+            if getattr(self, name) is None:
+                raise ConfigError(f"{PREFIX}{name.upper()} is required but not set")
+
+    @property
+    def dsn(self) -> str:
+        assert self.database_url is not None
+        return self.database_url.get_secret_value()
+
+    @property
+    def redis_dsn(self) -> str:
+        assert self.redis_url is not None
+        return self.redis_url.get_secret_value()
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password replaced, for log lines."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+def load(environ: Mapping[str, str] | None = None) -> Settings:
+    env = dict(os.environ if environ is None else environ)
+    known = {PREFIX + name.upper() for name in Settings.model_fields}
+    # Variables the settings do not read but that other tools of ours use.
+    known |= TOOL_VARIABLES
+    unknown = sorted(k for k in env if k.startswith(PREFIX) and k not in known)
+    if unknown:
+        raise ConfigError(f"unknown setting {unknown[0]} (known: {', '.join(sorted(known))})")
+    try:
+        return Settings.model_validate(
+            {k[len(PREFIX) :].lower(): v for k, v in env.items() if k in known and k not in TOOL_VARIABLES}
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = PREFIX + str(first["loc"][0]).upper() if first["loc"] else PREFIX
+        raise ConfigError(f"{name}: {first['msg']}") from None

@@ -1,0 +1,109 @@
+"""The event schema (what travels on ``monitor:events``) and its stream helpers."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from monitor import keys
+from monitor.models import CheckResult, MonitorSpec
+
+SCHEMA_VERSION = 1
+
+
+class EventFormatError(ValueError):
+    """A stream entry that is not an event of a version we understand."""
+
+
+@dataclass(frozen=True)
+class Event:
+    event_id: str
+    kind: str  # "down" | "up"
+    monitor_id: int
+    monitor_name: str
+    monitor_url: str
+    telegram_chat_id: str | None
+    incident_id: int
+    at: str  # RFC 3339: when the change happened
+    started_at: str | None  # the incident's start
+    ended_at: str | None  # the incident's end (for "up")
+    duration_seconds: float | None
+    cause: dict[str, Any]  # status_code, error, latency_ms of the deciding check
+    v: int = SCHEMA_VERSION
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        event_id: uuid.UUID,
+        kind: str,
+        spec: MonitorSpec,
+        incident_id: int,
+        at: datetime,
+        started_at: datetime | None,
+        ended_at: datetime | None,
+        result: CheckResult,
+    ) -> Event:
+        duration = (ended_at - started_at).total_seconds() if started_at and ended_at else None
+        return cls(
+            event_id=str(event_id),
+            kind=kind,
+            monitor_id=spec.id,
+            monitor_name=spec.name,
+            monitor_url=spec.url,
+            telegram_chat_id=spec.telegram_chat_id,
+            incident_id=incident_id,
+            at=_iso(at),
+            started_at=_iso(started_at) if started_at else None,
+            ended_at=_iso(ended_at) if ended_at else None,
+            duration_seconds=duration,
+            cause={"status_code": result.status_code, "error": result.error, "latency_ms": result.latency_ms},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Event:
+        if data.get("v") != SCHEMA_VERSION:
+            raise EventFormatError(f"unsupported event schema version {data.get('v')!r}")
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise EventFormatError(str(exc)) from None
+
+    @classmethod
+    def from_fields(cls, fields: dict[Any, Any]) -> Event:
+        raw = fields.get(keys.EVENT_FIELD) or fields.get(keys.EVENT_FIELD.encode())
+        if raw is None:
+            raise EventFormatError("stream entry has no event field")
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise EventFormatError(f"event is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise EventFormatError("event is not a JSON object")
+        return cls.from_dict(data)
+
+
+def _iso(value: datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")
+
+
+async def publish(redis: aioredis.Redis, payloads: list[dict[str, Any]]) -> list[str]:
+    """XADD each payload (already an event dict) in order, in one round trip."""
+    async with redis.pipeline(transaction=False) as pipe:
+        for payload in payloads:
+            pipe.xadd(
+                keys.EVENTS_STREAM,
+                {keys.EVENT_FIELD: json.dumps(payload, separators=(",", ":"))},
+                maxlen=keys.EVENTS_MAXLEN,
+                approximate=True,
+            )
+        ids = await pipe.execute()
+    return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]

@@ -1,0 +1,16 @@
+"""Every Redis key, stream and group name, with its limits, in one place."""
+
+from __future__ import annotations
+
+# Confirmed state changes (down, up), published by the scheduler's outbox relay.
+EVENTS_STREAM = "monitor:events"
+# XADD ... MAXLEN ~ this: the stream is a hand-off, not an archive (the outbox
+# table and the deliveries table are the record), so old entries may go.
+EVENTS_MAXLEN = 100_000
+# The alerter's consumer group on EVENTS_STREAM.
+ALERTER_GROUP = "alerter"
+# Events whose delivery failed for good or ran out of retries.
+DEAD_STREAM = "monitor:events:dead"
+DEAD_MAXLEN = 100_000
+# Field of a stream entry that holds the event as JSON.
+EVENT_FIELD = "event"

@@ -1,0 +1,87 @@
+"""The scheduler's view of a monitor row, and of a check's result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True)
+class MonitorSpec:
+    id: int
+    name: str
+    type: str
+    url: str
+    interval_seconds: float
+    timeout_seconds: float
+    expected_status: tuple[tuple[int, int], ...]
+    confirm_after: int
+    follow_redirects: bool
+    telegram_chat_id: str | None
+    paused: bool
+
+    @classmethod
+    def from_row(cls, row: Any) -> MonitorSpec:
+        return cls(
+            id=row["id"],
+            name=row["name"],
+            type=row["type"],
+            url=row["url"],
+            interval_seconds=float(row["interval_seconds"]),
+            timeout_seconds=float(row["timeout_seconds"]),
+            expected_status=tuple((int(lo), int(hi)) for lo, hi in row["expected_status"]),
+            confirm_after=int(row["confirm_after"]),
+            follow_redirects=bool(row["follow_redirects"]),
+            telegram_chat_id=row["telegram_chat_id"],
+            paused=bool(row["paused"]),
+        )
+
+    def expects(self, status: int) -> bool:
+        return any(lo <= status <= hi for lo, hi in self.expected_status)
+
+
+@dataclass
+class CheckResult:
+    monitor_id: int
+    time: datetime
+    ok: bool
+    status_code: int | None = None
+    latency_ms: float | None = None
+    error: str | None = None
+    location: str | None = None
+    lateness_ms: float | None = None
+    timings: dict[str, float | None] = field(default_factory=dict)
+
+    # Column order of the ``checks`` table, for COPY.
+    COLUMNS = (
+        "time",
+        "monitor_id",
+        "ok",
+        "status_code",
+        "latency_ms",
+        "error",
+        "location",
+        "lateness_ms",
+        "dns_ms",
+        "connect_ms",
+        "tls_ms",
+        "ttfb_ms",
+    )
+
+    def record(self) -> tuple[Any, ...]:
+        t = self.timings
+        return (
+            self.time,
+            self.monitor_id,
+            self.ok,
+            self.status_code,
+            self.latency_ms,
+            self.error,
+            self.location,
+            self.lateness_ms,
+            t.get("dns_ms"),
+            t.get("connect_ms"),
+            t.get("tls_ms"),
+            t.get("ttfb_ms"),
+        )

@@ -1,0 +1,1 @@
+"""The scheduler (``monitor scheduler``): one task per monitor, batched writes, outbox relay."""

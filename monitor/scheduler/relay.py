@@ -1,0 +1,81 @@
+"""Outbox relay: publishes unpublished outbox rows to ``monitor:events``, in id order.
+
+Rows are marked published only after XADD succeeded, so Redis being down delays
+alerts and never loses them. A crash between XADD and the mark publishes a row
+twice; the alerter's delivery key (event_id, channel) makes that harmless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from monitor import logging as mlog
+from monitor.events import publish
+
+log = mlog.get(__name__)
+
+BATCH = 500
+
+
+class Relay:
+    def __init__(self, pool: asyncpg.Pool, redis: aioredis.Redis, *, poll_interval: float = 1.0) -> None:
+        self._pool = pool
+        self._redis = redis
+        self._poll = poll_interval
+        self._wake = asyncio.Event()
+        self._closing = False
+        self._task: asyncio.Task[None] | None = None
+        self.published = 0
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="relay")
+
+    async def _run(self) -> None:
+        delay = self._poll
+        while not self._closing:
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=delay)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            delay = self._poll if await self.relay_once() else min(delay * 2, 10.0)
+
+    async def relay_once(self) -> bool:
+        """Publish everything pending; False if Redis or the database failed (rows wait)."""
+        try:
+            while True:
+                rows = await self._pool.fetch(
+                    "SELECT id, payload FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1", BATCH
+                )
+                if not rows:
+                    return True
+                await publish(self._redis, [r["payload"] for r in rows])
+                await self._pool.execute(
+                    "UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])",
+                    [r["id"] for r in rows],
+                )
+                self.published += len(rows)
+                for row in rows:
+                    log.info(
+                        "event.published",
+                        event_id=row["payload"]["event_id"],
+                        monitor_id=row["payload"]["monitor_id"],
+                        kind=row["payload"]["kind"],
+                    )
+        except (RedisError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+            log.warning("relay.failed", error=str(exc) or type(exc).__name__)
+            return False
+
+    async def close(self) -> None:
+        self._closing = True
+        self._wake.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self.relay_once()

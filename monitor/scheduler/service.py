@@ -1,0 +1,222 @@
+"""The scheduler service: reconciles monitor rows to tickers and owns the shared parts.
+
+Changes reach it by LISTEN/NOTIFY (the ``monitors_changed`` trigger carries the id;
+only that monitor's ticker is restarted) and, as a safety net, by a periodic full
+comparison of ``(id, updated_at)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import datetime
+from typing import Any
+
+import aiohttp
+import asyncpg
+import redis.asyncio as aioredis
+
+from monitor import db
+from monitor import logging as mlog
+from monitor.checks import CheckContext
+from monitor.config import Settings
+from monitor.models import CheckResult, MonitorSpec
+from monitor.net.client import make_session
+from monitor.net.policy import AddressPolicy
+from monitor.net.resolver import VettedResolver
+from monitor.scheduler import retention
+from monitor.scheduler.relay import Relay
+from monitor.scheduler.state import State, Transition
+from monitor.scheduler.ticker import MonitorTicker
+from monitor.scheduler.writer import Writer
+
+log = mlog.get(__name__)
+
+CHANNEL = "monitors_changed"
+
+
+class Scheduler:
+    name = "scheduler"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.tickers: dict[int, MonitorTicker] = {}
+        self.versions: dict[int, datetime] = {}
+        self.states: dict[int, State] = {}
+        self.in_flight: set[asyncio.Task[None]] = set()
+        self._limit = asyncio.Semaphore(settings.check_concurrency)
+        self._changed: asyncio.Queue[int | None] = asyncio.Queue()
+        self._background: list[asyncio.Task[None]] = []
+        self._pool: asyncpg.Pool | None = None
+        self._listener: asyncpg.Connection | None = None
+        self._redis: aioredis.Redis | None = None
+        self._resolver: VettedResolver | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self.writer: Writer | None = None
+        self.relay: Relay | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def start(self) -> None:
+        s = self.settings
+        s.require("database_url", "redis_url")
+        policy = AddressPolicy(s.allow_cidrs)
+        if s.allow_cidrs:
+            log.warning("ssrf.allow_cidrs", networks=s.allow_cidrs)
+        self._pool = await db.create_pool(s.dsn, min_size=2, max_size=6)
+        self._redis = aioredis.Redis.from_url(s.redis_dsn, socket_timeout=5, socket_connect_timeout=5)
+        self._resolver = VettedResolver(policy, s.dns_servers)
+        self._session = make_session(self._resolver, limit=s.check_concurrency)
+        self._ctx = CheckContext(session=self._session, policy=policy)
+        self.relay = Relay(self._pool, self._redis)
+        self.writer = Writer(
+            self._pool,
+            batch_rows=s.write_batch_rows,
+            interval=s.write_interval_seconds,
+            max_buffered=s.write_buffer_max_rows,
+            on_transitions=self.relay.wake,
+        )
+        mode = await retention.setup(self._pool, s.retention_days)
+        if mode == "timer":
+            self._spawn(retention.run_timer(self._pool, s.retention_days), "retention")
+        self.writer.start()
+        self.relay.start()
+        await self._listen()
+        await self.reconcile()
+        self._spawn(self._apply_changes(), "changes")
+        self._spawn(self._periodic_reconcile(), "reconcile")
+
+    async def drain(self) -> None:
+        """Stop starting checks, then wait for the ones in flight."""
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        for ticker in self.tickers.values():
+            ticker.stop()
+        if self.in_flight:
+            log.info("scheduler.waiting_for_checks", in_flight=len(self.in_flight))
+            await asyncio.gather(*list(self.in_flight), return_exceptions=True)
+
+    def abandoned(self) -> list[str]:
+        return [f"check of monitor {t.get_name().removeprefix('check-')}" for t in self.in_flight]
+
+    async def close(self) -> None:
+        for task in list(self.in_flight):
+            task.cancel()
+        # Results of finished checks are in the writer: flush them, then relay their events.
+        if self.writer is not None:
+            await self.writer.close()
+        if self.relay is not None:
+            await self.relay.close()
+        if self._session is not None:
+            await self._session.close()
+        if self._resolver is not None:
+            await self._resolver.close()
+        if self._listener is not None and not self._listener.is_closed():
+            await self._listener.close()
+        if self._redis is not None:
+            await self._redis.aclose()
+        if self._pool is not None:
+            await self._pool.close()
+
+    # -- reconcile -----------------------------------------------------------------
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        self._background.append(asyncio.create_task(coro, name=name))
+
+    async def _listen(self) -> None:
+        self._listener = await db.connect(self.settings.dsn)
+        await self._listener.add_listener(CHANNEL, self._on_notify)
+        self._listener.add_termination_listener(lambda _conn: self._changed.put_nowait(None))
+
+    def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        if payload.isdigit():
+            self._changed.put_nowait(int(payload))
+
+    async def _apply_changes(self) -> None:
+        while True:
+            monitor_id = await self._changed.get()
+            try:
+                if monitor_id is None:  # the LISTEN connection died: reconnect, then compare all
+                    await self._relisten()
+                    await self.reconcile()
+                else:
+                    await self._reload(monitor_id)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+                log.warning(
+                    "scheduler.change_failed", monitor_id=monitor_id, error=str(exc) or type(exc).__name__
+                )
+                await asyncio.sleep(1)
+                self._changed.put_nowait(monitor_id)
+
+    async def _relisten(self) -> None:
+        if self._listener is not None and not self._listener.is_closed():
+            with contextlib.suppress(Exception):
+                await self._listener.close()
+        await self._listen()
+
+    async def _periodic_reconcile(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.reconcile_interval_seconds)
+            try:
+                await self.reconcile()
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+                log.warning("scheduler.reconcile_failed", error=str(exc) or type(exc).__name__)
+
+    async def reconcile(self) -> None:
+        """Compare every active monitor's version with the running tickers."""
+        assert self._pool is not None
+        rows = await self._pool.fetch("SELECT id, updated_at FROM monitors WHERE NOT paused")
+        wanted = {r["id"]: r["updated_at"] for r in rows}
+        for monitor_id in list(self.tickers):
+            if monitor_id not in wanted:
+                self._stop(monitor_id)
+        stale = [mid for mid, version in wanted.items() if self.versions.get(mid) != version]
+        for chunk in range(0, len(stale), 1000):
+            await self._load(stale[chunk : chunk + 1000])
+        if stale:
+            log.info("scheduler.reconciled", started_or_restarted=len(stale), running=len(self.tickers))
+
+    async def _reload(self, monitor_id: int) -> None:
+        self._stop(monitor_id)
+        await self._load([monitor_id])
+
+    async def _load(self, ids: list[int]) -> None:
+        assert self._pool is not None
+        rows = await self._pool.fetch(
+            """SELECT m.*, s.status, s.consecutive_failures, s.streak_started_at
+               FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
+               WHERE m.id = ANY($1::bigint[])""",
+            ids,
+        )
+        found = set()
+        for row in rows:
+            found.add(row["id"])
+            self._stop(row["id"])
+            if row["paused"]:
+                continue
+            spec = MonitorSpec.from_row(row)
+            if spec.id not in self.states and row["status"] is not None:
+                self.states[spec.id] = State(
+                    row["status"], row["consecutive_failures"], row["streak_started_at"]
+                )
+            ticker = MonitorTicker(
+                spec, self.states, ctx=self._ctx, sink=self._sink, limit=self._limit, in_flight=self.in_flight
+            )
+            ticker.start()
+            self.tickers[spec.id] = ticker
+            self.versions[spec.id] = row["updated_at"]
+        for monitor_id in set(ids) - found:
+            self.states.pop(monitor_id, None)
+
+    def _stop(self, monitor_id: int) -> None:
+        ticker = self.tickers.pop(monitor_id, None)
+        self.versions.pop(monitor_id, None)
+        if ticker is not None:
+            ticker.stop()
+
+    def _sink(
+        self, spec: MonitorSpec, result: CheckResult, state: State, transition: Transition | None
+    ) -> None:
+        assert self.writer is not None
+        self.writer.add(spec, result, state, transition)

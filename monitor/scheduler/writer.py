@@ -1,0 +1,265 @@
+"""Batched writer: check rows by COPY, plus the state, incidents and outbox rows of
+confirmed changes, all in one transaction per batch.
+
+Checks never wait on the database: :meth:`Writer.add` only appends to memory.
+While the database is unreachable the batch grows up to ``max_buffered`` rows
+(the oldest check rows are dropped beyond it, with a log line; state changes are
+never dropped) and is written when the database returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from monitor import logging as mlog
+from monitor.events import Event
+from monitor.models import CheckResult, MonitorSpec
+from monitor.scheduler.state import State, Transition
+
+log = mlog.get(__name__)
+
+
+@dataclass
+class Pending:
+    """A confirmed state change waiting to be written with its check rows."""
+
+    spec: MonitorSpec
+    transition: Transition
+    result: CheckResult
+    event_id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+
+@dataclass
+class Stats:
+    rows_written: int = 0
+    rows_dropped: int = 0
+    batches: int = 0
+    failures: int = 0
+
+
+class Writer:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        *,
+        batch_rows: int = 1000,
+        interval: float = 1.0,
+        max_buffered: int = 1_000_000,
+        on_transitions: Any = None,
+    ) -> None:
+        self._pool = pool
+        self._batch_rows = batch_rows
+        self._interval = interval
+        self._max_buffered = max_buffered
+        self._rows: deque[tuple[Any, ...]] = deque()
+        # Latest state per monitor since the last flush: one upsert per monitor per batch.
+        self._states: dict[int, tuple[State, CheckResult]] = {}
+        self._transitions: list[Pending] = []
+        self._wake = asyncio.Event()
+        self._on_transitions = on_transitions
+        self.stats = Stats()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    @property
+    def buffered(self) -> int:
+        return len(self._rows)
+
+    def add(
+        self, spec: MonitorSpec, result: CheckResult, state: State, transition: Transition | None
+    ) -> None:
+        self._rows.append(result.record())
+        self._states[spec.id] = (state, result)
+        if transition is not None:
+            self._transitions.append(Pending(spec, transition, result))
+        overflow = len(self._rows) - self._max_buffered
+        if overflow > 0:
+            for _ in range(overflow):
+                self._rows.popleft()
+            self.stats.rows_dropped += overflow
+            log.warning("writer.rows_dropped", dropped=overflow, max_buffered=self._max_buffered)
+        if len(self._rows) >= self._batch_rows:
+            self._wake.set()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="writer")
+
+    async def _run(self) -> None:
+        backoff = self._interval
+        while not self._closing:
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=backoff)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            if await self.flush():
+                backoff = self._interval
+            else:
+                backoff = min(backoff * 2, 10.0)
+
+    async def flush(self) -> bool:
+        """Write what is buffered; False (and nothing lost) if the database failed."""
+        while self._rows or self._transitions or self._states:
+            rows = [self._rows[i] for i in range(min(len(self._rows), self._batch_rows * 10))]
+            transitions = list(self._transitions)
+            states = dict(self._states)
+            try:
+                await self._write(rows, states, transitions)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+                self.stats.failures += 1
+                log.warning(
+                    "writer.flush_failed", error=str(exc) or type(exc).__name__, buffered=len(self._rows)
+                )
+                return False
+            for _ in rows:
+                self._rows.popleft()
+            del self._transitions[: len(transitions)]
+            for monitor_id, value in states.items():
+                if self._states.get(monitor_id) is value:
+                    del self._states[monitor_id]
+            self.stats.rows_written += len(rows)
+            self.stats.batches += 1
+            if transitions and self._on_transitions is not None:
+                self._on_transitions()
+        return True
+
+    async def _write(
+        self,
+        rows: list[tuple[Any, ...]],
+        states: dict[int, tuple[State, CheckResult]],
+        transitions: list[Pending],
+    ) -> None:
+        async with self._pool.acquire(timeout=5) as conn, conn.transaction():
+            if rows:
+                await self._copy(conn, rows)
+            if states:
+                await _upsert_states(conn, states)
+            for pending in transitions:
+                await _apply_transition(conn, pending)
+
+    async def _copy(self, conn: asyncpg.Connection, rows: list[tuple[Any, ...]]) -> None:
+        # A batch whose commit was lost in transit may be sent again; the primary
+        # key would reject the whole COPY, so that rare case takes the slower path
+        # that skips rows already there.
+        try:
+            async with conn.transaction():
+                await conn.copy_records_to_table("checks", records=rows, columns=CheckResult.COLUMNS)
+        except asyncpg.UniqueViolationError:
+            columns = ", ".join(CheckResult.COLUMNS)
+            await conn.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS checks_retry (LIKE checks) ON COMMIT DELETE ROWS"
+            )
+            await conn.copy_records_to_table("checks_retry", records=rows, columns=CheckResult.COLUMNS)
+            await conn.execute(
+                f"INSERT INTO checks ({columns}) SELECT {columns} FROM checks_retry ON CONFLICT DO NOTHING"
+            )
+
+    async def close(self) -> None:
+        """Stop the timer and write what is left (one last attempt)."""
+        self._closing = True
+        self._wake.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+        if not await self.flush():
+            log.error("writer.unflushed_at_exit", rows=len(self._rows), transitions=len(self._transitions))
+
+
+async def _upsert_states(conn: asyncpg.Connection, states: dict[int, tuple[State, CheckResult]]) -> None:
+    await conn.execute(
+        """INSERT INTO monitor_state AS s (
+               monitor_id, status, consecutive_failures, streak_started_at,
+               last_check_at, last_ok, last_error, last_status_code, last_latency_ms)
+           SELECT u.* FROM unnest($1::bigint[], $2::text[], $3::int[], $4::timestamptz[],
+                                  $5::timestamptz[], $6::bool[], $7::text[], $8::int[], $9::float8[])
+                AS u(monitor_id, status, failures, streak, at, ok, error, code, latency)
+           -- A monitor deleted while its check ran has no state row to keep.
+           WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = u.monitor_id)
+           ON CONFLICT (monitor_id) DO UPDATE SET
+               changed_at = CASE WHEN s.status <> excluded.status
+                                 THEN excluded.last_check_at ELSE s.changed_at END,
+               status = excluded.status, consecutive_failures = excluded.consecutive_failures,
+               streak_started_at = excluded.streak_started_at, last_check_at = excluded.last_check_at,
+               last_ok = excluded.last_ok, last_error = excluded.last_error,
+               last_status_code = excluded.last_status_code, last_latency_ms = excluded.last_latency_ms
+           WHERE s.last_check_at IS NULL OR s.last_check_at <= excluded.last_check_at""",
+        *map(
+            list,
+            zip(
+                *(
+                    (
+                        mid,
+                        st.status,
+                        st.failures,
+                        st.streak_started_at,
+                        res.time,
+                        res.ok,
+                        res.error,
+                        res.status_code,
+                        res.latency_ms,
+                    )
+                    for mid, (st, res) in states.items()
+                ),
+                strict=True,
+            ),
+        ),
+    )
+
+
+async def _apply_transition(conn: asyncpg.Connection, pending: Pending) -> None:
+    # Idempotent: a batch retried after a lost commit must not open a second incident.
+    if await conn.fetchval("SELECT 1 FROM outbox WHERE event_id = $1", pending.event_id):
+        return
+    spec, transition, result = pending.spec, pending.transition, pending.result
+    monitor_exists = await conn.fetchval("SELECT 1 FROM monitors WHERE id = $1", spec.id)
+    if not monitor_exists:
+        return  # deleted while the check ran: nobody to alert
+    started_at = ended_at = None
+    if transition.kind == "down":
+        incident_id = await conn.fetchval(
+            """INSERT INTO incidents (monitor_id, started_at, status_code, error)
+               VALUES ($1, $2, $3, $4)
+               ON CONFLICT (monitor_id) WHERE ended_at IS NULL DO NOTHING RETURNING id""",
+            spec.id,
+            transition.at,
+            result.status_code,
+            result.error,
+        )
+        if incident_id is None:
+            return  # an incident is already open (state lost and rebuilt): no second alert
+        started_at = transition.at
+    else:
+        row = await conn.fetchrow(
+            """UPDATE incidents SET ended_at = greatest($2, started_at)
+               WHERE monitor_id = $1 AND ended_at IS NULL RETURNING id, started_at, ended_at""",
+            spec.id,
+            transition.at,
+        )
+        if row is None:
+            return  # no open incident: nothing to recover from
+        incident_id, started_at, ended_at = row["id"], row["started_at"], row["ended_at"]
+    await conn.execute(
+        "UPDATE monitor_state SET changed_at = $2 WHERE monitor_id = $1", spec.id, transition.at
+    )
+    event = Event.build(
+        event_id=pending.event_id,
+        kind=transition.kind,
+        spec=spec,
+        incident_id=incident_id,
+        at=transition.at,
+        started_at=started_at,
+        ended_at=ended_at,
+        result=result,
+    )
+    await conn.execute(
+        "INSERT INTO outbox (event_id, monitor_id, kind, payload) VALUES ($1, $2, $3, $4)",
+        pending.event_id,
+        spec.id,
+        transition.kind,
+        event.to_dict(),
+    )

@@ -1,0 +1,33 @@
+import pytest
+
+from monitor import config
+
+
+def test_defaults_and_secrets_hidden() -> None:
+    settings = config.load(
+        {"MONITOR_DATABASE_URL": "postgresql://u:hunter2@db/x", "MONITOR_TELEGRAM_BOT_TOKEN": "1:abc"}
+    )
+    assert settings.api_host == "127.0.0.1" and settings.api_port == 8080
+    assert settings.min_interval_seconds == 30 and settings.retention_days == 90
+    assert "hunter2" not in repr(settings) and "1:abc" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"MONITOR_API_PORT": "eighty"}, "MONITOR_API_PORT"),
+        ({"MONITOR_RETENTION_DAYS": "0"}, "MONITOR_RETENTION_DAYS"),
+        ({"MONITOR_ALLOW_CIDRS": "10.0.0.0/8,nonsense"}, "MONITOR_ALLOW_CIDRS"),
+        ({"MONITOR_LOG_FORMAT": "xml"}, "MONITOR_LOG_FORMAT"),
+        ({"MONITOR_DATABASE_URL": "mysql://x"}, "MONITOR_DATABASE_URL"),
+        ({"MONITOR_INTERVAL": "5"}, "MONITOR_INTERVAL"),
+    ],
+)
+def test_invalid_or_unknown_settings_name_the_variable(env: dict, named: str) -> None:
+    with pytest.raises(config.ConfigError, match=named):
+        config.load(env)
+
+
+def test_redact_url() -> None:
+    assert config.redact_url("postgresql://u:hunter2@db:5432/x") == "postgresql://u:***@db:5432/x"
+    assert config.redact_url("redis://db:6379/0") == "redis://db:6379/0"

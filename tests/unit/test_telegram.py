@@ -1,0 +1,96 @@
+"""Telegram channel: pure rendering, and the classification of send failures."""
+
+import re
+
+import aiohttp
+import pytest
+from aioresponses import aioresponses
+from pydantic import SecretStr
+
+from monitor.alerter.channels import telegram
+from monitor.alerter.channels.base import DeliveryError
+from monitor.events import Event
+
+TOKEN = "123456:SECRET-token"
+CONFIG = telegram.TelegramConfig(SecretStr(TOKEN), "http://telegram.test")
+SEND = re.compile(r"^http://telegram\.test/bot.*/sendMessage$")
+
+
+def event(kind: str = "down", **overrides: object) -> Event:
+    data = {
+        "event_id": "e1",
+        "kind": kind,
+        "monitor_id": 7,
+        "monitor_name": "<shop> & co",
+        "monitor_url": "https://shop.example/?a=1&b=<2>",
+        "telegram_chat_id": "42",
+        "incident_id": 1,
+        "at": "2026-01-01T10:00:00Z",
+        "started_at": "2026-01-01T10:00:00Z",
+        "ended_at": "2026-01-01T11:02:03Z" if kind == "up" else None,
+        "duration_seconds": 3723.0 if kind == "up" else None,
+        "cause": {"status_code": 503, "error": "unexpected status 503", "latency_ms": 12.0},
+    }
+    data.update(overrides)
+    return Event(**data)  # type: ignore[arg-type]
+
+
+def test_down_message_escapes_and_names_cause() -> None:
+    text = telegram.render(event())
+    assert "&lt;shop&gt; &amp; co" in text and "<shop>" not in text
+    assert "unexpected status 503" in text and "DOWN" in text and "2026-01-01 10:00:00 UTC" in text
+
+
+def test_recovery_message_says_how_long() -> None:
+    assert "1h 2m 3s" in telegram.render(event("up"))
+
+
+def test_long_names_stay_within_limit() -> None:
+    text = telegram.render(event(monitor_name="x" * 5000, monitor_url="https://e.example/" + "&" * 3000))
+    assert len(text) <= telegram.MAX_MESSAGE
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "permanent", "retry_after"),
+    [
+        (
+            429,
+            {"ok": False, "description": "Too Many Requests", "parameters": {"retry_after": 2}},
+            False,
+            2.0,
+        ),
+        (500, {"ok": False, "description": "Internal"}, False, None),
+        (400, {"ok": False, "description": "Bad Request: chat not found"}, True, None),
+        (403, {"ok": False, "description": "Forbidden: bot was blocked by the user"}, True, None),
+        (401, {"ok": False, "description": "Unauthorized"}, True, None),
+    ],
+)
+async def test_send_failures_are_classified(
+    status: int, body: dict, permanent: bool, retry_after: float
+) -> None:
+    with aioresponses() as mocked:
+        mocked.post(SEND, status=status, payload=body)
+        async with aiohttp.ClientSession() as session:
+            with pytest.raises(DeliveryError) as info:
+                await telegram.send(session, CONFIG, "42", "hi")
+    assert info.value.permanent is permanent
+    assert info.value.retry_after == retry_after
+    assert TOKEN not in str(info.value)
+
+
+async def test_send_ok() -> None:
+    with aioresponses() as mocked:
+        mocked.post(SEND, status=200, payload={"ok": True, "result": {"message_id": 1}})
+        async with aiohttp.ClientSession() as session:
+            await telegram.send(session, CONFIG, "42", "hi")
+        (call,) = next(iter(mocked.requests.values()))
+    assert call.kwargs["json"]["parse_mode"] == "HTML"
+
+
+async def test_network_error_is_transient_and_hides_token() -> None:
+    with aioresponses() as mocked:
+        mocked.post(SEND, exception=aiohttp.ClientConnectionError("boom " + TOKEN))
+        async with aiohttp.ClientSession() as session:
+            with pytest.raises(DeliveryError) as info:
+                await telegram.send(session, CONFIG, "42", "hi")
+    assert not info.value.permanent and TOKEN not in str(info.value)
