@@ -8,11 +8,15 @@ import asyncpg
 from aiohttp import web
 from pydantic import ValidationError
 
+from monitor import logging as mlog
 from monitor.api.context import POOL, RESOLVER, SETTINGS
 from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.params import decode_cursor, encode_cursor, int_param, json_object, path_id, rfc3339
 from monitor.api.schemas import MonitorCreate, MonitorPatch, parse_status_ranges, render_status_ranges
 from monitor.net.policy import BlockedTarget, InvalidTarget, parse_target_url
+from monitor.net.resolver import ResolutionError
+
+log = mlog.get(__name__)
 
 COLUMNS = (
     "name",
@@ -73,8 +77,11 @@ async def _vet_target(request: web.Request, url: str) -> None:
         raise ApiError(400, "target_blocked", f"url: {exc}", "url") from None
     except InvalidTarget as exc:
         raise ApiError(400, "invalid", f"url: {exc}", "url") from None
-    except OSError as exc:
-        raise ApiError(400, "target_unresolvable", f"url: {host} does not resolve ({exc})", "url") from None
+    except ResolutionError as exc:
+        # Not resolving is not dangerous: the site may not be live yet, or DNS may be down.
+        # The monitor is created and its checks report the failure (as Uptime Kuma does);
+        # the scheduler judges every answer again at each connection.
+        log.info("api.target_unresolved", host=host, error=str(exc))
 
 
 def _validation_context(request: web.Request) -> dict[str, Any]:
