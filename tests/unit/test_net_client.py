@@ -1,0 +1,506 @@
+"""fetch() against local servers only: 127.0.0.2 plays the allowed target, 127.0.0.1 the canary.
+
+The canary is a server on a loopback address that is never in the allow-list; every test that
+should be blocked asserts it saw zero connections. No socket leaves loopback.
+The fake DNS server comes from test_net_resolver (pytest's default "prepend" import mode puts
+tests/unit on sys.path).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gzip
+import json
+import socket
+import ssl
+import tracemalloc
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+import aiohttp
+import pytest
+import trustme
+from aiohttp import web
+from test_net_resolver import DNSServer, dns  # noqa: F401  (dns is a fixture)
+from yarl import URL
+
+from monitor.net.client import FetchResult, fetch, make_session
+from monitor.net.policy import AddressPolicy
+from monitor.net.resolver import VettedResolver
+
+ALLOWED = "127.0.0.2"
+CANARY = "127.0.0.1"
+MiB = 1024 * 1024
+
+StreamHandler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@dataclass
+class RawServer:
+    """A TCP server that records every connection; ``sent`` counts bytes a handler wrote."""
+
+    host: str
+    port: int = 0
+    connections: int = 0
+    sent: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+@pytest.fixture
+async def raw_server() -> AsyncIterator[Callable[..., Awaitable[RawServer]]]:
+    servers: list[asyncio.Server] = []
+
+    async def start(handler: StreamHandler | None = None, host: str = ALLOWED, port: int = 0) -> RawServer:
+        record = RawServer(host)
+
+        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            record.connections += 1
+            try:
+                if handler is None:
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\ncanary")
+                    await writer.drain()
+                else:
+                    await handler(reader, writer)
+            except (ConnectionError, asyncio.CancelledError):
+                pass
+            finally:
+                writer.close()
+
+        server = await asyncio.start_server(on_connect, host, port)
+        servers.append(server)
+        record.port = server.sockets[0].getsockname()[1]
+        return record
+
+    yield start
+    for server in servers:
+        server.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(server.wait_closed(), 5)
+
+
+@pytest.fixture
+async def canary(raw_server: Callable[..., Awaitable[RawServer]]) -> RawServer:
+    return await raw_server(host=CANARY)
+
+
+async def _echo(request: web.Request) -> web.Response:
+    seen = {k: request.headers.get(k) for k in ("Authorization", "Cookie", "X-Keep", "Host")}
+    return web.json_response({"method": request.method, "headers": seen})
+
+
+def _app() -> web.Application:
+    app = web.Application()
+
+    async def ok(_: web.Request) -> web.Response:
+        return web.Response(text="hello")
+
+    async def redirect(request: web.Request) -> web.Response:
+        raise web.HTTPFound(request.query["to"])
+
+    async def see_other(_: web.Request) -> web.Response:
+        raise web.HTTPSeeOther("/echo")
+
+    async def loop(_: web.Request) -> web.Response:
+        raise web.HTTPFound("/loop")
+
+    async def big(_: web.Request) -> web.Response:
+        return web.Response(body=b"x" * 2000)
+
+    app.router.add_get("/ok", ok)
+    app.router.add_get("/redirect", redirect)
+    app.router.add_route("*", "/see-other", see_other)
+    app.router.add_get("/loop", loop)
+    app.router.add_get("/big", big)
+    app.router.add_route("*", "/echo", _echo)
+    return app
+
+
+@pytest.fixture
+async def web_server() -> AsyncIterator[Callable[..., Awaitable[str]]]:
+    runners: list[web.AppRunner] = []
+
+    async def start(host: str = ALLOWED, ssl_context: ssl.SSLContext | None = None) -> str:
+        runner = web.AppRunner(_app())
+        await runner.setup()
+        runners.append(runner)
+        site = web.TCPSite(runner, host, 0, ssl_context=ssl_context)
+        await site.start()
+        port = runner.addresses[0][1]
+        return f"{'https' if ssl_context else 'http'}://{host}:{port}"
+
+    yield start
+    for runner in runners:
+        await runner.cleanup()
+
+
+@dataclass
+class Client:
+    session: aiohttp.ClientSession
+    policy: AddressPolicy
+    dns: DNSServer
+    resolver: VettedResolver
+
+    async def get(self, url: str, **kwargs: object) -> FetchResult:
+        kwargs.setdefault("timeout", 5.0)
+        return await fetch(self.session, self.policy, url, **kwargs)  # type: ignore[arg-type]
+
+
+@dataclass
+class ClientFactory:
+    dns: DNSServer
+    made: list[Client] = field(default_factory=list)
+
+    def __call__(self, allow: list[str] | None = None, **session_kwargs: object) -> Client:
+        policy = AddressPolicy([ALLOWED + "/32"] if allow is None else allow)
+        resolver = VettedResolver(policy, [self.dns.nameserver], timeout=2.0)
+        session = make_session(resolver, **session_kwargs)  # type: ignore[arg-type]
+        client = Client(session, policy, self.dns, resolver)
+        self.made.append(client)
+        return client
+
+
+@pytest.fixture
+async def make_client(dns: DNSServer) -> AsyncIterator[ClientFactory]:  # noqa: F811
+    factory = ClientFactory(dns)
+    yield factory
+    for client in factory.made:
+        await client.session.close()
+        await client.resolver.close()
+
+
+async def test_200_by_literal(make_client: ClientFactory, web_server: Callable[..., Awaitable[str]]) -> None:
+    base = await web_server()
+    got = await make_client().get(f"{base}/ok")
+    assert (got.status, got.ok_transport, got.error, got.blocked) == (200, True, None, False)
+    assert got.body == b"hello"
+    assert got.peer == ALLOWED
+    assert got.final_url == f"{base}/ok"
+    assert set(got.timings) == {"dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms"}
+    assert got.timings["dns_ms"] is None  # literals skip resolution
+    assert got.timings["ttfb_ms"] is not None and got.timings["total_ms"] is not None
+    assert got.elapsed_ms > 0
+
+
+async def test_200_by_name_dials_the_vetted_address(
+    make_client: ClientFactory, web_server: Callable[..., Awaitable[str]]
+) -> None:
+    base = await web_server()
+    port = base.rsplit(":", 1)[1]
+    client = make_client()
+    client.dns.protocol.zone["app.test"] = [("A", ALLOWED)]
+    got = await client.get(f"http://app.test:{port}/echo")
+    assert got.status == 200 and got.error is None
+    assert got.peer == ALLOWED
+    assert b'"Host": "app.test:' in got.body  # the name travels in Host, the socket goes to the IP
+    assert got.timings["dns_ms"] is not None and got.timings["connect_ms"] is not None
+    assert got.timings["tls_ms"] is None
+
+
+async def test_literal_blocked_before_connecting(make_client: ClientFactory, canary: RawServer) -> None:
+    got = await make_client().get(f"{canary.url}/")
+    assert got.blocked and not got.ok_transport
+    assert got.error == "blocked: 127.0.0.1 (loopback 127.0.0.0/8)"
+    assert got.status is None
+    assert canary.connections == 0
+
+
+@pytest.mark.parametrize(
+    ("records", "error"),
+    [
+        ([("A", CANARY)], "blocked: evil.test resolves to 127.0.0.1 (loopback 127.0.0.0/8)"),
+        ([("A", ALLOWED), ("A", CANARY)], "blocked: evil.test resolves to 127.0.0.1 (loopback 127.0.0.0/8)"),
+        ([("A", ALLOWED), ("AAAA", "::1")], "blocked: evil.test resolves to ::1 (loopback ::1/128)"),
+        ([("CNAME", "inner.test")], "blocked: evil.test resolves to 127.0.0.1 (loopback 127.0.0.0/8)"),
+    ],
+)
+async def test_name_blocked_at_connect(
+    make_client: ClientFactory, canary: RawServer, records: list[tuple[str, str]], error: str
+) -> None:
+    client = make_client()
+    client.dns.protocol.zone.update({"evil.test": records, "inner.test": [("A", CANARY)]})
+    got = await client.get(f"http://evil.test:{canary.port}/")
+    assert (got.blocked, got.error) == (True, error)
+    assert canary.connections == 0
+
+
+async def test_rebinding_across_many_checks(
+    make_client: ClientFactory, raw_server: Callable[..., Awaitable[RawServer]], canary: RawServer
+) -> None:
+    # Same port on both addresses, so only the answer decides which server a connection reaches.
+    target = await raw_server(host=ALLOWED, port=canary.port)
+    client = make_client()
+    client.dns.protocol.zone["rebind.test"] = lambda n: [("A", ALLOWED if n == 1 else CANARY)]
+    results = [await client.get(f"http://rebind.test:{target.port}/") for _ in range(6)]
+    assert results[0].status == 200 and results[0].peer == ALLOWED
+    assert all(r.blocked for r in results[1:])
+    assert target.connections == 1 and canary.connections == 0
+
+
+async def test_3xx_not_followed_by_default(
+    make_client: ClientFactory, web_server: Callable[..., Awaitable[str]], canary: RawServer
+) -> None:
+    base = await web_server()
+    got = await make_client().get(f"{base}/redirect?to={canary.url}/")
+    assert (got.status, got.error, got.ok_transport) == (302, None, True)
+    assert got.location == f"{canary.url}/"
+    assert canary.connections == 0
+
+
+async def test_redirect_followed(
+    make_client: ClientFactory, web_server: Callable[..., Awaitable[str]]
+) -> None:
+    base = await web_server()
+    got = await make_client().get(f"{base}/redirect?to=/ok", follow_redirects=True)
+    assert (got.status, got.body, got.location) == (200, b"hello", None)
+    assert got.final_url == f"{base}/ok"
+
+
+@pytest.mark.parametrize(
+    ("location", "error"),
+    [
+        ("http://127.0.0.1:{port}/", "blocked: 127.0.0.1 (loopback 127.0.0.0/8)"),
+        ("http://[::ffff:127.0.0.1]:{port}/", "blocked: ::ffff:127.0.0.1 (IPv4-mapped 127.0.0.1, loopback"),
+        ("http://evil.test:{port}/", "blocked: evil.test resolves to 127.0.0.1 (loopback 127.0.0.0/8)"),
+        ("http://localhost:{port}/", "blocked: localhost resolves to 127.0.0.1 (loopback 127.0.0.0/8)"),
+        (
+            "http://2130706433:{port}/",
+            "redirect to invalid target 'http://2130706433:{port}/': non-canonical",
+        ),
+        ("http://0x7f.1:{port}/", "redirect to invalid target 'http://0x7f.1:{port}/': non-canonical"),
+        (
+            "http://0177.0.0.1:{port}/",
+            "redirect to invalid target 'http://0177.0.0.1:{port}/': non-canonical",
+        ),
+        ("gopher://127.0.0.1:{port}/_x", "redirect to invalid target 'gopher://127.0.0.1:{port}/_x': scheme"),
+        (
+            "http://u:p@127.0.0.1:{port}/",
+            "redirect to invalid target 'http://u:p@127.0.0.1:{port}/': credentials",
+        ),
+    ],
+)
+async def test_redirect_hops_are_judged(
+    make_client: ClientFactory,
+    web_server: Callable[..., Awaitable[str]],
+    canary: RawServer,
+    location: str,
+    error: str,
+) -> None:
+    base = await web_server()
+    client = make_client()
+    client.dns.protocol.zone["evil.test"] = [("A", CANARY)]
+    to = location.format(port=canary.port)
+    got = await client.get(str(URL(f"{base}/redirect").with_query(to=to)), follow_redirects=True)
+    assert got.error is not None and got.error.startswith(error.format(port=canary.port)), got.error
+    assert not got.ok_transport
+    assert got.blocked is error.startswith("blocked")
+    assert canary.connections == 0
+
+
+async def test_too_many_redirects(
+    make_client: ClientFactory, web_server: Callable[..., Awaitable[str]]
+) -> None:
+    base = await web_server()
+    got = await make_client().get(f"{base}/loop", follow_redirects=True, max_redirects=3)
+    assert got.error == "too many redirects (more than 3)"
+    assert got.status == 302
+
+
+@pytest.mark.parametrize("cross_origin", [True, False])
+async def test_credentials_dropped_on_cross_origin_hop(
+    make_client: ClientFactory, web_server: Callable[..., Awaitable[str]], cross_origin: bool
+) -> None:
+    first = await web_server()
+    second = await web_server() if cross_origin else first  # another port: another origin
+    url = URL(f"{first}/redirect").with_query(to=f"{second}/echo")
+    headers = {"Authorization": "Bearer s3cret", "Cookie": "session=1", "X-Keep": "yes"}
+    got = await make_client().get(str(url), follow_redirects=True, headers=headers)
+    assert got.status == 200
+    seen = json.loads(got.body)["headers"]
+    assert seen["X-Keep"] == "yes"
+    if cross_origin:
+        assert seen["Authorization"] is None and seen["Cookie"] is None
+    else:
+        assert seen["Authorization"] == "Bearer s3cret" and seen["Cookie"] == "session=1"
+
+
+async def test_303_turns_post_into_get(
+    make_client: ClientFactory, web_server: Callable[..., Awaitable[str]]
+) -> None:
+    base = await web_server()
+    got = await make_client().get(f"{base}/see-other", method="POST", follow_redirects=True)
+    assert got.status == 200 and b'"method": "GET"' in got.body
+
+
+async def test_body_over_cap_by_content_length(
+    make_client: ClientFactory, web_server: Callable[..., Awaitable[str]]
+) -> None:
+    base = await web_server()
+    got = await make_client().get(f"{base}/big", max_body_bytes=1000)
+    assert (got.status, got.ok_transport, got.error) == (200, False, "response body exceeds 1000 bytes")
+    assert got.body == b""
+
+
+async def _stream_forever(writer: asyncio.StreamWriter, record: RawServer, head: bytes, chunk: bytes) -> None:
+    # Bounded: stops after 64 MiB even if the client kept reading, so the test always ends.
+    writer.write(head)
+    while record.sent < 64 * MiB:
+        writer.write(chunk)
+        await writer.drain()
+        record.sent += len(chunk)
+
+
+@pytest.mark.parametrize("framing", ["content-length-1GB", "chunked-endless", "gzip-bomb"])
+async def test_huge_body_stops_at_cap(
+    make_client: ClientFactory, raw_server: Callable[..., Awaitable[RawServer]], framing: str
+) -> None:
+    record: RawServer
+    # 64 MiB of zeros in about 64 KiB on the wire: the cap counts decompressed bytes. Built
+    # before tracemalloc starts, so the peak measures the client only.
+    bomb = gzip.compress(bytes(64 * MiB), compresslevel=9) if framing == "gzip-bomb" else b""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        if framing == "gzip-bomb":
+            head = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(bomb)
+            writer.write(head + bomb)
+            await writer.drain()
+            record.sent = len(bomb)
+            await reader.read()
+            return
+        if framing == "chunked-endless":
+            head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            data = b"x" * 65536
+            chunk = b"%x\r\n" % len(data) + data + b"\r\n"
+        else:
+            head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % (1024 * MiB)
+            chunk = b"x" * 65536
+        await _stream_forever(writer, record, head, chunk)
+
+    record = await raw_server(handler)
+    tracemalloc.start()
+    try:
+        got = await make_client().get(f"{record.url}/", max_body_bytes=MiB)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (got.status, got.error) == (200, f"response body exceeds {MiB} bytes")
+    assert peak < 8 * MiB, peak
+    assert record.sent < 32 * MiB  # the client hung up long before the server's own bound
+
+
+@pytest.mark.parametrize("shape", ["long-line", "endless-line", "too-many-headers"])
+async def test_oversized_headers_fail(
+    make_client: ClientFactory, raw_server: Callable[..., Awaitable[RawServer]], shape: str
+) -> None:
+    record: RawServer
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        if shape == "long-line":
+            writer.write(b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 10000 + b"\r\nContent-Length: 0\r\n\r\n")
+            await writer.drain()
+            await reader.read()
+        elif shape == "endless-line":
+            await _stream_forever(writer, record, b"HTTP/1.1 200 OK\r\nX-Endless: ", b"a" * 4096)
+        else:
+            lines = b"".join(b"X-H%d: v\r\n" % i for i in range(1000))
+            writer.write(b"HTTP/1.1 200 OK\r\n" + lines + b"Content-Length: 0\r\n\r\n")
+            await writer.drain()
+            await reader.read()
+
+    record = await raw_server(handler)
+    got = await make_client().get(f"{record.url}/", timeout=10.0)
+    assert not got.ok_transport and got.status is None
+    assert got.error is not None and got.error.startswith("invalid response:"), got.error
+    assert record.sent < 32 * MiB
+
+
+async def test_header_cap_is_configurable(
+    make_client: ClientFactory, raw_server: Callable[..., Awaitable[RawServer]]
+) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nX-Mid: " + b"a" * 3000 + b"\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+
+    record = await raw_server(handler)
+    assert (await make_client().get(f"{record.url}/")).status == 200
+    small = make_client(max_line_size=1024, max_field_size=1024)
+    assert (await small.get(f"{record.url}/")).error is not None
+
+
+async def test_timeout(make_client: ClientFactory, raw_server: Callable[..., Awaitable[RawServer]]) -> None:
+    async def silent(reader: asyncio.StreamReader, _writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # never answers; returns when the client hangs up
+
+    record = await raw_server(silent)
+    got = await make_client().get(f"{record.url}/", timeout=0.3)
+    assert (got.error, got.status, got.ok_transport, got.blocked) == (
+        "timed out after 0.3s",
+        None,
+        False,
+        False,
+    )
+    assert 250 < got.elapsed_ms < 3000
+
+
+async def test_connection_refused(make_client: ClientFactory) -> None:
+    with socket.socket() as sock:
+        sock.bind((ALLOWED, 0))
+        port = sock.getsockname()[1]  # bound, not listening: connections are refused
+        got = await make_client().get(f"http://{ALLOWED}:{port}/")
+    assert got.error is not None and got.error.startswith("connection failed:")
+    assert not got.blocked
+
+
+async def test_unresolvable_name(make_client: ClientFactory) -> None:
+    got = await make_client().get("http://nowhere.test/")
+    assert got.error == "cannot resolve nowhere.test: no such domain"
+    assert not got.blocked
+
+
+@pytest.mark.parametrize(
+    ("url", "error"),
+    [
+        ("http://u:p@127.0.0.2/", "invalid target: credentials in the URL"),
+        ("http://2130706433/", "invalid target: non-canonical numeric host"),
+        ("file:///etc/passwd", "invalid target: scheme 'file' not allowed"),
+        ("http://[fe80::1%25lo]/", "blocked: fe80::1%lo (zone id %lo)"),
+    ],
+)
+async def test_invalid_targets_never_connect(make_client: ClientFactory, url: str, error: str) -> None:
+    got = await make_client().get(url)
+    assert got.error is not None and got.error.startswith(error), got.error
+    assert got.final_url == url or got.blocked
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+async def test_https_verifies_name_and_dials_vetted_ip(
+    make_client: ClientFactory, web_server: Callable[..., Awaitable[str]], ca: trustme.CA
+) -> None:
+    sni: list[str | None] = []
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("secure.test").configure_cert(server_ctx)
+    server_ctx.sni_callback = lambda _sock, name, _ctx: sni.append(name)
+    base = await web_server(ssl_context=server_ctx)
+    port = base.rsplit(":", 1)[1]
+    client_ctx = ssl.create_default_context()
+    ca.configure_trust(client_ctx)
+    client = make_client(ssl_context=client_ctx)
+    client.dns.protocol.zone.update({"secure.test": [("A", ALLOWED)], "other.test": [("A", ALLOWED)]})
+
+    got = await client.get(f"https://secure.test:{port}/echo")
+    assert got.status == 200 and got.error is None, got.error
+    assert got.peer == ALLOWED and sni == ["secure.test"]
+    assert b'"Host": "secure.test:' in got.body
+
+    wrong = await client.get(f"https://other.test:{port}/echo")
+    assert wrong.error is not None and wrong.error.startswith("TLS certificate error"), wrong.error

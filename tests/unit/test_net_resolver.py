@@ -1,0 +1,308 @@
+"""VettedResolver against a fake DNS server on 127.0.0.1: fail closed on any denied answer.
+
+The fake server and its fixture live in this module and are imported by test_net_client.py.
+Every socket in these tests is on loopback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from ipaddress import IPv4Address, IPv6Address
+from typing import cast
+
+import pytest
+
+from monitor.net.policy import AddressPolicy, BlockedTarget, InvalidTarget
+from monitor.net.resolver import ResolutionError, VettedResolver, parse_nameserver
+
+# A record set is (type, value) pairs; a callable gets the 1-based count of A queries for the
+# name so far, which is how a test plays a rebinding server.
+Records = list[tuple[str, str]]
+Zone = dict[str, Records | Callable[[int], Records]]
+
+_TYPES = {"A": 1, "AAAA": 28, "CNAME": 5}
+
+
+def _encode_name(name: str) -> bytes:
+    out = b""
+    for label in name.rstrip(".").split("."):
+        out += bytes([len(label)]) + label.encode("ascii")
+    return out + b"\x00"
+
+
+@dataclass
+class FakeDNS(asyncio.DatagramProtocol):
+    """Answers A/AAAA (and CNAME chains) from ``zone``; unknown names get NXDOMAIN."""
+
+    zone: Zone = field(default_factory=dict)
+    silent: bool = False
+    queries: list[tuple[str, str]] = field(default_factory=list)
+    transport: asyncio.DatagramTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.DatagramTransport, transport)
+
+    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+        if self.silent or self.transport is None:
+            return
+        self.transport.sendto(self._answer(data), addr)
+
+    def _answer(self, query: bytes) -> bytes:
+        qid, flags = struct.unpack("!HH", query[:4])
+        pos, labels = 12, []
+        while query[pos]:
+            labels.append(query[pos + 1 : pos + 1 + query[pos]].decode("ascii"))
+            pos += 1 + query[pos]
+        qtype = struct.unpack("!H", query[pos + 1 : pos + 3])[0]
+        question = query[12 : pos + 5]
+        name = ".".join(labels).lower()
+        kind = {v: k for k, v in _TYPES.items()}.get(qtype, str(qtype))
+        self.queries.append((name, kind))
+        answers: list[bytes] = []
+        rcode = 3 if name not in self.zone else 0
+        current, hops = name, 0
+        while current in self.zone and hops < 8:
+            hops += 1
+            entry = self.zone[current]
+            if callable(entry):
+                entry = entry(sum(1 for q in self.queries if q == (current, "A")))
+            next_name = None
+            for rtype, value in entry:
+                if rtype == "CNAME":
+                    answers.append(self._rr(current, rtype, _encode_name(value)))
+                    next_name = value
+                elif rtype == kind:
+                    family = socket.AF_INET if rtype == "A" else socket.AF_INET6
+                    answers.append(self._rr(current, rtype, socket.inet_pton(family, value)))
+            if next_name is None:
+                break
+            current = next_name
+        # QR, opcode copied, RD copied, RA set; no EDNS in the reply (allowed by RFC 6891).
+        reply_flags = 0x8080 | (flags & 0x0100) | rcode
+        header = struct.pack("!HHHHHH", qid, reply_flags, 1, len(answers), 0, 0)
+        return header + question + b"".join(answers)
+
+    @staticmethod
+    def _rr(name: str, rtype: str, rdata: bytes) -> bytes:
+        return _encode_name(name) + struct.pack("!HHIH", _TYPES[rtype], 1, 0, len(rdata)) + rdata
+
+
+@dataclass
+class DNSServer:
+    protocol: FakeDNS
+    port: int
+
+    @property
+    def nameserver(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+@pytest.fixture
+async def dns() -> AsyncIterator[DNSServer]:
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.create_datagram_endpoint(FakeDNS, local_addr=("127.0.0.1", 0))
+    port = transport.get_extra_info("sockname")[1]
+    try:
+        yield DNSServer(protocol, port)
+    finally:
+        transport.close()
+
+
+MakeResolver = Callable[..., VettedResolver]
+
+
+@pytest.fixture
+async def make_resolver() -> AsyncIterator[MakeResolver]:
+    """Factory: VettedResolver(policy, [server]); every one made is closed after the test."""
+    made: list[VettedResolver] = []
+
+    def factory(server: DNSServer, allow: list[str] | None = None, timeout: float = 2.0) -> VettedResolver:
+        resolver = VettedResolver(AddressPolicy(allow or []), [server.nameserver], timeout=timeout)
+        made.append(resolver)
+        return resolver
+
+    yield factory
+    for resolver in made:
+        await resolver.close()
+
+
+LOOP_ALLOW = ["127.0.0.2/32"]  # the "allowed test address"; 127.0.0.1 stays denied
+
+
+@pytest.mark.parametrize(
+    ("records", "vetted"),
+    [
+        ([("A", "127.0.0.2")], [IPv4Address("127.0.0.2")]),
+        ([("A", "127.0.0.2"), ("A", "127.0.0.2")], [IPv4Address("127.0.0.2")]),
+        ([("AAAA", "::ffff:127.0.0.2")], [IPv4Address("127.0.0.2")]),  # mapped answer unwrapped
+        ([("A", "127.0.0.2"), ("AAAA", "::ffff:127.0.0.2")], [IPv4Address("127.0.0.2")]),
+    ],
+)
+async def test_vet_allowed_answers(
+    dns: DNSServer, make_resolver: MakeResolver, records: Records, vetted: list[IPv4Address]
+) -> None:
+    dns.protocol.zone["ok.test"] = records
+    assert await make_resolver(dns, LOOP_ALLOW).vet("ok.test") == vetted
+    assert ("ok.test", "A") in dns.protocol.queries
+    assert ("ok.test", "AAAA") in dns.protocol.queries
+
+
+@pytest.mark.parametrize(
+    ("records", "reason"),
+    [
+        ([("A", "127.0.0.1")], "resolves to 127.0.0.1 (loopback 127.0.0.0/8)"),
+        ([("A", "10.0.0.5")], "resolves to 10.0.0.5 (private-use 10.0.0.0/8)"),
+        ([("A", "169.254.169.254")], "resolves to 169.254.169.254 (link-local 169.254.0.0/16)"),
+        # Mixed answers: one allowed, one denied, in either family; the whole name is refused.
+        ([("A", "127.0.0.2"), ("A", "127.0.0.1")], "resolves to 127.0.0.1 (loopback 127.0.0.0/8)"),
+        ([("A", "127.0.0.2"), ("AAAA", "::1")], "resolves to ::1 (loopback ::1/128)"),
+        ([("A", "127.0.0.2"), ("AAAA", "fd00::1")], "resolves to fd00::1 (unique-local (ULA) fc00::/7)"),
+        (
+            [("AAAA", "::ffff:127.0.0.1")],
+            "resolves to ::ffff:127.0.0.1 (IPv4-mapped 127.0.0.1, loopback 127.0.0.0/8)",
+        ),
+        ([("AAAA", "64:ff9b::7f00:2")], "resolves to 64:ff9b::7f00:2 (NAT64 64:ff9b::/96)"),
+    ],
+)
+async def test_vet_denied_answers(
+    dns: DNSServer, make_resolver: MakeResolver, records: Records, reason: str
+) -> None:
+    dns.protocol.zone["evil.test"] = records
+    with pytest.raises(BlockedTarget) as caught:
+        await make_resolver(dns, LOOP_ALLOW).vet("evil.test")
+    assert caught.value.reason == reason
+    assert caught.value.host == "evil.test"
+
+
+async def test_cname_to_private_name_blocked(dns: DNSServer, make_resolver: MakeResolver) -> None:
+    dns.protocol.zone["www.test"] = [("CNAME", "internal.test")]
+    dns.protocol.zone["internal.test"] = [("A", "127.0.0.1")]
+    with pytest.raises(BlockedTarget, match=r"resolves to 127\.0\.0\.1 \(loopback"):
+        await make_resolver(dns, LOOP_ALLOW).vet("www.test")
+
+
+async def test_every_lookup_is_judged_afresh(dns: DNSServer, make_resolver: MakeResolver) -> None:
+    # Rebinding: the first A answer is allowed, every later one is loopback. No cache may help.
+    dns.protocol.zone["rebind.test"] = lambda n: [("A", "127.0.0.2" if n <= 1 else "127.0.0.1")]
+    resolver = make_resolver(dns, LOOP_ALLOW)
+    assert await resolver.vet("rebind.test") == [IPv4Address("127.0.0.2")]
+    for _ in range(3):
+        with pytest.raises(BlockedTarget):
+            await resolver.vet("rebind.test")
+
+
+@pytest.mark.parametrize(
+    ("zone", "message"),
+    [
+        ({}, "cannot resolve gone.test: no such domain"),
+        ({"gone.test": []}, "cannot resolve gone.test: no A or AAAA records"),
+    ],
+)
+async def test_unresolvable(dns: DNSServer, make_resolver: MakeResolver, zone: Zone, message: str) -> None:
+    dns.protocol.zone.update(zone)
+    with pytest.raises(ResolutionError, match=message):
+        await make_resolver(dns).vet("gone.test")
+
+
+async def test_silent_server_times_out(dns: DNSServer, make_resolver: MakeResolver) -> None:
+    dns.protocol.silent = True
+    with pytest.raises(ResolutionError, match=r"timed out after 0\.5s"):
+        await make_resolver(dns, timeout=0.5).vet("slow.test")
+
+
+@pytest.mark.parametrize(
+    ("host", "allow", "result"),
+    [
+        ("127.0.0.2", LOOP_ALLOW, [IPv4Address("127.0.0.2")]),
+        ("::ffff:127.0.0.2", LOOP_ALLOW, [IPv4Address("127.0.0.2")]),
+        ("[::1]", ["::1/128"], [IPv6Address("::1")]),
+        ("127.0.0.1", LOOP_ALLOW, "127.0.0.1 (loopback 127.0.0.0/8)"),
+        ("169.254.169.254", [], "169.254.169.254 (link-local 169.254.0.0/16)"),
+        ("localhost", [], "resolves to 127.0.0.1 (loopback 127.0.0.0/8)"),
+        ("api.localhost.", [], "resolves to 127.0.0.1 (loopback 127.0.0.0/8)"),
+        ("localhost", ["127.0.0.0/8", "::1/128"], [IPv4Address("127.0.0.1"), IPv6Address("::1")]),
+    ],
+)
+async def test_vet_literals_and_localhost_without_dns(
+    dns: DNSServer, make_resolver: MakeResolver, host: str, allow: list[str], result: object
+) -> None:
+    resolver = make_resolver(dns, allow)
+    if isinstance(result, str):
+        with pytest.raises(BlockedTarget) as caught:
+            await resolver.vet(host)
+        assert caught.value.reason == result
+    else:
+        assert await resolver.vet(host) == result
+    assert dns.protocol.queries == []  # literals and localhost never reach a DNS server
+
+
+@pytest.mark.parametrize("host", ["2130706433", "0x7f.1", "0177.0.0.1", "127.1"])
+async def test_non_canonical_literals(dns: DNSServer, make_resolver: MakeResolver, host: str) -> None:
+    resolver = make_resolver(dns, ["127.0.0.0/8"])
+    with pytest.raises(InvalidTarget):
+        await resolver.vet(host)
+    # Through aiohttp's resolver interface it must be an OSError, or aiohttp would not wrap it.
+    with pytest.raises(BlockedTarget, match="non-canonical"):
+        await resolver.resolve(host, 80)
+    assert dns.protocol.queries == []
+
+
+async def test_resolve_returns_vetted_results(dns: DNSServer, make_resolver: MakeResolver) -> None:
+    dns.protocol.zone["dual.test"] = [("A", "127.0.0.2"), ("AAAA", "::1")]
+    resolver = make_resolver(dns, ["127.0.0.2/32", "::1/128"])
+    results = await resolver.resolve("dual.test", 8080, family=socket.AF_UNSPEC)
+    assert [(r["host"], r["port"], r["family"], r["hostname"]) for r in results] == [
+        ("127.0.0.2", 8080, socket.AF_INET, "dual.test"),
+        ("::1", 8080, socket.AF_INET6, "dual.test"),
+    ]
+    only_v4 = await resolver.resolve("dual.test", 80, family=socket.AF_INET)
+    assert [r["host"] for r in only_v4] == ["127.0.0.2"]
+
+
+async def test_resolve_raises_oserror_for_blocked(dns: DNSServer, make_resolver: MakeResolver) -> None:
+    dns.protocol.zone["evil.test"] = [("A", "127.0.0.1")]
+    with pytest.raises(OSError, match=r"resolves to 127\.0\.0\.1"):
+        await make_resolver(dns, LOOP_ALLOW).resolve("evil.test", 80, family=socket.AF_UNSPEC)
+
+
+async def test_unicode_name_is_idna_encoded(dns: DNSServer, make_resolver: MakeResolver) -> None:
+    dns.protocol.zone["xn--bcher-kva.test"] = [("A", "127.0.0.2")]
+    assert await make_resolver(dns, LOOP_ALLOW).vet("Bücher.test.") == [IPv4Address("127.0.0.2")]
+
+
+async def test_close_is_idempotent(dns: DNSServer) -> None:
+    resolver = VettedResolver(AddressPolicy(), [dns.nameserver])
+    await resolver.close()  # never used: nothing to close
+    dns.protocol.zone["x.test"] = [("A", "127.0.0.1")]
+    with pytest.raises(BlockedTarget):
+        await resolver.vet("x.test")
+    await resolver.close()
+    await resolver.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("127.0.0.1", "127.0.0.1"),
+        ("127.0.0.1:5353", "127.0.0.1:5353"),
+        (" 127.0.0.1:53 ", "127.0.0.1:53"),
+        ("::1", "::1"),
+        ("[::1]", "::1"),
+        ("[::1]:5353", "[::1]:5353"),
+        ("2001:DB8::1", "2001:db8::1"),
+    ],
+)
+def test_parse_nameserver(text: str, expected: str) -> None:
+    assert parse_nameserver(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["dns.example", "dns.example:53", "127.0.0.1:0", "127.0.0.1:x", "[::1", "[::1]x"]
+)
+def test_parse_nameserver_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="nameserver"):
+        parse_nameserver(text)
