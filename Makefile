@@ -1,0 +1,92 @@
+# Developer and CI entry points. `make` alone lists the targets.
+#
+#   make run      venv + local services + migrations, then api/scheduler/alerter under honcho
+#   make test     venv + local services + migrations on the test database, lint, types, pytest
+#
+# Local services (PostgreSQL 17 + TimescaleDB, Redis) come from scripts/services.sh. Set both
+# MONITOR_DATABASE_URL and MONITOR_REDIS_URL to use your own instead; either one set on its own
+# overrides just that one.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+SERVICES := bash scripts/services.sh
+VENV := .venv
+BIN := $(VENV)/bin
+# Marks the last successful `pip install`; older than pyproject.toml means install again.
+STAMP := $(VENV)/.installed-from-pyproject
+# Only the paths that exist yet (bench/ and tests/ fill in over time).
+LINT_PATHS := $(wildcard monitor tests bench)
+PYTEST_ARGS ?=
+BENCH_ARGS ?=
+
+# Shell snippet: export MONITOR_DATABASE_URL and MONITOR_REDIS_URL for $(1) (run or test) from
+# scripts/services.sh, keeping whichever of the two the caller already set.
+define load_env
+keep_db="$${MONITOR_DATABASE_URL:-}"; keep_redis="$${MONITOR_REDIS_URL:-}"; \
+eval "$$($(SERVICES) env $(1))"; \
+export MONITOR_DATABASE_URL="$${keep_db:-$$MONITOR_DATABASE_URL}" \
+       MONITOR_REDIS_URL="$${keep_redis:-$$MONITOR_REDIS_URL}"
+endef
+
+.PHONY: help venv services services-down status migrate run lint test bench
+
+help:
+	@echo 'make run            start api, scheduler and alerter (honcho, Ctrl-C stops them)'
+	@echo 'make test           migrations + ruff + mypy + pytest on the test database (PYTEST_ARGS=...)'
+	@echo 'make lint           ruff check, ruff format --check, mypy'
+	@echo 'make migrate        apply sql/ migrations to the run database'
+	@echo 'make bench          python -m bench.scheduler $$BENCH_ARGS against the run services'
+	@echo 'make venv           $(VENV) with the package and test tools (re-installs when pyproject.toml changes)'
+	@echo 'make services       start local PostgreSQL 17 + TimescaleDB and Redis (idempotent)'
+	@echo 'make services-down  stop them'
+	@echo 'make status         show whether they run'
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@# Debian splits ensurepip out of python3; without it `python3 -m venv` makes a venv without pip.
+	@python3 -c 'import ensurepip' 2>/dev/null || { \
+	    echo 'installing python3-venv (apt-get)'; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv; }
+	@[ -x $(BIN)/pip ] || { rm -rf $(VENV); python3 -m venv $(VENV); }
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+services:
+	$(SERVICES) up
+
+services-down:
+	$(SERVICES) down
+
+status:
+	@$(SERVICES) status
+
+migrate: venv services
+	@$(call load_env,run); \
+	$(BIN)/monitor migrate
+
+run: venv services migrate
+	@$(call load_env,run); \
+	export MONITOR_LOG_FORMAT="$${MONITOR_LOG_FORMAT:-console}"; \
+	exec $(BIN)/honcho start -f Procfile
+
+lint: venv
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+	$(BIN)/mypy
+
+test: venv services
+	@$(call load_env,test); \
+	echo "monitor migrate (test database)"; \
+	$(BIN)/monitor migrate
+	@$(MAKE) --no-print-directory lint
+	@$(call load_env,test); \
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+bench: venv services
+	@$(call load_env,run); \
+	$(BIN)/python -m bench.scheduler $(BENCH_ARGS)
