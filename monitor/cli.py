@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import click
@@ -22,11 +22,26 @@ def _settings(*required: str) -> config.Settings:
         raise click.ClickException(f"configuration: {exc}") from None
 
 
-def _run(coro: Coroutine[Any, Any, int]) -> None:
+def _loop_factory(settings: config.Settings) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop when installed and not turned off (MONITOR_UVLOOP=false)."""
+    if not settings.uvloop:
+        return None
     try:
-        sys.exit(asyncio.run(coro))
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
+def _run(settings: config.Settings, coro: Coroutine[Any, Any, int]) -> None:
+    factory = _loop_factory(settings)
+    mlog.get(__name__).debug("event_loop", uvloop=factory is not None)
+    try:
+        with asyncio.Runner(loop_factory=factory) as runner:
+            code = runner.run(coro)
     except config.ConfigError as exc:
         raise click.ClickException(f"configuration: {exc}") from None
+    sys.exit(code)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -45,7 +60,7 @@ def api() -> None:
     mlog.configure(settings.log_format, settings.log_level, process="api")
     from monitor.api.server import ApiServer
 
-    _run(lifecycle.serve(ApiServer(settings), shutdown_timeout=settings.shutdown_timeout_seconds))
+    _run(settings, lifecycle.serve(ApiServer(settings), shutdown_timeout=settings.shutdown_timeout_seconds))
 
 
 @main.command()
@@ -55,7 +70,7 @@ def scheduler() -> None:
     mlog.configure(settings.log_format, settings.log_level, process="scheduler")
     from monitor.scheduler.service import Scheduler
 
-    _run(lifecycle.serve(Scheduler(settings), shutdown_timeout=settings.shutdown_timeout_seconds))
+    _run(settings, lifecycle.serve(Scheduler(settings), shutdown_timeout=settings.shutdown_timeout_seconds))
 
 
 @main.command()
@@ -65,7 +80,7 @@ def alerter() -> None:
     mlog.configure(settings.log_format, settings.log_level, process="alerter")
     from monitor.alerter.service import Alerter
 
-    _run(lifecycle.serve(Alerter(settings), shutdown_timeout=settings.shutdown_timeout_seconds))
+    _run(settings, lifecycle.serve(Alerter(settings), shutdown_timeout=settings.shutdown_timeout_seconds))
 
 
 @main.command()

@@ -47,6 +47,11 @@ class Settings(BaseModel):
     log_format: Literal["json", "console"] = "json"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     shutdown_timeout_seconds: float = Field(10.0, gt=0)
+    uvloop: bool = True
+    # Health, readiness and metrics listeners of the scheduler and alerter (0 turns one off).
+    probe_host: str = "127.0.0.1"
+    scheduler_http_port: int = Field(8081, ge=0, le=65535)
+    alerter_http_port: int = Field(8082, ge=0, le=65535)
     # Scheduler
     check_concurrency: int = Field(500, ge=1)
     write_batch_rows: int = Field(1000, ge=1)

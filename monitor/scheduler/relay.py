@@ -15,6 +15,7 @@ from redis.exceptions import RedisError
 
 from monitor import logging as mlog
 from monitor.events import publish
+from monitor.scheduler.metrics import SchedulerMetrics
 
 log = mlog.get(__name__)
 
@@ -22,7 +23,14 @@ BATCH = 500
 
 
 class Relay:
-    def __init__(self, pool: asyncpg.Pool, redis: aioredis.Redis, *, poll_interval: float = 1.0) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        redis: aioredis.Redis,
+        *,
+        poll_interval: float = 1.0,
+        metrics: SchedulerMetrics | None = None,
+    ) -> None:
         self._pool = pool
         self._redis = redis
         self._poll = poll_interval
@@ -30,6 +38,7 @@ class Relay:
         self._closing = False
         self._task: asyncio.Task[None] | None = None
         self.published = 0
+        self._metrics = metrics or SchedulerMetrics()
 
     def wake(self) -> None:
         self._wake.set()
@@ -62,6 +71,7 @@ class Relay:
                     [r["id"] for r in rows],
                 )
                 self.published += len(rows)
+                self._metrics.events_published.inc(len(rows))
                 for row in rows:
                     log.info(
                         "event.published",

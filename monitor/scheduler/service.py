@@ -15,19 +15,22 @@ from typing import Any
 import aiohttp
 import asyncpg
 import redis.asyncio as aioredis
+from aiohttp import web
 
-from monitor import db
+from monitor import db, probes
 from monitor import logging as mlog
 from monitor.checks import CheckContext
 from monitor.config import Settings
-from monitor.models import CheckResult, MonitorSpec
+from monitor.health import ping_database, ping_redis, watch_loop
+from monitor.models import MonitorSpec
 from monitor.net.client import make_session
 from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver
 from monitor.scheduler import retention
+from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
-from monitor.scheduler.state import State, Transition
-from monitor.scheduler.ticker import MonitorTicker
+from monitor.scheduler.state import State
+from monitor.scheduler.ticker import MonitorTicker, TickerShared
 from monitor.scheduler.writer import Writer
 
 log = mlog.get(__name__)
@@ -42,9 +45,8 @@ class Scheduler:
         self.settings = settings
         self.tickers: dict[int, MonitorTicker] = {}
         self.versions: dict[int, datetime] = {}
-        self.states: dict[int, State] = {}
-        self.in_flight: set[asyncio.Task[None]] = set()
-        self._limit = asyncio.Semaphore(settings.check_concurrency)
+        self.metrics = SchedulerMetrics()
+        self._shared: TickerShared | None = None
         self._changed: asyncio.Queue[int | None] = asyncio.Queue()
         self._background: list[asyncio.Task[None]] = []
         self._pool: asyncpg.Pool | None = None
@@ -54,6 +56,7 @@ class Scheduler:
         self._session: aiohttp.ClientSession | None = None
         self.writer: Writer | None = None
         self.relay: Relay | None = None
+        self._probes: web.AppRunner | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -67,15 +70,22 @@ class Scheduler:
         self._redis = aioredis.Redis.from_url(s.redis_dsn, socket_timeout=5, socket_connect_timeout=5)
         self._resolver = VettedResolver(policy, s.dns_servers)
         self._session = make_session(self._resolver, limit=s.check_concurrency)
-        self._ctx = CheckContext(session=self._session, policy=policy)
-        self.relay = Relay(self._pool, self._redis)
+        self.relay = Relay(self._pool, self._redis, metrics=self.metrics)
         self.writer = Writer(
             self._pool,
             batch_rows=s.write_batch_rows,
             interval=s.write_interval_seconds,
             max_buffered=s.write_buffer_max_rows,
             on_transitions=self.relay.wake,
+            metrics=self.metrics,
         )
+        self._shared = TickerShared(
+            ctx=CheckContext(session=self._session, policy=policy),
+            sink=self.writer.add,
+            metrics=self.metrics,
+            limit=asyncio.Semaphore(s.check_concurrency),
+        )
+        self.metrics.monitors.set_function(lambda: len(self.tickers))
         mode = await retention.setup(self._pool, s.retention_days)
         if mode == "timer":
             self._spawn(retention.run_timer(self._pool, s.retention_days), "retention")
@@ -85,6 +95,14 @@ class Scheduler:
         await self.reconcile()
         self._spawn(self._apply_changes(), "changes")
         self._spawn(self._periodic_reconcile(), "reconcile")
+        self._spawn(watch_loop(self.metrics.loop_blocked), "loop-watch")
+        self._probes = await probes.start(
+            s.probe_host, s.scheduler_http_port, self.metrics.registry, self._ready
+        )
+
+    async def _ready(self) -> dict[str, bool]:
+        assert self._pool is not None and self._redis is not None
+        return {"database": await ping_database(self._pool), "redis": await ping_redis(self._redis)}
 
     async def drain(self) -> None:
         """Stop starting checks, then wait for the ones in flight."""
@@ -93,16 +111,20 @@ class Scheduler:
         await asyncio.gather(*self._background, return_exceptions=True)
         for ticker in self.tickers.values():
             ticker.stop()
-        if self.in_flight:
-            log.info("scheduler.waiting_for_checks", in_flight=len(self.in_flight))
-            await asyncio.gather(*list(self.in_flight), return_exceptions=True)
+        in_flight = self._shared.in_flight if self._shared else set()
+        if in_flight:
+            log.info("scheduler.waiting_for_checks", in_flight=len(in_flight))
+            await asyncio.gather(*list(in_flight), return_exceptions=True)
 
     def abandoned(self) -> list[str]:
-        return [f"check of monitor {t.get_name().removeprefix('check-')}" for t in self.in_flight]
+        in_flight = self._shared.in_flight if self._shared else set()
+        return [f"{len(in_flight)} checks in flight (their results are lost)"] if in_flight else []
 
     async def close(self) -> None:
-        for task in list(self.in_flight):
+        for task in list(self._shared.in_flight if self._shared else ()):
             task.cancel()
+        if self._probes is not None:
+            await self._probes.cleanup()
         # Results of finished checks are in the writer: flush them, then relay their events.
         if self.writer is not None:
             await self.writer.close()
@@ -182,7 +204,8 @@ class Scheduler:
         await self._load([monitor_id])
 
     async def _load(self, ids: list[int]) -> None:
-        assert self._pool is not None
+        assert self._pool is not None and self._shared is not None
+        shared = self._shared
         rows = await self._pool.fetch(
             """SELECT m.*, s.status, s.consecutive_failures, s.streak_started_at
                FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
@@ -196,27 +219,19 @@ class Scheduler:
             if row["paused"]:
                 continue
             spec = MonitorSpec.from_row(row)
-            if spec.id not in self.states and row["status"] is not None:
-                self.states[spec.id] = State(
+            if spec.id not in shared.states and row["status"] is not None:
+                shared.states[spec.id] = State(
                     row["status"], row["consecutive_failures"], row["streak_started_at"]
                 )
-            ticker = MonitorTicker(
-                spec, self.states, ctx=self._ctx, sink=self._sink, limit=self._limit, in_flight=self.in_flight
-            )
+            ticker = MonitorTicker(spec, shared)
             ticker.start()
             self.tickers[spec.id] = ticker
             self.versions[spec.id] = row["updated_at"]
         for monitor_id in set(ids) - found:
-            self.states.pop(monitor_id, None)
+            shared.states.pop(monitor_id, None)
 
     def _stop(self, monitor_id: int) -> None:
         ticker = self.tickers.pop(monitor_id, None)
         self.versions.pop(monitor_id, None)
         if ticker is not None:
             ticker.stop()
-
-    def _sink(
-        self, spec: MonitorSpec, result: CheckResult, state: State, transition: Transition | None
-    ) -> None:
-        assert self.writer is not None
-        self.writer.add(spec, result, state, transition)

@@ -14,16 +14,20 @@ import hashlib
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from monitor import logging as mlog
 from monitor.checks import REGISTRY, CheckContext
 from monitor.models import CheckResult, MonitorSpec
+from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.state import State, Transition, step
 
 log = mlog.get(__name__)
 
 ResultSink = Callable[[MonitorSpec, CheckResult, State, Transition | None], None]
+# Beyond the check's own timeout, the most a check may take before it is cut off.
+HARD_TIMEOUT_MARGIN = 5.0
 
 
 def stable_offset(monitor_id: int, interval: float) -> float:
@@ -36,31 +40,31 @@ def first_tick(now: float, offset: float, interval: float) -> int:
     return math.ceil((now - offset) / interval)
 
 
+@dataclass
+class TickerShared:
+    """What every ticker of one scheduler shares, held once rather than per monitor."""
+
+    ctx: CheckContext
+    sink: ResultSink
+    metrics: SchedulerMetrics
+    limit: asyncio.Semaphore
+    # Per-monitor state, kept across a ticker's replacement when its monitor is edited,
+    # so a check still in flight from before the edit updates the same state.
+    states: dict[int, State] = field(default_factory=dict)
+    in_flight: set[asyncio.Task[None]] = field(default_factory=set)
+
+
 class MonitorTicker:
-    def __init__(
-        self,
-        spec: MonitorSpec,
-        states: dict[int, State],
-        *,
-        ctx: CheckContext,
-        sink: ResultSink,
-        limit: asyncio.Semaphore,
-        in_flight: set[asyncio.Task[None]],
-    ) -> None:
+    __slots__ = ("_current", "_shared", "_task", "spec")
+
+    def __init__(self, spec: MonitorSpec, shared: TickerShared) -> None:
         self.spec = spec
-        # Shared with the ticker that replaces this one when the monitor is edited,
-        # so a check still in flight from before the edit updates the same state.
-        self._states = states
-        self._ctx = ctx
-        self._sink = sink
-        self._limit = limit
-        self._in_flight = in_flight
+        self._shared = shared
         self._current: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
-        self.skipped = 0
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name=f"monitor-{self.spec.id}")
+        self._task = asyncio.create_task(self._run())
 
     def stop(self) -> None:
         """Stop ticking; a check in flight runs to its end and is still written."""
@@ -80,30 +84,33 @@ class MonitorTicker:
             delay = due_wall + mono_minus_wall - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
-            if self._current is not None and not self._current.done():
-                self.skipped += 1
+            current = self._current
+            if current is not None and not current.done():
+                self._shared.metrics.skipped.inc()
                 log.warning("check.skipped", monitor_id=self.spec.id, reason="previous check still running")
             else:
-                self._current = asyncio.create_task(self._check(due_wall), name=f"check-{self.spec.id}")
-                self._in_flight.add(self._current)
-                self._current.add_done_callback(self._in_flight.discard)
+                current = self._current = asyncio.create_task(self._check(due_wall))
+                self._shared.in_flight.add(current)
+                current.add_done_callback(self._shared.in_flight.discard)
             k += 1
-            # If the loop fell behind by more than a tick, skip the missed ones rather than burst.
-            behind = first_tick(time.time(), offset, interval)
+            # A loop that fell more than a tick behind skips the missed ticks rather than bursting.
+            behind = first_tick(time.time() - interval, offset, interval)
             if behind > k:
-                self.skipped += behind - k
+                self._shared.metrics.skipped.inc(behind - k)
+                log.warning(
+                    "check.skipped", monitor_id=self.spec.id, reason="scheduler fell behind", ticks=behind - k
+                )
                 k = behind
 
     async def _check(self, due_wall: float) -> None:
-        spec = self.spec
-        async with self._limit:
+        spec, shared = self.spec, self._shared
+        async with shared.limit:
             started = time.time()
-            lateness_ms = max(0.0, (started - due_wall) * 1000)
+            lateness = max(0.0, started - due_wall)
             at = datetime.fromtimestamp(started, UTC)
             try:
-                # The check's own timeout covers the request; this bound covers everything else.
-                async with asyncio.timeout(spec.timeout_seconds + 5):
-                    result = await REGISTRY.get(spec.type).run(spec, self._ctx, at)
+                async with asyncio.timeout(spec.timeout_seconds + HARD_TIMEOUT_MARGIN):
+                    result = await REGISTRY.get(spec.type).run(spec, shared.ctx, at)
             except TimeoutError:
                 result = CheckResult(
                     spec.id, at, ok=False, error=f"timed out after {spec.timeout_seconds:g}s"
@@ -111,10 +118,16 @@ class MonitorTicker:
             except Exception as exc:  # a bug in a check must not kill the ticker
                 log.exception("check.crashed", monitor_id=spec.id)
                 result = CheckResult(spec.id, at, ok=False, error=f"internal error: {type(exc).__name__}")
-        result.lateness_ms = round(lateness_ms, 3)
-        state, transition = step(self._states.get(spec.id, State()), result.ok, at, spec.confirm_after)
-        self._states[spec.id] = state
-        self._sink(spec, result, state, transition)
+            duration = time.time() - started
+        result.lateness_ms = round(lateness * 1000, 3)
+        metrics = shared.metrics
+        metrics.lateness.observe(lateness)
+        metrics.check_duration.observe(duration)
+        blocked = result.error is not None and result.error.startswith("blocked:")
+        metrics.checks.labels("up" if result.ok else ("blocked" if blocked else "down")).inc()
+        state, transition = step(shared.states.get(spec.id, State()), result.ok, at, spec.confirm_after)
+        shared.states[spec.id] = state
+        shared.sink(spec, result, state, transition)
         if transition is not None:
             log.info(
                 "monitor.state_changed",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ import asyncpg
 from monitor import logging as mlog
 from monitor.events import Event
 from monitor.models import CheckResult, MonitorSpec
+from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.state import State, Transition
 
 log = mlog.get(__name__)
@@ -51,7 +53,8 @@ class Writer:
         batch_rows: int = 1000,
         interval: float = 1.0,
         max_buffered: int = 1_000_000,
-        on_transitions: Any = None,
+        on_transitions: Callable[[], None] | None = None,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         self._pool = pool
         self._batch_rows = batch_rows
@@ -64,6 +67,8 @@ class Writer:
         self._wake = asyncio.Event()
         self._on_transitions = on_transitions
         self.stats = Stats()
+        self._metrics = metrics or SchedulerMetrics()
+        self._metrics.buffered.set_function(lambda: len(self._rows))
         self._task: asyncio.Task[None] | None = None
         self._closing = False
 
@@ -83,6 +88,7 @@ class Writer:
             for _ in range(overflow):
                 self._rows.popleft()
             self.stats.rows_dropped += overflow
+            self._metrics.dropped.inc(overflow)
             log.warning("writer.rows_dropped", dropped=overflow, max_buffered=self._max_buffered)
         if len(self._rows) >= self._batch_rows:
             self._wake.set()
@@ -113,6 +119,7 @@ class Writer:
                 await self._write(rows, states, transitions)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
                 self.stats.failures += 1
+                self._metrics.write_failures.inc()
                 log.warning(
                     "writer.flush_failed", error=str(exc) or type(exc).__name__, buffered=len(self._rows)
                 )
@@ -125,6 +132,7 @@ class Writer:
                     del self._states[monitor_id]
             self.stats.rows_written += len(rows)
             self.stats.batches += 1
+            self._metrics.batch_rows.observe(len(rows))
             if transitions and self._on_transitions is not None:
                 self._on_transitions()
         return True
