@@ -69,10 +69,10 @@ migrate: venv services
 	@$(call load_env,run); \
 	$(BIN)/monitor migrate
 
+# honcho SIGKILLs what still runs 5 s after it passes on SIGTERM: the processes stop within 4 s.
 run: venv services migrate
 	@$(call load_env,run); \
 	export MONITOR_LOG_FORMAT="$${MONITOR_LOG_FORMAT:-console}"; \
-	# honcho SIGKILLs what still runs 5 s after it passes on SIGTERM: stop well within that.
 	export MONITOR_SHUTDOWN_TIMEOUT_SECONDS="$${MONITOR_SHUTDOWN_TIMEOUT_SECONDS:-4}"; \
 	exec $(BIN)/honcho start -f Procfile
 
