@@ -12,19 +12,24 @@ import json
 import os
 import random
 import socket
+import time
+from datetime import datetime
 from typing import Any
 
 import aiohttp
 import asyncpg
 import redis.asyncio as aioredis
+from aiohttp import web
 from redis.exceptions import RedisError, ResponseError
 
-from monitor import db, keys
+from monitor import db, keys, probes
 from monitor import logging as mlog
 from monitor.alerter.channels import telegram
 from monitor.alerter.channels.base import DeliveryError
+from monitor.alerter.metrics import AlerterMetrics
 from monitor.config import Settings
 from monitor.events import Event, EventFormatError
+from monitor.health import ping_database, ping_redis
 
 log = mlog.get(__name__)
 
@@ -46,6 +51,8 @@ class Alerter:
         self._redis: aioredis.Redis | None = None
         self._http: aiohttp.ClientSession | None = None
         self._telegram: telegram.TelegramConfig | None = None
+        self.metrics = AlerterMetrics()
+        self._probes: web.AppRunner | None = None
 
     async def start(self) -> None:
         s = self.settings
@@ -59,6 +66,13 @@ class Alerter:
         self._redis = aioredis.Redis.from_url(s.redis_dsn, socket_timeout=10, socket_connect_timeout=5)
         self._http = aiohttp.ClientSession(trust_env=False)
         self._task = asyncio.create_task(self._run(), name="consume")
+        self._probes = await probes.start(
+            s.probe_host, s.alerter_http_port, self.metrics.registry, self._ready
+        )
+
+    async def _ready(self) -> dict[str, bool]:
+        assert self._pool is not None and self._redis is not None
+        return {"database": await ping_database(self._pool), "redis": await ping_redis(self._redis)}
 
     async def drain(self) -> None:
         """Stop reading; the send in hand finishes."""
@@ -70,6 +84,8 @@ class Alerter:
         return [f"stream entry {self._in_hand} (stays pending, redelivered later)"] if self._in_hand else []
 
     async def close(self) -> None:
+        if self._probes is not None:
+            await self._probes.cleanup()
         if self._task is not None and not self._task.done():
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -163,6 +179,7 @@ class Alerter:
                     channel,
                 ):
                     log.info("alert.duplicate_skipped", channel=channel)
+                    self.metrics.deliveries.labels("duplicate").inc()
                     await self._ack(entry_id)
                     return
                 await self._deliver(entry_id, event, channel)
@@ -196,15 +213,19 @@ class Alerter:
                     permanent=exc.permanent,
                 )
                 if exc.permanent or attempt == self._max_attempts:
+                    self.metrics.deliveries.labels("dead").inc()
                     await self._mark(event, channel, "dead")
                     await self._dead_letter(
                         entry_id, {keys.EVENT_FIELD: json.dumps(event.to_dict())}, str(exc)
                     )
                     return
+                self.metrics.retries.inc()
                 backoff = min(self._backoff_cap, 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
                 await asyncio.sleep(max(exc.retry_after or 0.0, backoff))
                 continue
             await self._mark(event, channel, "sent")
+            self.metrics.deliveries.labels("sent").inc()
+            self.metrics.latency.observe(max(0.0, time.time() - _epoch(event.at)))
             log.info("alert.sent", channel=channel, kind=event.kind, attempt=attempt)
             await self._ack(entry_id)
             return
@@ -230,11 +251,16 @@ class Alerter:
             approximate=True,
         )
         log.error("alert.dead_lettered", entry_id=entry_id, error=error)
+        self.metrics.dead_letters.inc()
         await self._ack(entry_id)
 
     async def _ack(self, entry_id: str) -> None:
         assert self._redis is not None
         await self._redis.xack(keys.EVENTS_STREAM, keys.ALERTER_GROUP, entry_id)
+
+
+def _epoch(rfc3339: str) -> float:
+    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
 
 
 def _decode(value: Any) -> str:
