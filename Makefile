@@ -89,6 +89,11 @@ test: venv services
 	@$(call load_env,test); \
 	$(BIN)/pytest $(PYTEST_ARGS)
 
+# The target is Debian's nginx, run from a prefix of the benchmark's own (never the system service).
 bench: venv services
+	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || { \
+	    echo 'installing nginx-light (apt-get)'; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light; }
 	@$(call load_env,run); \
 	$(BIN)/python -m bench.scheduler $(BENCH_ARGS)

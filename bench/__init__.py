@@ -1,0 +1,4 @@
+"""Benchmarks of the real processes against the local services (``make bench``).
+
+``python -m bench.scheduler`` measures the scheduler; bench/README.md explains how.
+"""

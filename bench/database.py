@@ -1,0 +1,185 @@
+"""The benchmark's own database and Redis db, and the SQL that turns check rows into figures.
+
+The database is ``monitor_bench`` on the same server as the run database, so a benchmark
+never touches anybody's monitors; Redis uses db 3 of the same server for the same reason.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+
+from monitor import db
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH_DB = "monitor_bench"
+BENCH_REDIS_DB = 3
+# Everything the scheduler writes; monitor_state and incidents reference monitors.
+TABLES = ("monitors", "checks", "monitor_state", "incidents", "outbox", "deliveries")
+
+
+@dataclass(frozen=True)
+class Urls:
+    database: str
+    redis: str
+    admin: str  # the same server's maintenance database, to create ours
+
+
+def _with_path(url: str, path: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path=path))
+
+
+def service_urls(db_name: str = BENCH_DB, redis_db: int = BENCH_REDIS_DB) -> Urls:
+    """The run services (``MONITOR_*_URL`` if set, else scripts/services.sh) with our db names."""
+    database = os.environ.get("MONITOR_DATABASE_URL")
+    redis = os.environ.get("MONITOR_REDIS_URL")
+    if not (database and redis):
+        out = subprocess.run(
+            ["bash", str(REPO / "scripts" / "services.sh"), "env", "run"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        found = dict(line.removeprefix("export ").split("=", 1) for line in out.splitlines() if "=" in line)
+        database = database or found["MONITOR_DATABASE_URL"]
+        redis = redis or found["MONITOR_REDIS_URL"]
+    return Urls(
+        database=_with_path(database, f"/{db_name}"),
+        redis=_with_path(redis, f"/{redis_db}"),
+        admin=_with_path(database, "/postgres"),
+    )
+
+
+async def prepare(urls: Urls) -> None:
+    """Create the benchmark database if missing, with TimescaleDB, and apply the migrations."""
+    name = urlsplit(urls.database).path.lstrip("/")
+    admin = await asyncpg.connect(urls.admin)
+    try:
+        if not await admin.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
+            await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    conn = await asyncpg.connect(urls.database)
+    try:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS timescaledb")
+    finally:
+        await conn.close()
+    await db.migrate(urls.database)
+
+
+async def reset(conn: asyncpg.Connection) -> None:
+    # RESTART IDENTITY: monitors are 1..N every run, so their tick offsets repeat run to run.
+    await conn.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY")
+
+
+async def insert_monitors(
+    conn: asyncpg.Connection, count: int, *, url: str, interval: float, check_timeout: float
+) -> None:
+    """``count`` monitors of ``url`` by COPY (the per-row NOTIFY reaches nobody: no scheduler runs)."""
+    await conn.copy_records_to_table(
+        "monitors",
+        records=((f"bench-{i}", url, interval, check_timeout) for i in range(1, count + 1)),
+        columns=("name", "url", "interval_seconds", "timeout_seconds"),
+    )
+
+
+async def count_rows(conn: asyncpg.Connection) -> int:
+    return int(await conn.fetchval("SELECT count(*) FROM checks"))
+
+
+async def count_due(conn: asyncpg.Connection, start: float, end: float) -> int:
+    return int(await conn.fetchval(f"SELECT count(*) FROM ({_WINDOW}) w", start, end))
+
+
+# Check rows whose *scheduled* time (start minus lateness) falls in [$1, $2), epoch seconds.
+# The bound on `time` alone lets TimescaleDB skip chunks; lateness over an hour is not a check.
+_WINDOW = """
+    SELECT monitor_id, ok, error, coalesce(lateness_ms, 0) AS lateness_ms
+    FROM checks
+    WHERE time >= to_timestamp($1) AND time < to_timestamp($2) + interval '1 hour'
+      AND time - coalesce(lateness_ms, 0) * interval '1 millisecond' >= to_timestamp($1)
+      AND time - coalesce(lateness_ms, 0) * interval '1 millisecond' < to_timestamp($2)
+"""
+
+
+@dataclass(frozen=True)
+class WindowStats:
+    checks: int
+    errors: int
+    error_samples: list[tuple[str, int]]
+    lateness_p50: float | None
+    lateness_p99: float | None
+    lateness_p999: float | None
+    lateness_max: float | None
+    per_monitor_min: int
+    per_monitor_max: int
+    monitors_off_expected: int
+
+
+async def window_stats(
+    conn: asyncpg.Connection, start: float, end: float, expected: int | None
+) -> WindowStats:
+    """Figures for the checks scheduled in [start, end); ``expected`` is the exact count per
+    monitor when the window is a whole number of intervals (None otherwise)."""
+    summary = await conn.fetchrow(
+        f"""SELECT count(*) AS checks,
+                   count(*) FILTER (WHERE NOT ok) AS errors,
+                   percentile_cont(ARRAY[0.5, 0.99, 0.999]) WITHIN GROUP (ORDER BY lateness_ms) AS p,
+                   max(lateness_ms) AS max
+            FROM ({_WINDOW}) w""",
+        start,
+        end,
+    )
+    per_monitor = await conn.fetchrow(
+        f"""SELECT coalesce(min(n), 0) AS lo, coalesce(max(n), 0) AS hi,
+                   count(*) FILTER (WHERE n <> $3::int) AS off
+            FROM (SELECT m.id, count(w.monitor_id) AS n
+                  FROM monitors m LEFT JOIN ({_WINDOW}) w ON w.monitor_id = m.id
+                  GROUP BY m.id) per""",
+        start,
+        end,
+        expected if expected is not None else -1,
+    )
+    samples = await conn.fetch(
+        f"""SELECT coalesce(error, 'not ok') AS error, count(*) AS n FROM ({_WINDOW}) w
+            WHERE NOT ok GROUP BY 1 ORDER BY 2 DESC LIMIT 5""",
+        start,
+        end,
+    )
+    p = summary["p"] or [None, None, None]
+    return WindowStats(
+        checks=summary["checks"],
+        errors=summary["errors"],
+        error_samples=[(r["error"], r["n"]) for r in samples],
+        lateness_p50=p[0],
+        lateness_p99=p[1],
+        lateness_p999=p[2],
+        lateness_max=summary["max"],
+        per_monitor_min=per_monitor["lo"],
+        per_monitor_max=per_monitor["hi"],
+        monitors_off_expected=per_monitor["off"] if expected is not None else 0,
+    )
+
+
+@dataclass(frozen=True)
+class FirstChecks:
+    never_checked: int
+    max_delay_s: float | None  # latest first check after `since`; None while some were never checked
+
+
+async def first_checks(conn: asyncpg.Connection, since: float) -> FirstChecks:
+    row = await conn.fetchrow(
+        """SELECT count(*) FILTER (WHERE first IS NULL) AS never,
+                  extract(epoch FROM max(first)) - $1 AS delay
+           FROM (SELECT m.id, min(c.time) AS first
+                 FROM monitors m LEFT JOIN checks c ON c.monitor_id = m.id GROUP BY m.id) f""",
+        since,
+    )
+    never = int(row["never"])
+    delay = float(row["delay"]) if row["delay"] is not None and never == 0 else None
+    return FirstChecks(never_checked=never, max_delay_s=delay)

@@ -1,0 +1,71 @@
+"""Starting and stopping the processes a benchmark owns, always by their own PID.
+
+Every child runs in its own session (a Ctrl-C in the terminal reaches only the benchmark,
+which then stops its children in order) and gets SIGTERM from the kernel should the
+benchmark die without cleaning up (``PR_SET_PDEATHSIG``, kept across ``taskset``'s exec).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def spawn(
+    argv: Sequence[str], *, log: Path, env: Mapping[str, str] | None = None, core: int | None = None
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` (pinned to ``core`` with taskset, which execs: the PID is the program's),
+    stdout and stderr appended to ``log``."""
+    command = [*(["taskset", "-c", str(core)] if core is not None else []), *argv]
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+
+
+def stop(proc: subprocess.Popen[bytes], sig: signal.Signals = signal.SIGTERM, timeout: float = 30.0) -> bool:
+    """Send ``sig`` to the process (by PID), wait up to ``timeout``, then SIGKILL it.
+
+    Returns True if it exited on ``sig`` alone.
+    """
+    if proc.poll() is not None:
+        return True
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+        return False
+
+
+async def wait_for(
+    predicate: Callable[[], bool], *, within: float, what: str, proc: subprocess.Popen[bytes]
+) -> None:
+    """Poll ``predicate()`` every 50 ms; fail if ``proc`` exits first or at the deadline."""
+    deadline = time.monotonic() + within
+    while not predicate():
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what}: exited with status {proc.returncode} during start-up")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what}: not ready after {within:g} s")
+        await asyncio.sleep(0.05)

@@ -1,0 +1,473 @@
+"""Scheduler benchmark: the real ``monitor scheduler`` on one core against a local nginx.
+
+    python -m bench.scheduler --monitors N --interval SECONDS --duration SECONDS
+                              [--warmup SECONDS] [--json PATH] [--profile] ...
+
+One run: nginx on the target core; the benchmark database reset and N monitors inserted;
+(an empty scheduler started and stopped first, for the baseline RSS); the scheduler started
+on its own core; after the warm-up, a window of ``--duration`` seconds (rounded to whole
+intervals) is measured; then everything started is stopped by PID. bench/README.md
+describes each figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from bench import database, proc, process, pyspy
+from bench.nginx import Nginx, free_port
+from monitor.config import Settings
+
+RESULTS = Path(__file__).resolve().parent / "results"
+# Why info and not warning: `scheduler.started`, the readiness mark, is logged at info.
+# With every check succeeding the scheduler logs nothing per check at info either.
+DEFAULT_LOG_LEVEL = "info"
+
+
+@dataclass
+class SchedulerProcess:
+    """``python -m monitor scheduler`` pinned to one core, its log parsed as JSON lines."""
+
+    env: dict[str, str]
+    log: Path
+    core: int | None
+    proc: subprocess.Popen[bytes] | None = None
+    spawned_at: float = 0.0
+    ready_at: float = 0.0
+    events: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    async def start(self, within: float) -> None:
+        argv = [sys.executable, "-m", "monitor", "scheduler"]
+        self.spawned_at = time.time()
+        self.proc = process.spawn(argv, log=self.log, env=self.env, core=self.core)
+        try:
+            await process.wait_for(self._started, within=within, what="scheduler", proc=self.proc)
+        except RuntimeError as exc:
+            raise RuntimeError(f"{exc}; its log ends with:\n{self.tail()}") from None
+        self.ready_at = time.time()
+
+    def _started(self) -> bool:
+        # Each poll reads the log from the start; it is a few lines long at this point.
+        return any(line.get("event") == "scheduler.started" for line in self.lines())
+
+    def lines(self) -> list[dict[str, Any]]:
+        out = []
+        for raw in self.log.read_text(errors="replace").splitlines():
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                line = {"event": "non-json output", "level": "error", "text": raw[:300]}
+            out.append(line if isinstance(line, dict) else {"event": "non-json output", "text": raw})
+        return out
+
+    def tail(self, n: int = 20) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+
+    def stop(self) -> bool:
+        if self.proc is None:
+            return True
+        clean = process.stop(self.proc, signal.SIGTERM, timeout=30)
+        self.proc = None
+        return clean
+
+
+def scheduler_env(urls: database.Urls, args: argparse.Namespace) -> dict[str, str]:
+    # The settings reject unknown MONITOR_* names: start from an environment without any.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MONITOR_")}
+    env.update(
+        MONITOR_DATABASE_URL=urls.database,
+        MONITOR_REDIS_URL=urls.redis,
+        # Loopback is reachable only because it is allow-listed, as an operator would do it.
+        MONITOR_ALLOW_CIDRS="127.0.0.1/32",
+        MONITOR_MIN_INTERVAL_SECONDS="1",
+        MONITOR_LOG_FORMAT="json",
+        MONITOR_LOG_LEVEL=args.log_level,
+    )
+    known = Settings.model_fields
+    if "scheduler_http_port" in known:
+        # Its health/metrics listener must not collide with a scheduler already running here.
+        env["MONITOR_SCHEDULER_HTTP_PORT"] = str(free_port())
+    if args.concurrency is not None:
+        env["MONITOR_CHECK_CONCURRENCY"] = str(args.concurrency)
+    for item in args.set:
+        name, _, value = item.partition("=")
+        env[name if name.startswith("MONITOR_") else f"MONITOR_{name.upper()}"] = value
+    return env
+
+
+def window_length(duration: float, interval: float) -> tuple[float, int | None]:
+    """The measured window and the exact checks per monitor in it (None if not computable).
+
+    Any window that is a whole number of intervals long holds exactly that number of ticks
+    of every monitor, wherever its offset, so a duration of at least one interval is rounded
+    to the nearest whole number of intervals.
+    """
+    if duration < interval:
+        return duration, None
+    count = max(1, round(duration / interval))
+    return count * interval, count
+
+
+async def sleep_until(wall: float) -> None:
+    await asyncio.sleep(max(0.0, wall - time.time()))
+
+
+async def settle(conn: asyncpg.Connection, start: float, end: float, patience: float) -> int:
+    """Wait until the checks scheduled in the window have all landed (their count holds still
+    over two polls a second apart), at most ``patience`` seconds past the window."""
+    deadline = end + patience
+    await sleep_until(end + 1.5)  # the writer flushes every second
+    previous = -1
+    while True:
+        current = await database.count_due(conn, start, end)
+        if current == previous or time.time() > deadline:
+            return current
+        previous = current
+        await asyncio.sleep(1.0)
+
+
+async def wait_quiet(within: float, threshold: float = 0.25) -> bool:
+    """Wait (up to ``within`` s) until no core is busier than ``threshold`` over 2 s.
+
+    The machine is shared: a test suite running meanwhile would be measured as lateness.
+    """
+    deadline = time.time() + within
+    told = False
+    while True:
+        before = proc.CoreTimes.read()
+        await asyncio.sleep(2)
+        busy = proc.CoreTimes.read().busy_seconds_since(before)
+        if max(busy) / 2 <= threshold:
+            return True
+        if time.time() > deadline:
+            print(f"warning: machine still busy (cores {busy} s of 2 s); measuring anyway", file=sys.stderr)
+            return False
+        if not told:
+            print("waiting for a quiet machine (other processes use the cores)", file=sys.stderr)
+            told = True
+
+
+async def measure_empty_rss(env: dict[str, str], log: Path, core: int | None, within: float) -> int:
+    """VmRSS of a scheduler with no monitors, a few seconds after it started."""
+    empty = SchedulerProcess(env, log, core)
+    try:
+        await empty.start(within)
+        await asyncio.sleep(5)  # let the writer, relay and reconcile loops run once
+        return proc.rss_kib(empty.pid)
+    finally:
+        empty.stop()
+
+
+def _round(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _log_time(line: dict[str, Any]) -> float | None:
+    try:
+        return datetime.fromisoformat(str(line["timestamp"])).timestamp()
+    except (KeyError, ValueError):
+        return None
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    n, interval = args.monitors, args.interval
+    window, per_monitor = window_length(args.duration, interval)
+    if window != args.duration:
+        print(f"note: window {window:g} s (a whole number of {interval:g} s intervals)", file=sys.stderr)
+    urls = database.service_urls(args.db_name)
+    # The harness itself stays off the scheduler's core.
+    if args.target_core is not None:
+        os.sched_setaffinity(0, {args.target_core})
+    await database.prepare(urls)
+    tmp = Path(tempfile.mkdtemp(prefix="monitor-bench-"))
+    conn = await asyncpg.connect(urls.database)
+    nginx = Nginx(tmp / "nginx", core=args.target_core)
+    env = scheduler_env(urls, args)
+    sched = SchedulerProcess(env, tmp / "scheduler.log", args.scheduler_core)
+    sampler: subprocess.Popen[bytes] | None = None
+    if args.wait_quiet > 0:
+        await wait_quiet(args.wait_quiet)
+    load_before = proc.load_average()
+    try:
+        await nginx.start()
+        await database.reset(conn)
+        empty_rss = args.empty_rss_kib
+        if empty_rss is None:
+            empty_rss = await measure_empty_rss(
+                env, tmp / "scheduler-empty.log", args.scheduler_core, args.start_timeout
+            )
+        inserted = time.monotonic()
+        await database.insert_monitors(conn, n, url=nginx.url, interval=interval, check_timeout=args.timeout)
+        insert_s = time.monotonic() - inserted
+
+        await sched.start(args.start_timeout)
+        pid = sched.pid
+        loop = "uvloop" if proc.maps_mention(pid, "uvloop") else "asyncio"
+        window_start = math.ceil((sched.ready_at + args.warmup) * 1000) / 1000
+        window_end = window_start + window
+        print(
+            f"scheduler pid {pid} ready {sched.ready_at - sched.spawned_at:.1f} s after start ({loop}); "
+            f"measuring {window:g} s from {datetime.fromtimestamp(window_start).isoformat()}",
+            file=sys.stderr,
+        )
+
+        await sleep_until(window_start)
+        cpu_start, cores_start = proc.cpu_seconds(pid), proc.CoreTimes.read()
+        nginx_start = nginx.counters()
+        rows_start = await database.count_rows(conn)
+        if args.profile:
+            sampler = pyspy.record(pid, window, tmp / "pyspy.txt", core=args.target_core)
+
+        await sleep_until(window_end)
+        cpu_end, cores_end = proc.cpu_seconds(pid), proc.CoreTimes.read()
+        rss = proc.rss_kib(pid)
+        nginx_end = nginx.counters()
+        rows_end = await database.count_rows(conn)
+
+        await settle(conn, window_start, window_end, patience=args.timeout + 15)
+        stats = await database.window_stats(conn, window_start, window_end, per_monitor)
+        first = await database.first_checks(conn, sched.spawned_at)
+        profiled = None
+        if sampler is not None:
+            sampler.wait(30)
+            sampler = None
+            summary = pyspy.summarise(tmp / "pyspy.txt")
+            print(pyspy.render(summary), file=sys.stderr)
+            profiled = summary.as_dict()
+            if args.profile_out:
+                shutil.copy(tmp / "pyspy.txt", args.profile_out)
+    finally:
+        if sampler is not None:
+            process.stop(sampler, signal.SIGINT, timeout=10)
+        stopped_clean = sched.stop()
+        nginx.stop()
+        await conn.close()
+        if args.keep:
+            print(f"kept logs in {tmp}", file=sys.stderr)
+
+    lines = sched.lines()
+    try:
+        events = Counter(
+            str(line.get("event")) for line in lines if line.get("level") in ("warning", "error", "critical")
+        )
+        skipped_in_window = sum(
+            1
+            for line in lines
+            if line.get("event") == "check.skipped"
+            and window_start <= (_log_time(line) or 0) < window_end + 1
+        )
+        stopped = next((line for line in lines if line.get("event") == "scheduler.stopped"), {})
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    cpu = cpu_end - cpu_start
+    core_busy = cores_end.busy_seconds_since(cores_start)
+    sched_core = args.scheduler_core if args.scheduler_core is not None else 0
+    requests = nginx_end.requests - nginx_start.requests - 1  # less our own stub_status request
+    accepts = nginx_end.accepts - nginx_start.accepts - 1
+    expected_total = n / interval
+    result: dict[str, Any] = {
+        "monitors": n,
+        "interval_s": interval,
+        "checks_per_s": _round(stats.checks / window),
+        "expected_checks_per_s": _round(expected_total),
+        "cpu_s_per_1000_checks": _round(1000 * cpu / stats.checks if stats.checks else None),
+        "rss_mib": _round(rss / 1024),
+        "rss_kib_per_monitor": _round((rss - empty_rss) / n if n else None),
+        "lateness_ms_p50": _round(stats.lateness_p50),
+        "lateness_ms_p99": _round(stats.lateness_p99),
+        "lateness_ms_p999": _round(stats.lateness_p999),
+        "checks_per_monitor_min": stats.per_monitor_min,
+        "checks_per_monitor_max": stats.per_monitor_max,
+        "checks_per_monitor_expected": per_monitor if per_monitor is not None else _round(window / interval),
+        "rows_written_per_s": _round((rows_end - rows_start) / window),
+        "new_conns_per_check": _round(accepts / requests if requests > 0 else None),
+        # Extras.
+        "window_s": window,
+        "warmup_s": args.warmup,
+        "checks_in_window": stats.checks,
+        "monitors_off_expected_count": stats.monitors_off_expected,
+        "lateness_ms_max": _round(stats.lateness_max),
+        "cpu_s": _round(cpu),
+        "cpu_core_share": _round(cpu / window),
+        "rss_empty_mib": _round(empty_rss / 1024),
+        "first_check_max_delay_s": _round(first.max_delay_s),
+        "first_check_max_delay_after_ready_s": _round(
+            None if first.max_delay_s is None else first.max_delay_s - (sched.ready_at - sched.spawned_at)
+        ),
+        "monitors_never_checked": first.never_checked,
+        "ready_after_s": _round(sched.ready_at - sched.spawned_at),
+        "skipped": events.get("check.skipped", 0),
+        "skipped_in_window": skipped_in_window,
+        "errors": stats.errors,
+        "error_samples": stats.error_samples,
+        "log_warnings": dict(events),
+        "nginx_requests_per_s": _round(requests / window),
+        "scheduler_core_other_busy_s": _round(core_busy[sched_core] - cpu),
+        # More than 5 % of the scheduler's core used by others: lateness is not ours alone.
+        "contended": core_busy[sched_core] - cpu > 0.05 * window,
+        "core_busy_s": [_round(b) for b in core_busy],
+        "load_average_before": _round(load_before, 2),
+        "loop": loop,
+        "concurrency": args.concurrency,
+        "timeout_s": args.timeout,
+        "insert_s": _round(insert_s),
+        "stopped_clean": stopped_clean and bool(stopped.get("clean", False)),
+        "code": code_version(),
+        "profile": profiled,
+    }
+    return result
+
+
+def code_version() -> str:
+    """The commit measured, with "+dirty" when monitor/ has changes not committed yet."""
+    repo = str(database.REPO)
+    try:
+        head = subprocess.run(
+            ["git", "-C", repo, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", repo, "status", "--porcelain", "--", "monitor", "sql"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def render(r: dict[str, Any]) -> str:
+    def num(value: Any, spec: str = ".2f") -> str:
+        return "n/a" if value is None else format(value, spec)
+
+    first = (
+        f"latest {num(r['first_check_max_delay_s'], '.1f')} s after start, "
+        f"{num(r['first_check_max_delay_after_ready_s'], '.1f')} s after ready "
+        f"(interval {r['interval_s']:g} s)"
+        if r["first_check_max_delay_s"] is not None
+        else f"{r['monitors_never_checked']} monitors not checked yet"
+    )
+    rows = [
+        ("checks/s", f"{num(r['checks_per_s'])}  (expected {num(r['expected_checks_per_s'])})"),
+        (
+            "checks per monitor",
+            f"{r['checks_per_monitor_min']}..{r['checks_per_monitor_max']}  "
+            f"(expected {r['checks_per_monitor_expected']}; {r['monitors_off_expected_count']} monitors off)",
+        ),
+        (
+            "CPU-s per 1000 checks",
+            f"{num(r['cpu_s_per_1000_checks'], '.3f')}  "
+            f"({num(r['cpu_s'])} CPU-s in {r['window_s']:g} s"
+            f" = {num(100 * r['cpu_core_share'], '.1f')}% of a core)",
+        ),
+        (
+            "RSS",
+            f"{num(r['rss_mib'], '.1f')} MiB  (empty {num(r['rss_empty_mib'], '.1f')} MiB; "
+            f"{num(r['rss_kib_per_monitor'], '.2f')} KiB per monitor)",
+        ),
+        (
+            "lateness p50/p99/p99.9",
+            f"{num(r['lateness_ms_p50'])} / {num(r['lateness_ms_p99'])} / {num(r['lateness_ms_p999'])} ms"
+            f"  (max {num(r['lateness_ms_max'])})",
+        ),
+        ("rows written/s", num(r["rows_written_per_s"])),
+        ("new TCP conns per check", num(r["new_conns_per_check"], ".3f")),
+        ("first checks", first),
+        ("skipped / errors", f"{r['skipped']} (in window {r['skipped_in_window']}) / {r['errors']}"),
+        ("other work on sched core", f"{num(r['scheduler_core_other_busy_s'])} CPU-s in window"),
+    ]
+    head = (
+        f"scheduler: {r['monitors']} monitors every {r['interval_s']:g} s, {r['window_s']:g} s window "
+        f"after {r['warmup_s']:g} s warm-up ({r['loop']}, ready in {num(r['ready_after_s'], '.1f')} s)"
+    )
+    width = max(len(name) for name, _ in rows)
+    body = [f"  {name:<{width}}  {value}" for name, value in rows]
+    if r["contended"]:
+        body.append("  WARNING: other processes used the scheduler's core; lateness figures are suspect")
+    if r["error_samples"]:
+        body.append("  error samples: " + "; ".join(f"{e} x{c}" for e, c in r["error_samples"]))
+    if r["log_warnings"]:
+        body.append("  log warnings: " + ", ".join(f"{e} x{c}" for e, c in r["log_warnings"].items()))
+    return "\n".join([head, *body])
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.scheduler", description=__doc__.split("\n\n")[0])
+    add = p.add_argument
+    add("--monitors", type=int, required=True, help="number of monitors")
+    add("--interval", type=float, required=True, help="check interval of every monitor, s")
+    add("--duration", type=float, required=True, help="measured window, s (whole intervals)")
+    add("--warmup", type=float, default=None, help="before the window, s (5 + 1 interval, max 65)")
+    add("--json", type=Path, default=None, help="write the result here (default bench/results/)")
+    add("--timeout", type=float, default=5.0, help="each monitor's check timeout, s")
+    add("--concurrency", type=int, default=None, help="MONITOR_CHECK_CONCURRENCY (default: its default)")
+    add("--set", action="append", default=[], metavar="NAME=VALUE", help="another scheduler setting")
+    add("--empty-rss-kib", type=int, default=None, help="baseline RSS; skips the empty-scheduler pass")
+    add("--profile", action="store_true", help="sample the window with py-spy and summarise")
+    add("--profile-out", type=Path, default=None, help="keep py-spy's collapsed stacks here")
+    add("--log-level", default=DEFAULT_LOG_LEVEL, choices=["debug", "info"], help="scheduler log level")
+    add("--scheduler-core", type=int, default=0)
+    add("--target-core", type=int, default=1, help="nginx, py-spy and this harness")
+    add("--start-timeout", type=float, default=300.0, help="wait for scheduler.started, s")
+    add("--db-name", default=database.BENCH_DB)
+    add("--wait-quiet", type=float, default=0, help="first wait up to this long for idle cores, s")
+    add("--keep", action="store_true", help="keep the temporary directory with the logs")
+    args = p.parse_args(argv)
+    if args.monitors < 1 or args.interval <= 0 or args.duration <= 0:
+        p.error("--monitors must be at least 1, --interval and --duration positive")
+    if args.warmup is None:
+        args.warmup = 5 + min(args.interval, 60)
+    if args.profile_out is not None:
+        args.profile = True
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+
+    async def guarded() -> dict[str, Any]:
+        # SIGTERM ends the run like Ctrl-C does: through the finally blocks that stop our children.
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        return await run(args)
+
+    try:
+        result = asyncio.run(guarded())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("interrupted; everything started was stopped", file=sys.stderr)
+        return 130
+    print(render(result))
+    out = args.json or RESULTS / f"scheduler-{args.monitors}-{args.interval:g}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
