@@ -95,3 +95,67 @@ def migrate() -> None:
     except OSError as exc:
         raise click.ClickException(f"database unreachable: {exc}") from None
     click.echo(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ""))
+
+
+@main.group()
+def alerts() -> None:
+    """Inspect and re-drive alerts."""
+
+
+@alerts.group()
+def dead() -> None:
+    """Alerts that could not be delivered (the dead-letter stream)."""
+
+
+async def _with_stores(settings: config.Settings, work: Callable[..., Coroutine[Any, Any, Any]]) -> Any:
+    import redis.asyncio as aioredis
+
+    from monitor import db
+
+    redis = aioredis.Redis.from_url(settings.redis_dsn, socket_timeout=10, socket_connect_timeout=5)
+    pool = await db.create_pool(settings.dsn, min_size=0, max_size=2)
+    try:
+        return await work(redis, pool)
+    finally:
+        await pool.close()
+        await redis.aclose()
+
+
+@dead.command("list")
+def dead_list() -> None:
+    """List dead letters, oldest first: id, time, monitor, kind, event, channel, last error."""
+    from monitor.alerter import deadletter
+
+    settings = _settings("database_url", "redis_url")
+    try:
+        letters = asyncio.run(_with_stores(settings, lambda redis, _pool: deadletter.list_dead(redis)))
+    except OSError as exc:
+        raise click.ClickException(f"cannot reach Redis or the database: {exc}") from None
+    for letter in letters:
+        click.echo(letter.summary)
+    if not letters:
+        click.echo("no dead letters")
+
+
+@dead.command("retry")
+@click.argument("ids", nargs=-1)
+@click.option("--all", "everything", is_flag=True, help="Re-drive every dead letter.")
+def dead_retry(ids: tuple[str, ...], everything: bool) -> None:
+    """Put dead letters back on the event stream so the alerter delivers them again."""
+    from monitor.alerter import deadletter
+
+    if bool(ids) == everything:
+        raise click.UsageError("give dead-letter IDs or --all (not both)")
+    settings = _settings("database_url", "redis_url")
+    try:
+        done = asyncio.run(
+            _with_stores(
+                settings,
+                lambda redis, pool: deadletter.redrive(redis, pool, None if everything else list(ids)),
+            )
+        )
+    except KeyError as exc:
+        raise click.ClickException(f"no such dead letter: {exc.args[0]}") from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot reach Redis or the database: {exc}") from None
+    click.echo(f"re-drove {len(done)} dead letter(s)")

@@ -60,6 +60,9 @@ class Settings(BaseModel):
     reconcile_interval_seconds: float = Field(30.0, gt=0)
     # Alerter
     alert_claim_idle_seconds: float = Field(60.0, gt=0)
+    alert_max_attempts: int = Field(10, ge=1, le=100)
+    alert_backoff_base_seconds: float = Field(1.0, gt=0)
+    alert_backoff_max_seconds: float = Field(60.0, gt=0)
 
     @field_validator("dns_servers", "allow_cidrs", mode="before")
     @classmethod

@@ -1,8 +1,15 @@
 """The alerter service: a consumer of the ``alerter`` group on ``monitor:events``.
 
-An entry is acknowledged only once its delivery has a final outcome (sent, or
-dead-lettered). The deliveries table, keyed by (event_id, channel), makes a
-redelivered or reclaimed entry send nothing twice.
+Reading: new entries with XREADGROUP; entries left pending by a dead consumer are
+taken over with XAUTOCLAIM (on start and periodically), while our own entries in hand
+are re-claimed to ourselves (a heartbeat) so a live alerter is never robbed of them.
+
+Delivering: each entry becomes one item per channel, handed to that chat's sender
+(monitor.alerter.dispatch). The deliveries table, keyed by (event_id, channel), is
+checked first, so a redelivered or reclaimed entry sends nothing twice.
+
+Acknowledging: an entry is XACKed only when every channel of it has a final
+outcome, sent or dead-lettered.
 """
 
 from __future__ import annotations
@@ -10,10 +17,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import socket
 import time
-from datetime import datetime
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -25,8 +31,9 @@ from redis.exceptions import RedisError, ResponseError
 from monitor import db, keys, probes
 from monitor import logging as mlog
 from monitor.alerter.channels import telegram
-from monitor.alerter.channels.base import DeliveryError
+from monitor.alerter.dispatch import ChatSender, Item, RetryPolicy, stream_order
 from monitor.alerter.metrics import AlerterMetrics
+from monitor.alerter.ratelimit import BotLimiter
 from monitor.config import Settings
 from monitor.events import Event, EventFormatError
 from monitor.health import ping_database, ping_redis
@@ -34,25 +41,41 @@ from monitor.health import ping_database, ping_redis
 log = mlog.get(__name__)
 
 TRANSIENT = (RedisError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError)
+READ_COUNT = 100
+
+
+@dataclass
+class Entry:
+    """A stream entry in hand, and the channels still without a final outcome."""
+
+    entry_id: str
+    open_channels: set[str] = field(default_factory=set)
 
 
 class Alerter:
     name = "alerter"
 
-    def __init__(self, settings: Settings, *, max_attempts: int = 5, backoff_cap: float = 30.0) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.consumer = f"{socket.gethostname()}-{os.getpid()}"
-        self._max_attempts = max_attempts
-        self._backoff_cap = backoff_cap
+        self.metrics = AlerterMetrics()
+        self._retry = RetryPolicy(
+            settings.alert_max_attempts,
+            settings.alert_backoff_base_seconds,
+            settings.alert_backoff_max_seconds,
+        )
         self._stopping = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._in_hand: str | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._entries: dict[str, Entry] = {}
+        self._senders: dict[str, ChatSender] = {}
+        self._bot = BotLimiter()
         self._pool: asyncpg.Pool | None = None
         self._redis: aioredis.Redis | None = None
         self._http: aiohttp.ClientSession | None = None
         self._telegram: telegram.TelegramConfig | None = None
-        self.metrics = AlerterMetrics()
         self._probes: web.AppRunner | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
 
     async def start(self) -> None:
         s = self.settings
@@ -65,7 +88,11 @@ class Alerter:
         self._pool = await db.create_pool(s.dsn, min_size=1, max_size=4)
         self._redis = aioredis.Redis.from_url(s.redis_dsn, socket_timeout=10, socket_connect_timeout=5)
         self._http = aiohttp.ClientSession(trust_env=False)
-        self._task = asyncio.create_task(self._run(), name="consume")
+        if self._telegram is not None:
+            self._tasks = [
+                asyncio.create_task(self._consume(), name="consume"),
+                asyncio.create_task(self._keep_claims(), name="claims"),
+            ]
         self._probes = await probes.start(
             s.probe_host, s.alerter_http_port, self.metrics.registry, self._ready
         )
@@ -75,20 +102,20 @@ class Alerter:
         return {"database": await ping_database(self._pool), "redis": await ping_redis(self._redis)}
 
     async def drain(self) -> None:
-        """Stop reading; the send in hand finishes."""
+        """Stop reading; each chat finishes the send in hand."""
         self._stopping.set()
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*(s.stop() for s in self._senders.values()), return_exceptions=True)
 
     def abandoned(self) -> list[str]:
-        return [f"stream entry {self._in_hand} (stays pending, redelivered later)"] if self._in_hand else []
+        waiting = sum(s.waiting for s in self._senders.values())
+        return [f"{waiting} alerts waiting (they stay pending in the stream)"] if waiting else []
 
     async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
         if self._probes is not None:
             await self._probes.cleanup()
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
         if self._http is not None:
             await self._http.close()
         if self._redis is not None:
@@ -96,7 +123,7 @@ class Alerter:
         if self._pool is not None:
             await self._pool.close()
 
-    # -- consuming -----------------------------------------------------------------
+    # -- reading -------------------------------------------------------------------
 
     async def _ensure_group(self) -> None:
         assert self._redis is not None
@@ -106,27 +133,25 @@ class Alerter:
             if "BUSYGROUP" not in str(exc):
                 raise
 
-    async def _run(self) -> None:
+    async def _consume(self) -> None:
         delay = 1.0
         group_ready = False
+        next_reclaim = 0.0
         while not self._stopping.is_set():
-            if self._telegram is None:
-                await self._sleep(3600)
-                continue
             try:
                 if not group_ready:
                     await self._ensure_group()
                     group_ready = True
-                # Own pending entries first (a failed send), then those of dead consumers, then new.
-                batch = await self._read("0") or await self._reclaim() or await self._read(">", block_ms=1000)
-                for entry_id, fields in batch:
-                    if self._stopping.is_set():
-                        break
-                    await self._handle(entry_id, fields)
+                if time.monotonic() >= next_reclaim:
+                    await self._reclaim()
+                    next_reclaim = time.monotonic() + self.settings.alert_claim_idle_seconds / 2
+                for entry_id, fields in await self._read():
+                    await self._accept(entry_id, fields)
                 delay = 1.0
             except TRANSIENT as exc:
-                group_ready = group_ready and not isinstance(exc, ResponseError)
-                log.warning("alerter.loop_failed", error=str(exc) or type(exc).__name__, retry_in_s=delay)
+                if isinstance(exc, ResponseError) and "NOGROUP" in str(exc):
+                    group_ready = False  # Redis restarted without its data: make the group again
+                log.warning("alerter.read_failed", error=str(exc) or type(exc).__name__, retry_in_s=delay)
                 await self._sleep(delay)
                 delay = min(delay * 2, 10.0)
 
@@ -136,131 +161,197 @@ class Alerter:
         except TimeoutError:
             pass
 
-    async def _read(self, from_id: str, block_ms: int | None = None) -> list[tuple[str, dict[Any, Any]]]:
+    async def _read(self) -> list[tuple[str, dict[Any, Any]]]:
         assert self._redis is not None
         reply: Any = await self._redis.xreadgroup(
-            keys.ALERTER_GROUP, self.consumer, {keys.EVENTS_STREAM: from_id}, count=10, block=block_ms
+            keys.ALERTER_GROUP, self.consumer, {keys.EVENTS_STREAM: ">"}, count=READ_COUNT, block=1000
         )
         entries: list[tuple[str, dict[Any, Any]]] = []
         for _stream, items in reply or []:
             entries.extend((_decode(i), f) for i, f in items if f)
         return entries
 
-    async def _reclaim(self) -> list[tuple[str, dict[Any, Any]]]:
+    async def _reclaim(self) -> None:
+        """Take over entries a dead consumer left pending for longer than the idle threshold."""
         assert self._redis is not None
         idle_ms = int(self.settings.alert_claim_idle_seconds * 1000)
-        reply: Any = await self._redis.xautoclaim(
-            keys.EVENTS_STREAM, keys.ALERTER_GROUP, self.consumer, min_idle_time=idle_ms, count=10
-        )
-        claimed = [(_decode(i), f) for i, f in reply[1] if f]
-        if claimed:
-            log.info("alerter.reclaimed", entries=len(claimed))
-        return claimed
-
-    async def _handle(self, entry_id: str, fields: dict[Any, Any]) -> None:
-        assert self._redis is not None and self._pool is not None and self._telegram is not None
-        self._in_hand = entry_id
-        try:
-            try:
-                event = Event.from_fields(fields)
-            except EventFormatError as exc:
-                await self._dead_letter(entry_id, fields, str(exc))
-                return
-            with mlog.bound(event_id=event.event_id, monitor_id=event.monitor_id):
-                if not event.telegram_chat_id:
-                    log.info("alert.no_channel", kind=event.kind)
-                    await self._ack(entry_id)
-                    return
-                channel = f"telegram:{event.telegram_chat_id}"
-                if await self._pool.fetchval(
-                    """SELECT status FROM deliveries
-                       WHERE event_id = $1 AND channel = $2 AND status <> 'sending'""",
-                    event.event_id,
-                    channel,
-                ):
-                    log.info("alert.duplicate_skipped", channel=channel)
-                    self.metrics.deliveries.labels("duplicate").inc()
-                    await self._ack(entry_id)
-                    return
-                await self._deliver(entry_id, event, channel)
-        finally:
-            self._in_hand = None
-
-    async def _deliver(self, entry_id: str, event: Event, channel: str) -> None:
-        assert self._pool is not None and self._http is not None and self._telegram is not None
-        text = telegram.render(event)
-        for attempt in range(1, self._max_attempts + 1):
-            await self._pool.execute(
-                """INSERT INTO deliveries (event_id, channel, status, attempts) VALUES ($1, $2, 'sending', 1)
-                   ON CONFLICT (event_id, channel) DO UPDATE SET attempts = deliveries.attempts + 1""",
-                event.event_id,
-                channel,
+        cursor = "0-0"
+        while True:
+            reply: Any = await self._redis.xautoclaim(
+                keys.EVENTS_STREAM,
+                keys.ALERTER_GROUP,
+                self.consumer,
+                min_idle_time=idle_ms,
+                start_id=cursor,
+                count=READ_COUNT,
             )
-            try:
-                await telegram.send(self._http, self._telegram, event.telegram_chat_id or "", text)
-            except DeliveryError as exc:
-                await self._pool.execute(
-                    "UPDATE deliveries SET last_error = $3 WHERE event_id = $1 AND channel = $2",
-                    event.event_id,
-                    channel,
-                    str(exc),
-                )
-                log.warning(
-                    "alert.send_failed",
-                    channel=channel,
-                    attempt=attempt,
-                    error=str(exc),
-                    permanent=exc.permanent,
-                )
-                if exc.permanent or attempt == self._max_attempts:
-                    self.metrics.deliveries.labels("dead").inc()
-                    await self._mark(event, channel, "dead")
-                    await self._dead_letter(
-                        entry_id, {keys.EVENT_FIELD: json.dumps(event.to_dict())}, str(exc)
-                    )
-                    return
-                self.metrics.retries.inc()
-                backoff = min(self._backoff_cap, 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
-                await asyncio.sleep(max(exc.retry_after or 0.0, backoff))
+            cursor = _decode(reply[0])
+            claimed = [(_decode(i), f) for i, f in reply[1] if f]
+            if claimed:
+                log.info("alerter.reclaimed", entries=len(claimed))
+            for entry_id, fields in claimed:
+                await self._accept(entry_id, fields)
+            if cursor == "0-0":
+                return
+
+    async def _keep_claims(self) -> None:
+        """Reset the idle time of our entries in hand, so no other alerter reclaims them."""
+        period = self.settings.alert_claim_idle_seconds / 3
+        while not self._stopping.is_set():
+            await self._sleep(period)
+            ids = list(self._entries)
+            if not ids or self._redis is None:
                 continue
-            await self._mark(event, channel, "sent")
-            self.metrics.deliveries.labels("sent").inc()
-            self.metrics.latency.observe(max(0.0, time.time() - _epoch(event.at)))
-            log.info("alert.sent", channel=channel, kind=event.kind, attempt=attempt)
+            try:
+                for start in range(0, len(ids), 500):
+                    await self._redis.xclaim(
+                        keys.EVENTS_STREAM,
+                        keys.ALERTER_GROUP,
+                        self.consumer,
+                        min_idle_time=0,
+                        message_ids=list[Any](ids[start : start + 500]),
+                        justid=True,
+                    )
+            except TRANSIENT as exc:
+                log.warning("alerter.claim_refresh_failed", error=str(exc) or type(exc).__name__)
+
+    # -- dispatching ---------------------------------------------------------------
+
+    async def _accept(self, entry_id: str, fields: dict[Any, Any]) -> None:
+        """Turn one stream entry into items for the chat senders (or settle it at once)."""
+        if entry_id in self._entries:
+            return  # already in hand
+        try:
+            event = Event.from_fields(fields)
+        except EventFormatError as exc:
+            await self._dead_letter(
+                entry_id, {_decode(k): _decode(v) for k, v in fields.items()}, None, str(exc)
+            )
             await self._ack(entry_id)
             return
+        with mlog.bound(event_id=event.event_id, monitor_id=event.monitor_id):
+            channels = [f"telegram:{event.telegram_chat_id}"] if event.telegram_chat_id else []
+            if not channels:
+                log.info("alert.no_channel", kind=event.kind)
+                await self._ack(entry_id)
+                return
+            assert self._pool is not None
+            final = {
+                r["channel"]
+                for r in await self._pool.fetch(
+                    """SELECT channel FROM deliveries
+                       WHERE event_id = $1 AND channel = ANY($2::text[]) AND status IN ('sent', 'dead')""",
+                    event.event_id,
+                    channels,
+                )
+            }
+            for channel in final:
+                log.info("alert.duplicate_skipped", channel=channel)
+                self.metrics.deliveries.labels("duplicate").inc()
+            open_channels = [c for c in channels if c not in final]
+            if not open_channels:
+                await self._ack(entry_id)
+                return
+            self._entries[entry_id] = Entry(entry_id, set(open_channels))
+            for channel in open_channels:
+                self._sender(channel.removeprefix("telegram:")).put(Item(entry_id, event, channel))
 
-    async def _mark(self, event: Event, channel: str, status: str) -> None:
+    def _sender(self, chat_id: str) -> ChatSender:
+        sender = self._senders.get(chat_id)
+        if sender is None:
+            sender = self._senders[chat_id] = ChatSender(
+                chat_id,
+                send=self._send_telegram,
+                compose=telegram.compose,
+                on_outcome=self._settle,
+                bot_limiter=self._bot,
+                retry=self._retry,
+                on_retry=self.metrics.retries.inc,
+            )
+        return sender
+
+    async def _send_telegram(self, chat_id: str, text: str) -> None:
+        assert self._http is not None and self._telegram is not None
+        await telegram.send(self._http, self._telegram, chat_id, text)
+
+    async def _settle(self, items: list[Item], outcome: str, error: str | None) -> None:
+        """Record the outcome of each item, then ack the entries that have no open channel.
+
+        The message has gone (or is dead) whatever happens here, so recording is retried
+        until it succeeds rather than letting the send be repeated.
+        """
+        delay = 0.5
+        while True:
+            try:
+                await self._record(items, outcome, error)
+                break
+            except TRANSIENT as exc:
+                log.warning("alert.record_failed", error=str(exc) or type(exc).__name__, retry_in_s=delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+        now = time.time()
+        for item in items:
+            self.metrics.deliveries.labels(outcome).inc()
+            if outcome == "sent":
+                self.metrics.latency.observe(max(0.0, now - stream_order(item.entry_id)[0] / 1000))
+            log.info(
+                "alert.sent" if outcome == "sent" else "alert.dead",
+                event_id=item.event.event_id,
+                monitor_id=item.event.monitor_id,
+                kind=item.event.kind,
+                channel=item.channel,
+                attempts=item.attempts + 1 if outcome == "sent" else item.attempts,
+                batch=len(items),
+            )
+
+    async def _record(self, items: list[Item], outcome: str, error: str | None) -> None:
         assert self._pool is not None
         await self._pool.execute(
-            """UPDATE deliveries SET status = $3, sent_at = CASE WHEN $3 = 'sent' THEN now() END
-               WHERE event_id = $1 AND channel = $2""",
-            event.event_id,
-            channel,
-            status,
+            """INSERT INTO deliveries (event_id, channel, status, attempts, last_error, sent_at)
+               SELECT u.event_id, u.channel, $3, u.attempts, $4, CASE WHEN $3 = 'sent' THEN now() END
+               FROM unnest($1::uuid[], $2::text[], $5::int[]) AS u(event_id, channel, attempts)
+               ON CONFLICT (event_id, channel) DO UPDATE SET
+                   status = excluded.status, attempts = greatest(deliveries.attempts, excluded.attempts),
+                   last_error = excluded.last_error, sent_at = excluded.sent_at""",
+            [i.event.event_id for i in items],
+            [i.channel for i in items],
+            outcome,
+            error,
+            [i.attempts + (1 if outcome == "sent" else 0) for i in items],
         )
+        for item in items:
+            if outcome == "dead":
+                await self._dead_letter(
+                    item.entry_id,
+                    {keys.EVENT_FIELD: json.dumps(item.event.to_dict())},
+                    item.channel,
+                    error or "",
+                )
+            entry = self._entries.get(item.entry_id)
+            if entry is None:
+                continue
+            entry.open_channels.discard(item.channel)
+            if not entry.open_channels:
+                await self._ack(item.entry_id)
+                del self._entries[item.entry_id]
 
-    async def _dead_letter(self, entry_id: str, fields: dict[Any, Any], error: str) -> None:
+    async def _dead_letter(
+        self, entry_id: str, fields: dict[str, str], channel: str | None, error: str
+    ) -> None:
         assert self._redis is not None
-        payload = {_decode(k): _decode(v) for k, v in fields.items()}
-        payload.update({"error": error, "source_id": entry_id})
+        payload = {**fields, "error": error, "source_id": entry_id, "channel": channel or ""}
         await self._redis.xadd(
             keys.DEAD_STREAM,
             payload,  # type: ignore[arg-type]
             maxlen=keys.DEAD_MAXLEN,
             approximate=True,
         )
-        log.error("alert.dead_lettered", entry_id=entry_id, error=error)
         self.metrics.dead_letters.inc()
-        await self._ack(entry_id)
+        log.error("alert.dead_lettered", entry_id=entry_id, channel=channel, error=error)
 
     async def _ack(self, entry_id: str) -> None:
         assert self._redis is not None
         await self._redis.xack(keys.EVENTS_STREAM, keys.ALERTER_GROUP, entry_id)
-
-
-def _epoch(rfc3339: str) -> float:
-    return datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
 
 
 def _decode(value: Any) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -25,6 +26,10 @@ _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # Credentials are meant for the origin the user configured, never for whoever it redirects to.
 _ORIGIN_BOUND_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization", "host"})
 _CHUNK = 64 * 1024
+# Bodies are decoded here, not by aiohttp: it inflates each network read up to 32 MiB before
+# any cap of ours applies, so one gzip bomb costs over 100 MiB per check. We advertise only
+# what _Inflater decodes.
+_ACCEPT_ENCODING = "gzip, deflate"
 _TIMING_KEYS = ("dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms")
 
 
@@ -148,7 +153,7 @@ def make_session(
         response_class=_PeerResponse,
         max_line_size=max_line_size,
         max_field_size=max_field_size,
-        auto_decompress=True,
+        auto_decompress=False,  # _read_capped decodes, within the cap
     )
 
 
@@ -214,7 +219,7 @@ async def fetch(
                 method=method.upper(),
                 follow_redirects=follow_redirects,
                 max_redirects=max_redirects,
-                headers=dict(headers or {}),
+                headers=_with_accept_encoding(headers),
                 max_body_bytes=max_body_bytes,
                 request_timeout=timeout,
             )
@@ -313,17 +318,66 @@ def _origin(url: URL) -> tuple[str, str | None, int | None]:
     return (url.scheme, url.raw_host, url.port)
 
 
+def _with_accept_encoding(headers: Mapping[str, str] | None) -> dict[str, str]:
+    merged = dict(headers or {})
+    if not any(key.lower() == "accept-encoding" for key in merged):
+        merged["Accept-Encoding"] = _ACCEPT_ENCODING
+    return merged
+
+
+class _Inflater:
+    """Incremental gzip/deflate decoding that never produces more than it is asked for."""
+
+    def __init__(self, encoding: str) -> None:
+        self._encoding = encoding
+        self._zlib: Any = None
+
+    @classmethod
+    def for_response(cls, resp: aiohttp.ClientResponse) -> _Inflater | None:
+        encoding = resp.headers.get(hdrs.CONTENT_ENCODING, "").strip().lower()
+        if encoding in ("", "identity"):
+            return None
+        if encoding in ("gzip", "x-gzip", "deflate"):
+            return cls(encoding)
+        raise _Failed(f"invalid response body: unsupported Content-Encoding {encoding!r}")
+
+    def decode(self, data: bytes, limit: int) -> bytes:
+        """At most ``limit`` (>= 1) decoded bytes of ``data``; reaching it means "more than
+        the caller can take", so the input left over does not matter."""
+        if self._zlib is None:
+            if self._encoding == "deflate":
+                # RFC 9110 deflate is zlib-wrapped; some servers send raw deflate (as aiohttp accepts).
+                wbits = zlib.MAX_WBITS if data[0] & 0x0F == 8 else -zlib.MAX_WBITS
+            else:
+                wbits = 16 + zlib.MAX_WBITS
+            self._zlib = zlib.decompressobj(wbits)
+        try:
+            return bytes(self._zlib.decompress(data, limit))
+        except zlib.error as exc:
+            raise _Failed(f"invalid response body: cannot decode {self._encoding}: {exc}") from exc
+
+    def flush(self) -> bytes:
+        return bytes(self._zlib.flush()) if self._zlib is not None else b""
+
+
 async def _read_capped(resp: aiohttp.ClientResponse, cap: int) -> bytes:
     # Decided by the declared length first, so a 1 GB response is refused without reading it;
     # otherwise read in chunks: aiohttp's stream pauses the socket when its buffer fills, so
-    # memory stays near cap + one chunk whatever the target sends.
+    # memory stays near cap + one chunk whatever the target sends. Decoding is bounded the
+    # same way: never more decoded bytes than the room left under the cap, plus one.
     if resp.content_length is not None and resp.content_length > cap:
         raise _Failed(f"response body exceeds {cap} bytes")
+    inflater = _Inflater.for_response(resp)
     buf = bytearray()
     async for chunk in resp.content.iter_chunked(_CHUNK):
-        if len(buf) + len(chunk) > cap:
+        data = chunk if inflater is None else inflater.decode(chunk, cap - len(buf) + 1)
+        if len(buf) + len(data) > cap:
             raise _Failed(f"response body exceeds {cap} bytes")
-        buf += chunk
+        buf += data
+    if inflater is not None:
+        buf += inflater.flush()
+        if len(buf) > cap:
+            raise _Failed(f"response body exceeds {cap} bytes")
     return bytes(buf)
 
 

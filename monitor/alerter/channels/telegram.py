@@ -73,6 +73,47 @@ def render(event: Event) -> str:
     return truncate(text)
 
 
+def _line(event: Event) -> str:
+    """One event as one line of a combined message."""
+    name = html.escape(_clip(event.monitor_name, 120))
+    url = html.escape(_clip(event.monitor_url, 200))
+    if event.kind == "down":
+        cause = html.escape(_clip(describe_cause(event.cause), 200))
+        return f"🔴 <b>{name}</b> DOWN: {cause} ({url}), since {_when(event.started_at)}"
+    lasted = format_duration(event.duration_seconds or 0)
+    return f"🟢 <b>{name}</b> UP after {lasted} ({url})"
+
+
+def _clip(text: str, size: int) -> str:
+    return text if len(text) <= size else text[: size - 1] + "…"
+
+
+def compose(events: list[Event]) -> tuple[str, int]:
+    """One message for as many of ``events`` (in order) as fit; returns it and how many it covers.
+
+    A single event gets the full message; several, waiting for the same chat at once
+    (a network outage), get one line each under a count, so the whole picture arrives
+    in a few messages instead of a trickle.
+    """
+    if not events:
+        raise ValueError("nothing to compose")
+    if len(events) == 1:
+        return render(events[0]), 1
+    lines: list[str] = []
+    size = 40  # room for the header
+    for event in events:
+        line = _line(event)
+        if lines and size + len(line) + 1 > MAX_MESSAGE:
+            break
+        lines.append(line)
+        size += len(line) + 1
+    if len(lines) == 1:
+        return render(events[0]), 1
+    down = sum(1 for e in events[: len(lines)] if e.kind == "down")
+    header = f"⚠️ {len(lines)} alerts: {down} down, {len(lines) - down} up"
+    return truncate("\n".join([header, *lines])), len(lines)
+
+
 def truncate(text: str) -> str:
     if len(text) <= MAX_MESSAGE:
         return text

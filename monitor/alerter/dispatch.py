@@ -1,0 +1,204 @@
+"""Per-chat senders: ordering, batching, rate limits and retries for one destination.
+
+Each chat has its own queue and task, so a failing or throttled chat never holds back
+another. Within a chat, items wait in stream order; an item is eligible once its retry
+time has come *and* no earlier item of the same monitor is still waiting, so a
+recovery never overtakes its outage while other monitors' alerts go on. Everything
+eligible when the rate limit allows a message is combined into as few messages as fit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from monitor import logging as mlog
+from monitor.alerter.channels.base import DeliveryError
+from monitor.alerter.ratelimit import BotLimiter, ChatLimiter
+from monitor.events import Event
+
+log = mlog.get(__name__)
+
+
+def stream_order(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
+@dataclass
+class Item:
+    entry_id: str
+    event: Event
+    channel: str
+    attempts: int = 0
+    not_before: float = 0.0
+    last_error: str | None = None
+    order: tuple[int, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.order = stream_order(self.entry_id)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 10
+    base: float = 1.0
+    cap: float = 60.0
+
+    def delay(self, attempts: int, retry_after: float | None) -> float:
+        """Exponential backoff with full jitter; never sooner than Telegram's retry_after."""
+        backoff = min(self.cap, self.base * 2 ** (attempts - 1)) * random.uniform(0.5, 1.0)
+        return max(backoff, retry_after or 0.0)
+
+
+Send = Callable[[str, str], Awaitable[None]]
+Compose = Callable[[list[Event]], tuple[str, int]]
+Outcome = Callable[[list[Item], str, str | None], Awaitable[None]]
+
+
+class ChatSender:
+    def __init__(
+        self,
+        chat_id: str,
+        *,
+        send: Send,
+        compose: Compose,
+        on_outcome: Outcome,
+        bot_limiter: BotLimiter,
+        retry: RetryPolicy,
+        on_retry: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.chat_id = chat_id
+        self._send = send
+        self._compose = compose
+        self._on_outcome = on_outcome
+        self._limiter = ChatLimiter(chat_id)
+        self._bot = bot_limiter
+        self._retry = retry
+        self._on_retry = on_retry
+        self._items: list[Item] = []
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._sending = False
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def waiting(self) -> int:
+        return len(self._items)
+
+    @property
+    def idle(self) -> bool:
+        return not self._items and not self._sending
+
+    def put(self, item: Item) -> None:
+        # Keep stream order even for entries reclaimed from a dead consumer after newer ones arrived.
+        keys = [i.order for i in self._items]
+        self._items.insert(bisect.bisect_right(keys, item.order), item)
+        self._wake.set()
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"chat-{self.chat_id}")
+
+    async def stop(self) -> None:
+        """Finish the send in hand; what waits stays pending in the stream for later."""
+        self._stopping = True
+        self._wake.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    def eligible(self, now: float) -> list[Item]:
+        blocked: set[int] = set()
+        ready: list[Item] = []
+        for item in self._items:
+            monitor_id = item.event.monitor_id
+            if monitor_id in blocked:
+                continue
+            if item.not_before > now:
+                blocked.add(monitor_id)
+                continue
+            ready.append(item)
+        return ready
+
+    async def _sleep_until(self, deadline: float) -> None:
+        delay = deadline - time.monotonic()
+        if delay <= 0:
+            await asyncio.sleep(0)  # never spin without letting others run
+            return
+        self._wake.clear()
+        try:
+            await asyncio.wait_for(self._wake.wait(), timeout=delay)
+        except TimeoutError:
+            pass
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            try:
+                await self._step()
+            except Exception:  # a bug here must not silence a chat for good
+                log.exception("alert.sender_crashed", chat=self.chat_id)
+                await asyncio.sleep(1.0)
+
+    async def _step(self) -> None:
+        now = time.monotonic()
+        if not self._items:
+            self._wake.clear()
+            await self._wake.wait()
+            return
+        if not self.eligible(now):
+            await self._sleep_until(min(i.not_before for i in self._items))
+            return
+        ready_at = max(self._limiter.ready_at(now), self._bot.ready_at(now))
+        if ready_at > now:
+            await self._sleep_until(ready_at)
+            return
+        await self._send_once(self.eligible(now))
+
+    async def _send_once(self, ready: list[Item]) -> None:
+        text, covered = self._compose([i.event for i in ready])
+        batch = ready[:covered]
+        self._sending = True
+        try:
+            self._limiter.record()
+            self._bot.record(time.monotonic())
+            try:
+                await self._send(self.chat_id, text)
+            except DeliveryError as exc:
+                await self._failed(batch, exc)
+                return
+            self._remove(batch)
+            await self._on_outcome(batch, "sent", None)
+        finally:
+            self._sending = False
+
+    async def _failed(self, batch: list[Item], exc: DeliveryError) -> None:
+        if exc.retry_after:
+            self._limiter.block_for(exc.retry_after)
+        now = time.monotonic()
+        dead: list[Item] = []
+        for item in batch:
+            item.attempts += 1
+            item.last_error = str(exc)
+            if exc.permanent or item.attempts >= self._retry.max_attempts:
+                dead.append(item)
+            else:
+                item.not_before = now + self._retry.delay(item.attempts, exc.retry_after)
+        log.warning(
+            "alert.send_failed",
+            chat=self.chat_id,
+            events=len(batch),
+            error=str(exc),
+            permanent=exc.permanent,
+            dead=len(dead),
+        )
+        if len(dead) < len(batch):
+            self._on_retry()
+        if dead:
+            self._remove(dead)
+            await self._on_outcome(dead, "dead", str(exc))
+
+    def _remove(self, batch: list[Item]) -> None:
+        gone = {id(i) for i in batch}
+        self._items = [i for i in self._items if id(i) not in gone]
