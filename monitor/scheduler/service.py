@@ -202,6 +202,15 @@ class Scheduler:
     async def _reload(self, monitor_id: int) -> None:
         self._stop(monitor_id)
         await self._load([monitor_id])
+        # One line per change, so an operator (and a test) can see when it took effect.
+        if monitor_id in self.tickers:
+            log.info(
+                "monitor.scheduled",
+                monitor_id=monitor_id,
+                interval_s=self.tickers[monitor_id].spec.interval_seconds,
+            )
+        else:
+            log.info("monitor.unscheduled", monitor_id=monitor_id)
 
     async def _load(self, ids: list[int]) -> None:
         assert self._pool is not None and self._shared is not None

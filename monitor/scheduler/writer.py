@@ -174,8 +174,12 @@ class Writer:
         self._wake.set()
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
-        if not await self.flush():
-            log.error("writer.unflushed_at_exit", rows=len(self._rows), transitions=len(self._transitions))
+        for attempt in range(3):
+            if await self.flush():
+                return
+            # A pool that lived through an outage may hand out a dead connection first.
+            await asyncio.sleep(0.2 * (attempt + 1))
+        log.error("writer.unflushed_at_exit", rows=len(self._rows), transitions=len(self._transitions))
 
 
 async def _upsert_states(conn: asyncpg.Connection, states: dict[int, tuple[State, CheckResult]]) -> None:
