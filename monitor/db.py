@@ -23,7 +23,10 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
 
-async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+async def create_pool(dsn: str, *, min_size: int = 0, max_size: int = 10) -> asyncpg.Pool:
+    """A pool that opens connections on demand (min_size 0 by default): it starts, and keeps
+    no "connection floor" to restore, while the database is away; callers see the outage as
+    errors on use and retry."""
     pool = await asyncpg.create_pool(
         dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=30
     )

@@ -85,7 +85,7 @@ class Alerter:
             self._telegram.validate()
         else:
             log.warning("alerter.telegram_not_configured", hint="set MONITOR_TELEGRAM_BOT_TOKEN; events wait")
-        self._pool = await db.create_pool(s.dsn, min_size=1, max_size=4)
+        self._pool = await db.create_pool(s.dsn, min_size=0, max_size=4)
         self._redis = aioredis.Redis.from_url(s.redis_dsn, socket_timeout=10, socket_connect_timeout=5)
         self._http = aiohttp.ClientSession(trust_env=False)
         if self._telegram is not None:

@@ -66,7 +66,7 @@ class Scheduler:
         policy = AddressPolicy(s.allow_cidrs)
         if s.allow_cidrs:
             log.warning("ssrf.allow_cidrs", networks=s.allow_cidrs)
-        self._pool = await db.create_pool(s.dsn, min_size=2, max_size=6)
+        self._pool = await db.create_pool(s.dsn, min_size=0, max_size=6)
         self._redis = aioredis.Redis.from_url(s.redis_dsn, socket_timeout=5, socket_connect_timeout=5)
         self._resolver = VettedResolver(policy, s.dns_servers)
         self._session = make_session(self._resolver, limit=s.check_concurrency)

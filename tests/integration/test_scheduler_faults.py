@@ -1,0 +1,104 @@
+"""The scheduler under faults: a database outage, slow targets, checks longer than their interval."""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import urlsplit
+
+import asyncpg
+from support import ProcessFactory, TargetServer, wait_for
+from support.tcpproxy import TcpProxy
+
+OUTAGE_SECONDS = 20
+
+
+async def test_results_survive_a_database_outage(
+    db: asyncpg.Connection, migrated: str, monitor_factory, procs: ProcessFactory, target: TargetServer
+) -> None:
+    upstream = urlsplit(migrated)
+    proxy = await TcpProxy(upstream.hostname or "127.0.0.1", upstream.port or 5432).start()
+    try:
+        ids = [
+            (await monitor_factory(url=target.url(f"/m{n}"), interval_seconds=1.0))["id"] for n in range(3)
+        ]
+        dsn = migrated.replace(f"{upstream.hostname}:{upstream.port}", f"127.0.0.1:{proxy.port}")
+        scheduler = await procs.start("scheduler", env={"MONITOR_DATABASE_URL": dsn})
+
+        async def rows() -> int:
+            return await db.fetchval("SELECT count(*) FROM checks WHERE monitor_id = ANY($1::bigint[])", ids)
+
+        await wait_for(lambda: rows(), timeout=20, message="first results written")
+        proxy.cut()
+        cut_at = time.time()
+        written_at_cut = await rows()
+        # While the database is away, checks go on (the target sees them) and nothing is written.
+        await wait_for(
+            lambda: time.time() - cut_at >= OUTAGE_SECONDS, timeout=OUTAGE_SECONDS + 5, interval=0.5
+        )
+        assert target.received() > written_at_cut + 3 * (OUTAGE_SECONDS - 2)
+        assert await rows() <= written_at_cut + 3 * 2  # at most what was in flight to the database
+        proxy.restore()
+        seen_during_outage = target.received()
+        # The buffer is written once the database is back (the writer's backoff is at most 10 s).
+        await wait_for(lambda: _at_least(rows(), seen_during_outage), timeout=30, message="buffer written")
+        await scheduler.terminate()
+        assert scheduler.returncode == 0, scheduler.tail()
+        per_monitor = {
+            r["monitor_id"]: r["n"]
+            for r in await db.fetch(
+                "SELECT monitor_id, count(*) AS n FROM checks WHERE monitor_id = ANY($1::bigint[]) GROUP BY 1",
+                ids,
+            )
+        }
+        for n, monitor_id in enumerate(ids):
+            assert per_monitor.get(monitor_id) == target.received(f"/m{n}"), (monitor_id, per_monitor)
+        # One row per tick: consecutive checks of a monitor are one interval apart, none doubled.
+        gaps = await db.fetch(
+            """SELECT monitor_id, time - lag(time) OVER (PARTITION BY monitor_id ORDER BY time) AS gap
+               FROM checks WHERE monitor_id = ANY($1::bigint[])""",
+            ids,
+        )
+        spans = [g["gap"].total_seconds() for g in gaps if g["gap"] is not None]
+        assert spans and min(spans) > 0.5 and max(spans) < 1.5, (min(spans), max(spans))
+        assert scheduler.events("writer.flush_failed"), "the outage was noticed"
+        assert not scheduler.tracebacks()
+    finally:
+        await proxy.close()
+
+
+async def _at_least(count: object, minimum: int) -> bool:
+    return await count >= minimum  # type: ignore[misc,operator]
+
+
+async def test_slow_target_does_not_delay_others_and_long_checks_are_skipped(
+    db: asyncpg.Connection, monitor_factory, procs: ProcessFactory, target: TargetServer
+) -> None:
+    # The slow path answers after 10 s; its monitor gives up after 2.5 s, every 1 s.
+    target.set(delay=10.0, path="/slow")
+    slow = await monitor_factory(url=target.url("/slow"), interval_seconds=1.0, timeout_seconds=2.5)
+    fast = [
+        (await monitor_factory(url=target.url(f"/fast{n}"), interval_seconds=1.0))["id"] for n in range(5)
+    ]
+    scheduler = await procs.start("scheduler")
+    started = time.time()
+    await wait_for(lambda: time.time() - started > 10, timeout=15, interval=0.5)
+    await scheduler.terminate()
+
+    fast_rows = await db.fetch(
+        "SELECT monitor_id, ok, lateness_ms FROM checks WHERE monitor_id = ANY($1::bigint[])", fast
+    )
+    assert all(r["ok"] for r in fast_rows)
+    lateness = sorted(r["lateness_ms"] for r in fast_rows)
+    assert lateness[int(len(lateness) * 0.95)] < 100, lateness[-10:]
+    for monitor_id in fast:
+        count = sum(1 for r in fast_rows if r["monitor_id"] == monitor_id)
+        assert count >= 9, (monitor_id, count)
+
+    slow_rows = await db.fetch("SELECT ok, error FROM checks WHERE monitor_id = $1 ORDER BY time", slow["id"])
+    assert slow_rows and all(not r["ok"] and "timed out" in (r["error"] or "") for r in slow_rows)
+    # Never two checks of the slow monitor at once: ticks during a check were skipped.
+    requests = sorted(target.for_path("/slow"), key=lambda r: r.received_at)
+    for before, after in zip(requests, requests[1:], strict=False):
+        assert after.received_at >= before.received_at + 2.4, "a check was doubled"
+    assert len(requests) <= 5
+    assert scheduler.events("check.skipped", monitor_id=slow["id"])
