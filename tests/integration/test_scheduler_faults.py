@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from urllib.parse import urlsplit
 
@@ -46,7 +47,8 @@ async def test_results_survive_a_database_outage(
         per_monitor = {
             r["monitor_id"]: r["n"]
             for r in await db.fetch(
-                "SELECT monitor_id, count(*) AS n FROM checks WHERE monitor_id = ANY($1::bigint[]) GROUP BY 1",
+                """SELECT monitor_id, count(*) AS n FROM checks
+                   WHERE monitor_id = ANY($1::bigint[]) GROUP BY 1""",
                 ids,
             )
         }
@@ -98,7 +100,7 @@ async def test_slow_target_does_not_delay_others_and_long_checks_are_skipped(
     assert slow_rows and all(not r["ok"] and "timed out" in (r["error"] or "") for r in slow_rows)
     # Never two checks of the slow monitor at once: ticks during a check were skipped.
     requests = sorted(target.for_path("/slow"), key=lambda r: r.received_at)
-    for before, after in zip(requests, requests[1:], strict=False):
+    for before, after in itertools.pairwise(requests):
         assert after.received_at >= before.received_at + 2.4, "a check was doubled"
     assert len(requests) <= 5
     assert scheduler.events("check.skipped", monitor_id=slow["id"])
