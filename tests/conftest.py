@@ -1,0 +1,233 @@
+"""Shared fixtures: the real services, real monitor processes, a target and a fake Telegram.
+
+Services are the ones ``make test`` starts, given by ``MONITOR_DATABASE_URL`` and
+``MONITOR_REDIS_URL``. Every factory cleans up what it made: processes are stopped by
+PID (and their logs printed when the test failed), servers are closed, and tests that use
+``db`` start from empty tables and an empty Redis database.
+
+Helpers (``wait_for``, the servers, ``ProcessFactory``) live in ``tests/support``; import
+them with ``from support import ...``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+import redis.asyncio as aioredis
+
+# `support` is importable as a top-level package whatever pytest's import mode (prepend adds
+# this directory only while tests/ has no __init__.py; importlib never does).
+if str(Path(__file__).parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).parent))
+
+from support import (
+    ApiClient,
+    FakeTelegram,
+    MonitorProcess,
+    ProcessFactory,
+    TargetServer,
+    insert_monitor,
+    reset,
+)
+
+from monitor import db as monitor_db
+
+_PHASES = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    # Keep each phase's report on the item, so fixtures can tell at teardown whether the test failed.
+    report: pytest.TestReport = yield
+    item.stash.setdefault(_PHASES, {})[report.when] = report
+    return report  # type: ignore[return-value]
+
+
+def _failed(request: pytest.FixtureRequest) -> bool:
+    phases = request.node.stash.get(_PHASES, {})
+    return any(r.failed for r in phases.values())
+
+
+def _required_env(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        pytest.fail(
+            f"{name} is not set: these tests need the real services. Run `make test`, or start them "
+            f'with `bash scripts/services.sh up` and `eval "$(bash scripts/services.sh env test)"`.',
+            pytrace=False,
+        )
+    return value
+
+
+# -- services ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def database_url() -> str:
+    return _required_env("MONITOR_DATABASE_URL")
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    return _required_env("MONITOR_REDIS_URL")
+
+
+@pytest.fixture(scope="session")
+def migrated(database_url: str) -> str:
+    """The test database with every migration applied (once per session); its URL."""
+    asyncio.run(monitor_db.migrate(database_url))
+    return database_url
+
+
+@pytest.fixture
+async def db(migrated: str, redis_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection to the test database; tables and the test Redis database emptied first."""
+    conn = await monitor_db.connect(migrated)
+    try:
+        await reset(conn, redis_url)
+        yield conn
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+async def redis_client(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    """A Redis client on the test database (responses decoded to str)."""
+    client = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+MonitorFactory = Callable[..., Awaitable[asyncpg.Record]]
+
+
+@pytest.fixture
+async def monitor_factory(db: asyncpg.Connection) -> AsyncIterator[MonitorFactory]:
+    """``await monitor_factory(url=..., **columns)``: a monitor row written straight to the
+    database (no API, no SSRF vetting); deleted again at teardown."""
+    made: list[int] = []
+
+    async def make(**fields: Any) -> asyncpg.Record:
+        row = await insert_monitor(db, **fields)
+        made.append(row["id"])
+        return row
+
+    yield make
+    if made and not db.is_closed():
+        await db.execute("DELETE FROM monitors WHERE id = ANY($1::bigint[])", made)
+
+
+# -- local servers ------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def target() -> AsyncIterator[TargetServer]:
+    """An HTTP target on 127.0.0.1 (200, no delay); ``target.set(500)``, ``target.set(delay=1.5)``."""
+    server = await TargetServer().start()
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+@pytest.fixture
+async def fake_telegram() -> AsyncIterator[FakeTelegram]:
+    """A fake Bot API on 127.0.0.1; ``fake_telegram.env()`` points the alerter at it."""
+    server = await FakeTelegram().start()
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+# -- processes ----------------------------------------------------------------------------
+
+
+def _process_env(database_url: str, redis_url: str) -> dict[str, str]:
+    return {
+        "MONITOR_DATABASE_URL": database_url,
+        "MONITOR_REDIS_URL": redis_url,
+        # The target and the fake Telegram are on loopback, which the SSRF policy denies otherwise.
+        "MONITOR_ALLOW_CIDRS": "127.0.0.0/8",
+        "MONITOR_MIN_INTERVAL_SECONDS": "1",
+        "MONITOR_LOG_FORMAT": "json",
+        "MONITOR_SHUTDOWN_TIMEOUT_SECONDS": "10",
+    }
+
+
+@pytest.fixture
+def base_env(migrated: str, redis_url: str) -> dict[str, str]:
+    """The settings every test process gets (plus a free port each); a test may change it
+    before starting processes, or pass ``env=`` to one process."""
+    return _process_env(migrated, redis_url)
+
+
+@pytest.fixture
+async def procs(
+    request: pytest.FixtureRequest, tmp_path: Path, base_env: dict[str, str]
+) -> AsyncIterator[ProcessFactory]:
+    """``await procs.start("scheduler", env={...})`` starts ``python -m monitor scheduler`` and
+    waits for ``scheduler.started``; ``procs.spawn(...)`` does not wait. Logs go to
+    ``tmp_path/<name>-<n>.log``. At teardown every process still running gets SIGTERM (then
+    SIGKILL), by PID, and all logs are printed if the test failed."""
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    factory = ProcessFactory(log_dir, base_env)
+    try:
+        yield factory
+    finally:
+        await factory.stop_all()
+        if _failed(request) and factory.processes:
+            print(factory.report())
+
+
+@pytest.fixture(scope="module")
+def api_server(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    migrated: str,
+    redis_url: str,
+) -> Iterator[MonitorProcess]:
+    """One ``monitor api`` process shared by a test module (starting one per test is slow)."""
+    factory = ProcessFactory(tmp_path_factory.mktemp("api-logs"), _process_env(migrated, redis_url))
+    failures_before = request.session.testsfailed
+    try:
+        yield factory.start_sync("api")
+    finally:
+        factory.stop_all_sync()
+        if request.session.testsfailed > failures_before:
+            print(factory.report())
+
+
+@pytest.fixture
+async def api(api_server: MonitorProcess, db: asyncpg.Connection) -> AsyncIterator[ApiClient]:
+    """A client of the module's api process, on empty tables."""
+    assert api_server.running, f"the api process died: {api_server.tail()}"
+    async with ApiClient(api_server.base_url) as client:
+        yield client
+
+
+@pytest.fixture
+async def api_client() -> AsyncIterator[Callable[[str], ApiClient]]:
+    """``api_client(base_url)``: a client for any api process; closed at teardown."""
+    clients: list[ApiClient] = []
+
+    def make(base_url: str) -> ApiClient:
+        client = ApiClient(base_url)
+        clients.append(client)
+        return client
+
+    try:
+        yield make
+    finally:
+        for client in clients:
+            await client.close()

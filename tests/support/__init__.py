@@ -1,0 +1,30 @@
+"""Shared test helpers: real processes, a target server, a fake Telegram, waiting with deadlines.
+
+The fixtures in ``tests/conftest.py`` wrap these; import from here for types and plain helpers.
+"""
+
+from .api import ApiClient, ApiResponse, parse_time, rfc3339
+from .db import TABLES, insert_monitor, reset
+from .fake_telegram import FakeTelegram, TelegramRequest
+from .procs import MonitorProcess, ProcessFactory, clean_environ, free_port
+from .target import TargetRequest, TargetServer
+from .waiting import wait_for
+
+__all__ = [
+    "TABLES",
+    "ApiClient",
+    "ApiResponse",
+    "FakeTelegram",
+    "MonitorProcess",
+    "ProcessFactory",
+    "TargetRequest",
+    "TargetServer",
+    "TelegramRequest",
+    "clean_environ",
+    "free_port",
+    "insert_monitor",
+    "parse_time",
+    "reset",
+    "rfc3339",
+    "wait_for",
+]

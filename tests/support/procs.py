@@ -1,0 +1,301 @@
+"""Real ``python -m monitor <name>`` subprocesses, their JSON logs, and stopping them by PID.
+
+Each process writes stdout and stderr to its own log file. :meth:`MonitorProcess.wait_log`
+polls that file for a JSON line with a given ``event`` (and field values) without blocking
+the event loop, so servers the test runs in the same loop (the target, the fake Telegram)
+keep answering while a test waits, and while a process shuts down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .waiting import DEFAULT_TIMEOUT
+
+TRACEBACK = "Traceback (most recent call last)"
+STOP_TIMEOUT = 20.0
+# The listening port of each process (the API; the health/metrics probe of the others), given a
+# free one unless the test sets it. Only settings this version of monitor has are passed, since
+# the processes reject unknown MONITOR_* variables.
+PORT_SETTINGS = {"api": "api_port", "scheduler": "scheduler_http_port", "alerter": "alerter_http_port"}
+
+
+def _env_name(setting: str) -> str:
+    return "MONITOR_" + setting.upper()
+
+
+def _known_setting(setting: str) -> bool:
+    from monitor.config import Settings
+
+    return setting in Settings.model_fields
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on right now (bind port 0, read it, close)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def clean_environ() -> dict[str, str]:
+    """The test runner's environment without any MONITOR_* variable (the processes reject
+    unknown ones, and a test must say every setting it relies on)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MONITOR_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+class MonitorProcess:
+    def __init__(self, name: str, argv: list[str], env: dict[str, str], log_path: Path) -> None:
+        self.name = name
+        self.argv = argv
+        self.env = env
+        self.log_path = log_path
+        port_variable = _env_name(PORT_SETTINGS[name]) if name in PORT_SETTINGS else None
+        # The API's port, or the probe port (/healthz, /readyz, /metrics) of the scheduler and alerter.
+        self.port: int | None = int(env[port_variable]) if port_variable and env.get(port_variable) else None
+        with open(log_path, "ab") as log:
+            self.popen = subprocess.Popen(
+                argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=os.getcwd()
+            )
+        self.started_at = time.time()
+
+    def __repr__(self) -> str:
+        return f"<MonitorProcess {self.name} pid={self.pid} returncode={self.returncode}>"
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.poll()
+
+    @property
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
+    @property
+    def base_url(self) -> str:
+        assert self.port, f"{self.name} has no listening port"
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- the log -----------------------------------------------------------------------
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_lines(self) -> list[dict[str, Any]]:
+        """Every JSON object line of the log, in order (other lines, e.g. stderr, are skipped)."""
+        lines = []
+        for raw in self.log_text().splitlines():
+            raw = raw.strip()
+            if not raw.startswith("{"):
+                continue
+            try:
+                item = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(item, dict):
+                lines.append(item)
+        return lines
+
+    def events(self, event: str | None = None, **fields: Any) -> list[dict[str, Any]]:
+        """JSON lines whose ``event`` is ``event`` (any, if None) and whose fields have these values."""
+        return [
+            line
+            for line in self.log_lines()
+            if (event is None or line.get("event") == event)
+            and all(line.get(k) == v for k, v in fields.items())
+        ]
+
+    def tracebacks(self) -> list[str]:
+        """Tracebacks anywhere in the log: a Python traceback on stderr, or an ``exception`` field."""
+        found = []
+        text = self.log_text()
+        start = text.find(TRACEBACK)
+        while start != -1:
+            found.append(text[start : start + 2000])
+            start = text.find(TRACEBACK, start + 1)
+        found.extend(str(line["exception"]) for line in self.log_lines() if line.get("exception"))
+        return found
+
+    def tail(self, lines: int = 60) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def _describe(self) -> str:
+        return f"{self!r}, log {self.log_path}:\n{self.tail()}"
+
+    async def wait_log(
+        self,
+        event: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,  # noqa: ASYNC109
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """The first log line with this event (and field values), once it is there.
+
+        Fails at once if the process exits without having logged it.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            exited = not self.running  # read before the log, so a last line is not missed
+            found = self.events(event, **fields)
+            if found:
+                return found[0]
+            if exited:
+                raise AssertionError(
+                    f"{self.name} exited before logging {event!r} {fields}: {self._describe()}"
+                )
+            if time.monotonic() >= deadline:
+                raise AssertionError(
+                    f"{self.name} did not log {event!r} {fields} in {timeout:g}s: {self._describe()}"
+                )
+            await asyncio.sleep(0.05)
+
+    def wait_log_sync(self, event: str, *, timeout: float = DEFAULT_TIMEOUT, **fields: Any) -> dict[str, Any]:
+        """:meth:`wait_log` for code outside an event loop (e.g. a module-scoped fixture)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            exited = not self.running
+            found = self.events(event, **fields)
+            if found:
+                return found[0]
+            if exited:
+                raise AssertionError(
+                    f"{self.name} exited before logging {event!r} {fields}: {self._describe()}"
+                )
+            if time.monotonic() >= deadline:
+                raise AssertionError(
+                    f"{self.name} did not log {event!r} {fields} in {timeout:g}s: {self._describe()}"
+                )
+            time.sleep(0.05)
+
+    # -- stopping ----------------------------------------------------------------------
+
+    def send_signal(self, sig: int) -> None:
+        if self.running:
+            self.popen.send_signal(sig)
+
+    async def wait(self, timeout: float = STOP_TIMEOUT) -> int:  # noqa: ASYNC109
+        """Wait (without blocking the loop) for the process to exit; its exit code."""
+        deadline = time.monotonic() + timeout
+        while (code := self.popen.poll()) is None:
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"{self.name} still running {timeout:g}s later: {self._describe()}")
+            await asyncio.sleep(0.05)
+        return code
+
+    async def terminate(self, timeout: float = STOP_TIMEOUT) -> int:  # noqa: ASYNC109
+        """SIGTERM, then wait for the exit; its exit code. Fails (after a SIGKILL) on a hang."""
+        self.send_signal(signal.SIGTERM)
+        try:
+            return await self.wait(timeout)
+        except AssertionError:
+            self.kill()
+            raise
+
+    def terminate_sync(self, timeout: float = STOP_TIMEOUT) -> int | None:
+        """SIGTERM and wait, blocking; SIGKILL after ``timeout``. For teardown outside a loop."""
+        self.send_signal(signal.SIGTERM)
+        try:
+            return self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+
+    def kill(self) -> None:
+        if self.running:
+            self.popen.kill()
+            self.popen.wait(10)
+
+
+class ProcessFactory:
+    """Starts monitor processes with a shared base environment; stops them all at the end."""
+
+    def __init__(self, log_dir: Path, base_env: Mapping[str, str]) -> None:
+        self.log_dir = log_dir
+        self.base_env = dict(base_env)
+        self.processes: list[MonitorProcess] = []
+
+    def spawn(self, name: str, *, env: Mapping[str, str | None] | None = None) -> MonitorProcess:
+        """Start ``python -m monitor <name>`` without waiting for it.
+
+        ``env`` adds to (or, with a None value, removes from) the base environment. The process
+        listens on a free port (``proc.port``) unless its port variable is given.
+        """
+        full = clean_environ()
+        full.update(self.base_env)
+        for key, value in (env or {}).items():
+            if value is None:
+                full.pop(key, None)
+            else:
+                full[key] = value
+        setting = PORT_SETTINGS.get(name)
+        if setting and _known_setting(setting) and _env_name(setting) not in full:
+            full[_env_name(setting)] = str(free_port())
+        if name == "api":
+            full.setdefault("MONITOR_API_HOST", "127.0.0.1")
+        index = sum(1 for p in self.processes if p.name == name) + 1
+        log_path = self.log_dir / f"{name}-{index}.log"
+        proc = MonitorProcess(name, [sys.executable, "-m", "monitor", name], full, log_path)
+        self.processes.append(proc)
+        return proc
+
+    async def start(
+        self,
+        name: str,
+        *,
+        env: Mapping[str, str | None] | None = None,
+        timeout: float = 30.0,  # noqa: ASYNC109
+    ) -> MonitorProcess:
+        """Start a service process and wait for its ``<name>.started`` line."""
+        proc = self.spawn(name, env=env)
+        await proc.wait_log(f"{name}.started", timeout=timeout)
+        return proc
+
+    def start_sync(
+        self, name: str, *, env: Mapping[str, str | None] | None = None, timeout: float = 30.0
+    ) -> MonitorProcess:
+        proc = self.spawn(name, env=env)
+        proc.wait_log_sync(f"{name}.started", timeout=timeout)
+        return proc
+
+    def tracebacks(self) -> dict[str, list[str]]:
+        """Tracebacks logged by any process, by log file name (empty if none)."""
+        found = {p.log_path.name: p.tracebacks() for p in self.processes}
+        return {name: tbs for name, tbs in found.items() if tbs}
+
+    async def stop_all(self, timeout: float = STOP_TIMEOUT) -> None:  # noqa: ASYNC109
+        """SIGTERM every process still running, in reverse start order, each by its PID."""
+        for proc in reversed(self.processes):
+            if proc.running:
+                try:
+                    await proc.terminate(timeout)
+                except AssertionError:
+                    pass  # killed; the log says the rest
+
+    def stop_all_sync(self, timeout: float = STOP_TIMEOUT) -> None:
+        for proc in reversed(self.processes):
+            if proc.running:
+                proc.terminate_sync(timeout)
+
+    def report(self) -> str:
+        parts = []
+        for proc in self.processes:
+            parts.append(f"===== {proc.log_path.name} (pid {proc.pid}, exit {proc.returncode}) =====")
+            parts.append(proc.log_text().rstrip() or "(empty)")
+        return "\n".join(parts)
