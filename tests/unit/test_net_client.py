@@ -2,8 +2,7 @@
 
 The canary is a server on a loopback address that is never in the allow-list; every test that
 should be blocked asserts it saw zero connections. No socket leaves loopback.
-The fake DNS server comes from test_net_resolver (pytest's default "prepend" import mode puts
-tests/unit on sys.path).
+The fake DNS server comes from tests/support/dns.py.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import aiohttp
 import pytest
 import trustme
 from aiohttp import web
-from test_net_resolver import DNSServer, dns  # noqa: F401  (dns is a fixture)
+from support.dns import DNSServer, dns_fixture  # noqa: F401  (the dns fixture)
 from yarl import URL
 
 from monitor.net.client import FetchResult, fetch, make_session
@@ -164,7 +163,7 @@ class ClientFactory:
 
 
 @pytest.fixture
-async def make_client(dns: DNSServer) -> AsyncIterator[ClientFactory]:  # noqa: F811
+async def make_client(dns: DNSServer) -> AsyncIterator[ClientFactory]:
     factory = ClientFactory(dns)
     yield factory
     for client in factory.made:

@@ -1,116 +1,20 @@
 """VettedResolver against a fake DNS server on 127.0.0.1: fail closed on any denied answer.
 
-The fake server and its fixture live in this module and are imported by test_net_client.py.
+The fake server and its fixture live in tests/support/dns.py (test_net_client.py uses them too).
 Every socket in these tests is on loopback.
 """
 
 from __future__ import annotations
 
-import asyncio
 import socket
-import struct
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv6Address
-from typing import cast
 
 import pytest
+from support.dns import DNSServer, Records, Zone, dns_fixture  # noqa: F401  (the dns fixture)
 
 from monitor.net.policy import AddressPolicy, BlockedTarget, InvalidTarget
 from monitor.net.resolver import ResolutionError, VettedResolver, parse_nameserver
-
-# A record set is (type, value) pairs; a callable gets the 1-based count of A queries for the
-# name so far, which is how a test plays a rebinding server.
-Records = list[tuple[str, str]]
-Zone = dict[str, Records | Callable[[int], Records]]
-
-_TYPES = {"A": 1, "AAAA": 28, "CNAME": 5}
-
-
-def _encode_name(name: str) -> bytes:
-    out = b""
-    for label in name.rstrip(".").split("."):
-        out += bytes([len(label)]) + label.encode("ascii")
-    return out + b"\x00"
-
-
-@dataclass
-class FakeDNS(asyncio.DatagramProtocol):
-    """Answers A/AAAA (and CNAME chains) from ``zone``; unknown names get NXDOMAIN."""
-
-    zone: Zone = field(default_factory=dict)
-    silent: bool = False
-    queries: list[tuple[str, str]] = field(default_factory=list)
-    transport: asyncio.DatagramTransport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.DatagramTransport, transport)
-
-    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
-        if self.silent or self.transport is None:
-            return
-        self.transport.sendto(self._answer(data), addr)
-
-    def _answer(self, query: bytes) -> bytes:
-        qid, flags = struct.unpack("!HH", query[:4])
-        pos, labels = 12, []
-        while query[pos]:
-            labels.append(query[pos + 1 : pos + 1 + query[pos]].decode("ascii"))
-            pos += 1 + query[pos]
-        qtype = struct.unpack("!H", query[pos + 1 : pos + 3])[0]
-        question = query[12 : pos + 5]
-        name = ".".join(labels).lower()
-        kind = {v: k for k, v in _TYPES.items()}.get(qtype, str(qtype))
-        self.queries.append((name, kind))
-        answers: list[bytes] = []
-        rcode = 3 if name not in self.zone else 0
-        current, hops = name, 0
-        while current in self.zone and hops < 8:
-            hops += 1
-            entry = self.zone[current]
-            if callable(entry):
-                entry = entry(sum(1 for q in self.queries if q == (current, "A")))
-            next_name = None
-            for rtype, value in entry:
-                if rtype == "CNAME":
-                    answers.append(self._rr(current, rtype, _encode_name(value)))
-                    next_name = value
-                elif rtype == kind:
-                    family = socket.AF_INET if rtype == "A" else socket.AF_INET6
-                    answers.append(self._rr(current, rtype, socket.inet_pton(family, value)))
-            if next_name is None:
-                break
-            current = next_name
-        # QR, opcode copied, RD copied, RA set; no EDNS in the reply (allowed by RFC 6891).
-        reply_flags = 0x8080 | (flags & 0x0100) | rcode
-        header = struct.pack("!HHHHHH", qid, reply_flags, 1, len(answers), 0, 0)
-        return header + question + b"".join(answers)
-
-    @staticmethod
-    def _rr(name: str, rtype: str, rdata: bytes) -> bytes:
-        return _encode_name(name) + struct.pack("!HHIH", _TYPES[rtype], 1, 0, len(rdata)) + rdata
-
-
-@dataclass
-class DNSServer:
-    protocol: FakeDNS
-    port: int
-
-    @property
-    def nameserver(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-
-@pytest.fixture
-async def dns() -> AsyncIterator[DNSServer]:
-    loop = asyncio.get_running_loop()
-    transport, protocol = await loop.create_datagram_endpoint(FakeDNS, local_addr=("127.0.0.1", 0))
-    port = transport.get_extra_info("sockname")[1]
-    try:
-        yield DNSServer(protocol, port)
-    finally:
-        transport.close()
-
 
 MakeResolver = Callable[..., VettedResolver]
 
