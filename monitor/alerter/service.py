@@ -88,14 +88,15 @@ class Alerter:
         self._pool = await db.create_pool(s.dsn, min_size=0, max_size=4)
         self._redis = aioredis.Redis.from_url(s.redis_dsn, socket_timeout=10, socket_connect_timeout=5)
         self._http = aiohttp.ClientSession(trust_env=False)
+        # Bind the listener before any work starts: a port in use fails the start cleanly.
+        self._probes = await probes.start(
+            s.probe_host, s.alerter_http_port, self.metrics.registry, self._ready
+        )
         if self._telegram is not None:
             self._tasks = [
                 asyncio.create_task(self._consume(), name="consume"),
                 asyncio.create_task(self._keep_claims(), name="claims"),
             ]
-        self._probes = await probes.start(
-            s.probe_host, s.alerter_http_port, self.metrics.registry, self._ready
-        )
 
     async def _ready(self) -> dict[str, bool]:
         assert self._pool is not None and self._redis is not None

@@ -86,6 +86,10 @@ class Scheduler:
             limit=asyncio.Semaphore(s.check_concurrency),
         )
         self.metrics.monitors.set_function(lambda: len(self.tickers))
+        # Bind the listener before any work starts: a port in use fails the start cleanly.
+        self._probes = await probes.start(
+            s.probe_host, s.scheduler_http_port, self.metrics.registry, self._ready
+        )
         mode = await retention.setup(self._pool, s.retention_days)
         if mode == "timer":
             self._spawn(retention.run_timer(self._pool, s.retention_days), "retention")
@@ -96,31 +100,34 @@ class Scheduler:
         self._spawn(self._apply_changes(), "changes")
         self._spawn(self._periodic_reconcile(), "reconcile")
         self._spawn(watch_loop(self.metrics.loop_blocked), "loop-watch")
-        self._probes = await probes.start(
-            s.probe_host, s.scheduler_http_port, self.metrics.registry, self._ready
-        )
 
     async def _ready(self) -> dict[str, bool]:
         assert self._pool is not None and self._redis is not None
         return {"database": await ping_database(self._pool), "redis": await ping_redis(self._redis)}
 
-    async def drain(self) -> None:
-        """Stop starting checks, then wait for the ones in flight."""
+    async def _stop_intake(self) -> None:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         for ticker in self.tickers.values():
             ticker.stop()
+
+    async def drain(self) -> None:
+        """Stop starting checks, then wait for the ones in flight."""
+        await self._stop_intake()
         in_flight = self._shared.in_flight if self._shared else set()
         if in_flight:
             log.info("scheduler.waiting_for_checks", in_flight=len(in_flight))
-            await asyncio.gather(*list(in_flight), return_exceptions=True)
+            # asyncio.wait, unlike gather, does not cancel the checks if this wait is cut
+            # short, so abandoned() can still name them before close() cancels them.
+            await asyncio.wait(list(in_flight))
 
     def abandoned(self) -> list[str]:
         in_flight = self._shared.in_flight if self._shared else set()
         return [f"{len(in_flight)} checks in flight (their results are lost)"] if in_flight else []
 
     async def close(self) -> None:
+        await self._stop_intake()  # again: after a failed start, drain never ran
         for task in list(self._shared.in_flight if self._shared else ()):
             task.cancel()
         if self._probes is not None:
