@@ -159,3 +159,66 @@ def dead_retry(ids: tuple[str, ...], everything: bool) -> None:
     except OSError as exc:
         raise click.ClickException(f"cannot reach Redis or the database: {exc}") from None
     click.echo(f"re-drove {len(done)} dead letter(s)")
+
+
+@main.group("accounts")
+def accounts_group() -> None:
+    """Manage accounts (every monitor, channel and key belongs to one)."""
+
+
+@accounts_group.command("create")
+@click.argument("name")
+def accounts_create(name: str) -> None:
+    """Create the account NAME."""
+    from monitor import accounts, db
+
+    settings = _settings("database_url")
+
+    async def work() -> int:
+        conn = await db.connect(settings.dsn)
+        try:
+            return await accounts.create_account(conn, name)
+        finally:
+            await conn.close()
+
+    try:
+        account_id = asyncio.run(work())
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"database unreachable: {exc}") from None
+    click.echo(f"created account {name!r} (id {account_id})")
+
+
+@main.group("keys")
+def keys_group() -> None:
+    """Manage API keys (the API manages further keys of the same account: /api/v1/keys)."""
+
+
+@keys_group.command("create")
+@click.option("--account", "account_name", required=True, help="Name of the account the key acts for.")
+@click.option("--name", "key_name", default="", help="A label to recognise the key by.")
+def keys_create(account_name: str, key_name: str) -> None:
+    """Create an API key and print it once (only its hash is stored)."""
+    from monitor import accounts, db
+
+    settings = _settings("database_url")
+
+    async def work() -> accounts.NewKey:
+        conn = await db.connect(settings.dsn)
+        try:
+            account_id = await accounts.account_id_by_name(conn, account_name)
+            if account_id is None:
+                raise click.ClickException(
+                    f"no account named {account_name!r} (monitor accounts create NAME)"
+                )
+            return await accounts.create_key(conn, account_id, key_name)
+        finally:
+            await conn.close()
+
+    try:
+        new = asyncio.run(work())
+    except OSError as exc:
+        raise click.ClickException(f"database unreachable: {exc}") from None
+    click.echo(new.key)
+    click.echo(f"(key id {new.id} of account {account_name!r}; it is shown only this once)", err=True)

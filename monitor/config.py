@@ -48,6 +48,10 @@ class Settings(BaseModel):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     shutdown_timeout_seconds: float = Field(10.0, gt=0)
     uvloop: bool = True
+    # API limits
+    api_rate_per_second: float = Field(20.0, gt=0)
+    api_rate_burst: int = Field(100, ge=1)
+    account_monitor_quota: int = Field(10_000, ge=1)
     # Health, readiness and metrics listeners of the scheduler and alerter (0 turns one off).
     probe_host: str = "127.0.0.1"
     scheduler_http_port: int = Field(8081, ge=0, le=65535)

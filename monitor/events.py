@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -13,7 +13,10 @@ import redis.asyncio as aioredis
 from monitor import keys
 from monitor.models import CheckResult, MonitorSpec
 
-SCHEMA_VERSION = 1
+# 2 added ``channels`` (the monitor's alert channels when the change happened) and the
+# "test" kind; version 1 events (telegram_chat_id only) are still understood.
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 
 class EventFormatError(ValueError):
@@ -23,8 +26,8 @@ class EventFormatError(ValueError):
 @dataclass(frozen=True)
 class Event:
     event_id: str
-    kind: str  # "down" | "up"
-    monitor_id: int
+    kind: str  # "down" | "up" | "test"
+    monitor_id: int | None
     monitor_name: str
     monitor_url: str
     telegram_chat_id: str | None
@@ -34,7 +37,16 @@ class Event:
     ended_at: str | None  # the incident's end (for "up")
     duration_seconds: float | None
     cause: dict[str, Any]  # status_code, error, latency_ms of the deciding check
+    # [{"id", "kind": "telegram", "name", "chat_id"}]
+    channels: list[dict[str, Any]] = field(default_factory=list)
     v: int = SCHEMA_VERSION
+
+    def telegram_chats(self) -> list[str]:
+        """Where this event goes: its telegram channels' chats (and a version-1 chat id), once each."""
+        chats = [str(c["chat_id"]) for c in self.channels if c.get("kind") == "telegram" and c.get("chat_id")]
+        if self.telegram_chat_id:
+            chats.append(self.telegram_chat_id)
+        return list(dict.fromkeys(chats))
 
     @classmethod
     def build(
@@ -48,6 +60,7 @@ class Event:
         started_at: datetime | None,
         ended_at: datetime | None,
         result: CheckResult,
+        channels: list[dict[str, Any]],
     ) -> Event:
         duration = (ended_at - started_at).total_seconds() if started_at and ended_at else None
         return cls(
@@ -56,13 +69,14 @@ class Event:
             monitor_id=spec.id,
             monitor_name=spec.name,
             monitor_url=spec.url,
-            telegram_chat_id=spec.telegram_chat_id,
+            telegram_chat_id=None,
             incident_id=incident_id,
             at=_iso(at),
             started_at=_iso(started_at) if started_at else None,
             ended_at=_iso(ended_at) if ended_at else None,
             duration_seconds=duration,
             cause={"status_code": result.status_code, "error": result.error, "latency_ms": result.latency_ms},
+            channels=channels,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -70,7 +84,7 @@ class Event:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Event:
-        if data.get("v") != SCHEMA_VERSION:
+        if data.get("v") not in READABLE_VERSIONS:
             raise EventFormatError(f"unsupported event schema version {data.get('v')!r}")
         try:
             return cls(**data)

@@ -18,7 +18,6 @@ class MonitorSpec:
     expected_status: tuple[tuple[int, int], ...]
     confirm_after: int
     follow_redirects: bool
-    telegram_chat_id: str | None
     paused: bool
 
     @classmethod
@@ -33,7 +32,6 @@ class MonitorSpec:
             expected_status=tuple((int(lo), int(hi)) for lo, hi in row["expected_status"]),
             confirm_after=int(row["confirm_after"]),
             follow_redirects=bool(row["follow_redirects"]),
-            telegram_chat_id=row["telegram_chat_id"],
             paused=bool(row["paused"]),
         )
 

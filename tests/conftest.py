@@ -35,8 +35,10 @@ from support import (
     TargetServer,
     insert_monitor,
     reset,
+    test_account,
 )
 
+from monitor import accounts
 from monitor import db as monitor_db
 
 _PHASES = pytest.StashKey[dict[str, pytest.TestReport]]()
@@ -209,20 +211,27 @@ def api_server(
 
 
 @pytest.fixture
-async def api(api_server: MonitorProcess, db: asyncpg.Connection) -> AsyncIterator[ApiClient]:
-    """A client of the module's api process, on empty tables."""
+async def api_key(db: asyncpg.Connection) -> str:
+    """A key of the "test" account (the account ``monitor_factory`` rows belong to)."""
+    new = await accounts.create_key(db, await test_account(db), "tests")
+    return new.key
+
+
+@pytest.fixture
+async def api(api_server: MonitorProcess, api_key: str) -> AsyncIterator[ApiClient]:
+    """A client of the module's api process, on empty tables, with the test account's key."""
     assert api_server.running, f"the api process died: {api_server.tail()}"
-    async with ApiClient(api_server.base_url) as client:
+    async with ApiClient(api_server.base_url, key=api_key) as client:
         yield client
 
 
 @pytest.fixture
-async def api_client() -> AsyncIterator[Callable[[str], ApiClient]]:
-    """``api_client(base_url)``: a client for any api process; closed at teardown."""
+async def api_client(api_key: str) -> AsyncIterator[Callable[[str], ApiClient]]:
+    """``api_client(base_url)``: a client for any api process, with the test account's key."""
     clients: list[ApiClient] = []
 
     def make(base_url: str) -> ApiClient:
-        client = ApiClient(base_url)
+        client = ApiClient(base_url, key=api_key)
         clients.append(client)
         return client
 

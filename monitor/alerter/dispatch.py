@@ -110,7 +110,7 @@ class ChatSender:
             await asyncio.gather(self._task, return_exceptions=True)
 
     def eligible(self, now: float) -> list[Item]:
-        blocked: set[int] = set()
+        blocked: set[int | None] = set()
         ready: list[Item] = []
         for item in self._items:
             monitor_id = item.event.monitor_id

@@ -231,7 +231,7 @@ class Alerter:
             await self._ack(entry_id)
             return
         with mlog.bound(event_id=event.event_id, monitor_id=event.monitor_id):
-            channels = [f"telegram:{event.telegram_chat_id}"] if event.telegram_chat_id else []
+            channels = [f"telegram:{chat}" for chat in event.telegram_chats()]
             if not channels:
                 log.info("alert.no_channel", kind=event.kind)
                 await self._ack(entry_id)

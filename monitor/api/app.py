@@ -12,12 +12,13 @@ from aiohttp import web
 
 from monitor import db
 from monitor import logging as mlog
-from monitor.api import history, monitors
+from monitor.api import channels, guard, history, keys, monitors, openapi, summary
 from monitor.api.context import POOL, RESOLVER, SETTINGS
 from monitor.api.errors import ApiError, error_response
 from monitor.config import Settings
 from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver
+from monitor.probes import metrics_response
 
 log = mlog.get(__name__)
 
@@ -93,11 +94,24 @@ async def readyz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok", "database": "up"})
 
 
+async def metrics(request: web.Request) -> web.Response:
+    return metrics_response(request.app[guard.METRICS].registry)
+
+
 def create_app(settings: Settings) -> web.Application:
     app = web.Application(
-        middlewares=[request_id_middleware, error_middleware], client_max_size=MAX_BODY_BYTES
+        middlewares=[
+            request_id_middleware,
+            guard.metrics_middleware,
+            error_middleware,
+            guard.auth_middleware,
+            guard.rate_limit_middleware,
+        ],
+        client_max_size=MAX_BODY_BYTES,
     )
     app[SETTINGS] = settings
+    app[guard.BUCKETS] = guard.TokenBuckets(settings.api_rate_per_second, settings.api_rate_burst)
+    app[guard.METRICS] = guard.ApiMetrics()
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
         # min_size=0: the API starts, and answers 503, even while the database is down.
@@ -110,6 +124,7 @@ def create_app(settings: Settings) -> web.Application:
     app.cleanup_ctx.append(resources)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
-    monitors.add_routes(app.router)
-    history.add_routes(app.router)
+    app.router.add_get("/metrics", metrics)
+    for module in (monitors, history, channels, keys, summary, openapi):
+        module.add_routes(app.router)
     return app

@@ -9,15 +9,26 @@ from pydantic import ValidationError
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        field: str | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.field = field
+        self.headers = headers or {}
 
     def response(self, **extra: Any) -> web.Response:
-        return error_response(self.status, self.code, self.message, self.field, **extra)
+        response = error_response(self.status, self.code, self.message, self.field, **extra)
+        response.headers.update(self.headers)
+        return response
 
 
 def error_response(

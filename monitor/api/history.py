@@ -1,4 +1,4 @@
-"""A monitor's history: its checks, its incidents and its uptime over a window."""
+"""A monitor's history: checks, incidents, uptime over windows, response-time statistics."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from typing import Any
 import asyncpg
 from aiohttp import web
 
+from monitor import rollups
 from monitor.api.context import POOL
 from monitor.api.errors import ApiError, not_found
+from monitor.api.guard import account_id
 from monitor.api.params import (
     decode_cursor,
     encode_cursor,
@@ -19,15 +21,23 @@ from monitor.api.params import (
     time_range,
     window_param,
 )
+from monitor.api.uptime import uptimes
 
 DEFAULT_WINDOW = "24h"
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+BUCKETS = {"1h": timedelta(hours=1), "1d": timedelta(days=1)}
+MAX_BUCKETS = 2400
 
 
-async def _monitor_created_at(conn: asyncpg.Connection, monitor_id: int) -> datetime:
-    created = await conn.fetchval("SELECT created_at FROM monitors WHERE id = $1", monitor_id)
-    if created is None:
+async def _owned(conn: asyncpg.Connection, request: web.Request) -> asyncpg.Record:
+    row = await conn.fetchrow(
+        "SELECT id, created_at FROM monitors WHERE id = $1 AND account_id = $2",
+        path_id(request),
+        account_id(request),
+    )
+    if row is None:
         raise not_found("monitor")
-    return created
+    return row
 
 
 def _render_check(row: asyncpg.Record) -> dict[str, Any]:
@@ -48,30 +58,28 @@ def _render_check(row: asyncpg.Record) -> dict[str, Any]:
 
 
 async def list_checks(request: web.Request) -> web.Response:
-    monitor_id = path_id(request)
     start, end = time_range(request)
     limit = int_param(request, "limit", 100, 1, 1000)
     cursor = decode_cursor(request, (int,))
     if cursor is not None:
         # The cursor is the previous page's last time, in microseconds since the epoch.
-        before = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=cursor[0])
+        before = EPOCH + timedelta(microseconds=cursor[0])
         end = before if end is None else min(end, before)
     async with request.app[POOL].acquire() as conn:
-        await _monitor_created_at(conn, monitor_id)
+        monitor = await _owned(conn, request)
         rows = await conn.fetch(
             """SELECT * FROM checks
                WHERE monitor_id = $1 AND ($2::timestamptz IS NULL OR time >= $2)
                  AND ($3::timestamptz IS NULL OR time < $3)
                ORDER BY time DESC LIMIT $4""",
-            monitor_id,
+            monitor["id"],
             start,
             end,
             limit + 1,
         )
     next_cursor = None
     if len(rows) > limit:
-        last = rows[limit - 1]["time"] - datetime(1970, 1, 1, tzinfo=UTC)
-        next_cursor = encode_cursor([last // timedelta(microseconds=1)])
+        next_cursor = encode_cursor([(rows[limit - 1]["time"] - EPOCH) // timedelta(microseconds=1)])
     return web.json_response({"items": [_render_check(r) for r in rows[:limit]], "next_cursor": next_cursor})
 
 
@@ -90,12 +98,11 @@ def _render_incident(row: asyncpg.Record, now: datetime) -> dict[str, Any]:
 
 
 async def list_incidents(request: web.Request) -> web.Response:
-    monitor_id = path_id(request)
     start, end = time_range(request)
     limit = int_param(request, "limit", 100, 1, 1000)
     cursor = decode_cursor(request, (int,))
     async with request.app[POOL].acquire() as conn:
-        await _monitor_created_at(conn, monitor_id)
+        monitor = await _owned(conn, request)
         now = await conn.fetchval("SELECT now()")
         rows = await conn.fetch(
             """SELECT * FROM incidents
@@ -104,7 +111,7 @@ async def list_incidents(request: web.Request) -> web.Response:
                  AND ($3::timestamptz IS NULL OR started_at < $3)
                  AND ($4::bigint IS NULL OR id < $4)
                ORDER BY id DESC LIMIT $5""",
-            monitor_id,
+            monitor["id"],
             start,
             end,
             cursor[0] if cursor else None,
@@ -116,70 +123,105 @@ async def list_incidents(request: web.Request) -> web.Response:
     )
 
 
-def uptime_figures(
-    window_start: datetime,
-    window_end: datetime,
-    created_at: datetime,
-    now: datetime,
-    incidents: list[tuple[datetime, datetime | None]],
-    checks: int,
-) -> tuple[float | None, float | None]:
-    """Time-based uptime: the share of the observed window not covered by incidents.
-
-    The observed window is the requested one clipped to the monitor's lifetime
-    (from its creation to now). With no check in the window there is nothing to
-    judge: both figures are None.
-    """
-    start = max(window_start, created_at)
-    end = min(window_end, now)
-    if checks == 0 or end <= start:
-        return None, None
-    down = 0.0
-    for began, ended in incidents:
-        overlap = (min(ended or now, end) - max(began, start)).total_seconds()
-        down += max(0.0, overlap)
-    span = (end - start).total_seconds()
-    return 100.0 * (1.0 - down / span), down
-
-
 async def uptime(request: web.Request) -> web.Response:
-    monitor_id = path_id(request)
+    """``?window=24h`` (several: ``24h,7d,30d``) or ``?from=&to=``; one window answers flat."""
     start, end = time_range(request)
     window = request.query.get("window")
     if window is not None and (start is not None or end is not None):
         raise ApiError(400, "invalid", "window: give either window or from/to, not both", "window")
+    windows = [w for w in (window or "").split(",") if w] if window is not None else []
+    if window is not None and not windows:
+        raise ApiError(400, "invalid", "window: must look like 24h, 7d, 30d or 90d", "window")
+    if len(windows) > 8:
+        raise ApiError(400, "invalid", "window: at most 8 windows", "window")
+    deltas = [window_param(w) for w in windows]
     async with request.app[POOL].acquire() as conn:
-        created_at = await _monitor_created_at(conn, monitor_id)
+        monitor = await _owned(conn, request)
+        now = await conn.fetchval("SELECT now()")
+        if not deltas:
+            to = end or now
+            spans = [(start or to - window_param(DEFAULT_WINDOW), to)]
+        else:
+            spans = [(now - delta, now) for delta in deltas]
+        results = []
+        for span_start, span_end in spans:
+            figures = await uptimes(conn, [(monitor["id"], monitor["created_at"])], span_start, span_end, now)
+            u = figures[monitor["id"]]
+            results.append(
+                {
+                    "monitor_id": monitor["id"],
+                    "from": rfc3339(u.start),
+                    "to": rfc3339(u.end),
+                    "uptime_percent": u.percent,
+                    "downtime_seconds": u.downtime_seconds,
+                    "checks": u.checks,
+                    "checks_up": u.checks_up,
+                }
+            )
+    if len(windows) > 1:
+        return web.json_response(
+            {"monitor_id": monitor["id"], "windows": {w: r for w, r in zip(windows, results, strict=True)}}
+        )
+    return web.json_response(results[0])
+
+
+def _bucket_start(value: datetime, size: timedelta) -> datetime:
+    return EPOCH + ((value - EPOCH) // size) * size
+
+
+async def stats(request: web.Request) -> web.Response:
+    """Response-time statistics per hour or day, from the hourly rollups (fast, and kept after
+    raw checks expire): count, share up, average, p50, p95 and max latency."""
+    bucket = request.query.get("bucket", "1h")
+    if bucket not in BUCKETS:
+        raise ApiError(400, "invalid", "bucket: 1h or 1d", "bucket")
+    size = BUCKETS[bucket]
+    start, end = time_range(request)
+    async with request.app[POOL].acquire() as conn:
+        monitor = await _owned(conn, request)
         now = await conn.fetchval("SELECT now()")
         end = end or now
-        if start is None:
-            start = end - window_param(window or DEFAULT_WINDOW)
-        counts = await conn.fetchrow(
-            """SELECT count(*) AS checks, count(*) FILTER (WHERE ok) AS checks_up FROM checks
-               WHERE monitor_id = $1 AND time >= $2 AND time < $3""",
-            monitor_id,
-            start,
+        start = start or end - (timedelta(hours=24) if bucket == "1h" else timedelta(days=30))
+        if (end - start) / size > MAX_BUCKETS:
+            raise ApiError(400, "invalid", f"from: at most {MAX_BUCKETS} buckets per request", "from")
+        rows = await conn.fetch(
+            """SELECT hour, checks, checks_up, latency_n, latency_sum, latency_max, latency_hist
+               FROM checks_hourly WHERE monitor_id = $1 AND hour >= $2 AND hour < $3 ORDER BY hour""",
+            monitor["id"],
+            _bucket_start(start, size),
             end,
         )
-        incidents = await conn.fetch(
-            """SELECT started_at, ended_at FROM incidents
-               WHERE monitor_id = $1 AND started_at < $3 AND coalesce(ended_at, 'infinity') > $2""",
-            monitor_id,
-            start,
-            end,
+    merged: dict[datetime, rollups.Rollup] = {}
+    for row in rows:
+        key = _bucket_start(row["hour"], size)
+        part = rollups.Rollup(
+            row["checks"], row["checks_up"], row["latency_n"], row["latency_sum"], row["latency_max"],
+            list(row["latency_hist"]),
+        )  # fmt: skip
+        if key in merged:
+            merged[key].merge(part)
+        else:
+            merged[key] = part
+    items = []
+    for key, r in merged.items():
+        items.append(
+            {
+                "start": rfc3339(key),
+                "checks": r.checks,
+                "up_share": r.checks_up / r.checks if r.checks else None,
+                "avg_ms": r.latency_sum / r.latency_n if r.latency_n else None,
+                "p50_ms": rollups.percentile(r.hist, 0.50, r.latency_max),
+                "p95_ms": rollups.percentile(r.hist, 0.95, r.latency_max),
+                "max_ms": r.latency_max,
+            }
         )
-    percent, down = uptime_figures(
-        start, end, created_at, now, [(r["started_at"], r["ended_at"]) for r in incidents], counts["checks"]
-    )
     return web.json_response(
         {
-            "monitor_id": monitor_id,
+            "monitor_id": monitor["id"],
+            "bucket": bucket,
             "from": rfc3339(start),
             "to": rfc3339(end),
-            "uptime_percent": percent,
-            "downtime_seconds": down,
-            "checks": counts["checks"],
-            "checks_up": counts["checks_up"],
+            "items": items,
         }
     )
 
@@ -188,3 +230,4 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_get("/api/v1/monitors/{id}/checks", list_checks)
     router.add_get("/api/v1/monitors/{id}/incidents", list_incidents)
     router.add_get("/api/v1/monitors/{id}/uptime", uptime)
+    router.add_get("/api/v1/monitors/{id}/stats", stats)

@@ -1,4 +1,4 @@
-"""``/api/v1/monitors``: create, list, read, update, delete."""
+"""``/api/v1/monitors``: create, list (filters, pages, uptime), read, update, delete."""
 
 from __future__ import annotations
 
@@ -11,8 +11,18 @@ from pydantic import ValidationError
 from monitor import logging as mlog
 from monitor.api.context import POOL, RESOLVER, SETTINGS
 from monitor.api.errors import ApiError, from_validation, not_found
-from monitor.api.params import decode_cursor, encode_cursor, int_param, json_object, path_id, rfc3339
+from monitor.api.guard import account_id
+from monitor.api.params import (
+    decode_cursor,
+    encode_cursor,
+    int_param,
+    json_object,
+    path_id,
+    rfc3339,
+    window_param,
+)
 from monitor.api.schemas import MonitorCreate, MonitorPatch, parse_status_ranges, render_status_ranges
+from monitor.api.uptime import uptimes
 from monitor.net.policy import BlockedTarget, InvalidTarget, parse_target_url
 from monitor.net.resolver import ResolutionError
 
@@ -27,14 +37,25 @@ COLUMNS = (
     "expected_status",
     "confirm_after",
     "follow_redirects",
-    "telegram_chat_id",
     "paused",
+    "tags",
 )
 SELECT = """
 SELECT m.*, s.status, s.last_check_at, s.last_ok, s.last_error, s.last_status_code,
-       s.last_latency_ms, s.changed_at
+       s.last_latency_ms, s.changed_at,
+       coalesce((SELECT array_agg(mc.channel_id ORDER BY mc.channel_id) FROM monitor_channels mc
+                 WHERE mc.monitor_id = m.id), '{}') AS channel_ids,
+       (SELECT c.config ->> 'chat_id' FROM monitor_channels mc JOIN channels c ON c.id = mc.channel_id
+        WHERE mc.monitor_id = m.id AND c.kind = 'telegram' ORDER BY c.id LIMIT 1) AS telegram_chat_id
 FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
 """
+STATUSES = ("up", "down", "paused", "unknown")
+UPTIME_INCLUDES = {f"uptime_{w}": w for w in ("24h", "7d", "30d", "90d")}
+_UNSET: Any = object()
+
+
+def etag(row: asyncpg.Record) -> str:
+    return f'"{row["id"]}-{int(row["updated_at"].timestamp() * 1_000_000)}"'
 
 
 def render(row: asyncpg.Record) -> dict[str, Any]:
@@ -59,6 +80,8 @@ def render(row: asyncpg.Record) -> dict[str, Any]:
         "confirm_after": row["confirm_after"],
         "follow_redirects": row["follow_redirects"],
         "telegram_chat_id": row["telegram_chat_id"],
+        "channel_ids": list(row["channel_ids"]),
+        "tags": list(row["tags"]),
         "paused": row["paused"],
         "status": status,
         "status_since": rfc3339(row["changed_at"]),
@@ -88,7 +111,61 @@ def _validation_context(request: web.Request) -> dict[str, Any]:
     return {"min_interval_seconds": request.app[SETTINGS].min_interval_seconds}
 
 
+async def _set_channels(
+    conn: asyncpg.Connection, account: int, monitor_id: int, channel_ids: list[int] | None, chat: Any
+) -> None:
+    """Attach ``channel_ids`` (all of the caller's account) and/or the channel of a Telegram chat.
+
+    ``telegram_chat_id`` is the first issue's shortcut: it attaches the account's channel
+    for that chat, made on first use; ``null`` detaches the monitor's Telegram channels.
+    """
+    wanted: list[int] | None = None
+    if channel_ids is not None:
+        found = await conn.fetch(
+            "SELECT id FROM channels WHERE account_id = $1 AND id = ANY($2::bigint[])", account, channel_ids
+        )
+        missing = sorted(set(channel_ids) - {r["id"] for r in found})
+        if missing:
+            raise ApiError(422, "invalid", f"channel_ids: no channel {missing[0]}", "channel_ids")
+        wanted = list(dict.fromkeys(channel_ids))
+    if chat is not _UNSET:
+        if wanted is None:
+            wanted = [
+                r["channel_id"]
+                for r in await conn.fetch(
+                    """SELECT mc.channel_id FROM monitor_channels mc JOIN channels c ON c.id = mc.channel_id
+                       WHERE mc.monitor_id = $1 AND c.kind <> 'telegram'""",
+                    monitor_id,
+                )
+            ]
+        if chat is not None:
+            channel = await conn.fetchval(
+                """SELECT id FROM channels WHERE account_id = $1 AND kind = 'telegram'
+                   AND config ->> 'chat_id' = $2 ORDER BY id LIMIT 1""",
+                account,
+                chat,
+            )
+            if channel is None:
+                channel = await conn.fetchval(
+                    """INSERT INTO channels (account_id, kind, name, config)
+                       VALUES ($1, 'telegram', $2, $3) RETURNING id""",
+                    account,
+                    f"Telegram {chat}",
+                    {"chat_id": chat},
+                )
+            if channel not in wanted:
+                wanted.append(channel)
+    if wanted is None:
+        return
+    await conn.execute("DELETE FROM monitor_channels WHERE monitor_id = $1", monitor_id)
+    await conn.executemany(
+        "INSERT INTO monitor_channels (monitor_id, channel_id) VALUES ($1, $2)",
+        [(monitor_id, c) for c in wanted],
+    )
+
+
 async def create_monitor(request: web.Request) -> web.Response:
+    account = account_id(request)
     body = await json_object(request)
     try:
         spec = MonitorCreate.model_validate(body, context=_validation_context(request))
@@ -98,39 +175,91 @@ async def create_monitor(request: web.Request) -> web.Response:
     values = spec.model_dump(include=set(COLUMNS))
     values["expected_status"] = parse_status_ranges(values["expected_status"])
     columns = ", ".join(COLUMNS)
-    placeholders = ", ".join(f"${i}" for i in range(1, len(COLUMNS) + 1))
+    placeholders = ", ".join(f"${i}" for i in range(2, len(COLUMNS) + 2))
+    quota = request.app[SETTINGS].account_monitor_quota
     async with request.app[POOL].acquire() as conn, conn.transaction():
+        # Serialise creations of one account, so two at once cannot both slip under the quota.
+        await conn.execute("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", account)
+        if await conn.fetchval("SELECT count(*) FROM monitors WHERE account_id = $1", account) >= quota:
+            raise ApiError(409, "quota_exceeded", f"this account has its quota of {quota} monitors")
         new_id = await conn.fetchval(
-            f"INSERT INTO monitors ({columns}) VALUES ({placeholders}) RETURNING id",
+            f"INSERT INTO monitors (account_id, {columns}) VALUES ($1, {placeholders}) RETURNING id",
+            account,
             *(values[c] for c in COLUMNS),
         )
         await conn.execute("INSERT INTO monitor_state (monitor_id) VALUES ($1)", new_id)
+        if spec.paused:
+            await conn.execute(
+                "INSERT INTO monitor_pauses (monitor_id, started_at) VALUES ($1, now())", new_id
+            )
+        chat = spec.telegram_chat_id if "telegram_chat_id" in spec.model_fields_set else _UNSET
+        await _set_channels(conn, account, new_id, spec.channel_ids, chat)
         row = await conn.fetchrow(SELECT + " WHERE m.id = $1", new_id)
     response = web.json_response(render(row), status=201)
     response.headers["Location"] = f"/api/v1/monitors/{new_id}"
+    response.headers["ETag"] = etag(row)
     return response
 
 
 async def list_monitors(request: web.Request) -> web.Response:
+    account = account_id(request)
     limit = int_param(request, "limit", 100, 1, 1000)
     cursor = decode_cursor(request, (int,))
-    after = cursor[0] if cursor else 0
-    rows = await request.app[POOL].fetch(SELECT + " WHERE m.id > $1 ORDER BY m.id LIMIT $2", after, limit + 1)
-    items = [render(r) for r in rows[:limit]]
-    next_cursor = encode_cursor([rows[limit - 1]["id"]]) if len(rows) > limit else None
+    status = request.query.get("status")
+    if status is not None and status not in STATUSES:
+        raise ApiError(400, "invalid", f"status: one of {', '.join(STATUSES)}", "status")
+    tags = request.query.getall("tag", [])
+    includes = [i for part in request.query.getall("include", []) for i in part.split(",") if i]
+    unknown = [i for i in includes if i not in UPTIME_INCLUDES]
+    if unknown:
+        raise ApiError(400, "invalid", f"include: unknown {unknown[0]!r} (uptime_24h|7d|30d|90d)", "include")
+    rows = await request.app[POOL].fetch(
+        SELECT
+        + """ WHERE m.account_id = $1 AND m.id > $2
+              AND ($3::text[] = '{}' OR m.tags @> $3::text[])
+              AND ($4::text IS NULL
+                   OR ($4 = 'paused' AND m.paused)
+                   OR (NOT m.paused AND coalesce(s.status, 'unknown') = $4))
+              ORDER BY m.id LIMIT $5""",
+        account,
+        cursor[0] if cursor else 0,
+        tags,
+        status,
+        limit + 1,
+    )
+    page = rows[:limit]
+    items = [render(r) for r in page]
+    if includes and page:
+        async with request.app[POOL].acquire() as conn:
+            now = await conn.fetchval("SELECT now()")
+            for include in dict.fromkeys(includes):
+                start = now - window_param(UPTIME_INCLUDES[include])
+                figures = await uptimes(conn, [(r["id"], r["created_at"]) for r in page], start, now, now)
+                for item in items:
+                    u = figures[item["id"]]
+                    item[include] = {"uptime_percent": u.percent, "downtime_seconds": u.downtime_seconds,
+                                     "checks": u.checks}  # fmt: skip
+    next_cursor = encode_cursor([page[-1]["id"]]) if len(rows) > limit else None
     return web.json_response({"items": items, "next_cursor": next_cursor})
 
 
-async def get_monitor(request: web.Request) -> web.Response:
-    monitor_id = path_id(request)
-    row = await request.app[POOL].fetchrow(SELECT + " WHERE m.id = $1", monitor_id)
+async def fetch_owned(conn: asyncpg.Connection | asyncpg.Pool, request: web.Request) -> asyncpg.Record:
+    """The monitor of the path, if the caller's account owns it; 404 otherwise (same as absent)."""
+    row = await conn.fetchrow(
+        SELECT + " WHERE m.id = $1 AND m.account_id = $2", path_id(request), account_id(request)
+    )
     if row is None:
         raise not_found("monitor")
-    return web.json_response(render(row))
+    return row
+
+
+async def get_monitor(request: web.Request) -> web.Response:
+    row = await fetch_owned(request.app[POOL], request)
+    return web.json_response(render(row), headers={"ETag": etag(row)})
 
 
 async def patch_monitor(request: web.Request) -> web.Response:
-    monitor_id = path_id(request)
+    account = account_id(request)
     body = await json_object(request)
     try:
         patch = MonitorPatch.model_validate(body, context=_validation_context(request))
@@ -142,24 +271,47 @@ async def patch_monitor(request: web.Request) -> web.Response:
     if "expected_status" in values:
         values["expected_status"] = parse_status_ranges(values["expected_status"])
     async with request.app[POOL].acquire() as conn, conn.transaction():
+        current = await fetch_owned(conn, request)
+        await conn.execute("SELECT 1 FROM monitors WHERE id = $1 FOR UPDATE", current["id"])
+        current = await fetch_owned(conn, request)
+        expected = request.headers.get("If-Match")
+        if expected is not None and expected.strip() not in ("*", etag(current)):
+            raise ApiError(412, "precondition_failed", "the monitor changed since you read it (ETag differs)")
         if values:
             assignments = ", ".join(f"{c} = ${i}" for i, c in enumerate(values, start=2))
-            updated = await conn.fetchval(
-                f"UPDATE monitors SET {assignments}, updated_at = now() WHERE id = $1 RETURNING id",
-                monitor_id,
+            await conn.execute(
+                f"UPDATE monitors SET {assignments}, updated_at = clock_timestamp() WHERE id = $1",
+                current["id"],
                 *values.values(),
             )
-            if updated is None:
-                raise not_found("monitor")
-        row = await conn.fetchrow(SELECT + " WHERE m.id = $1", monitor_id)
-    if row is None:
-        raise not_found("monitor")
-    return web.json_response(render(row))
+        elif patch.model_fields_set & {"channel_ids", "telegram_chat_id"}:
+            await conn.execute(
+                "UPDATE monitors SET updated_at = clock_timestamp() WHERE id = $1", current["id"]
+            )
+        if "paused" in values and values["paused"] != current["paused"]:
+            if values["paused"]:
+                await conn.execute(
+                    """INSERT INTO monitor_pauses (monitor_id, started_at) VALUES ($1, now())
+                       ON CONFLICT DO NOTHING""",
+                    current["id"],
+                )
+            else:
+                await conn.execute(
+                    "UPDATE monitor_pauses SET ended_at = now() WHERE monitor_id = $1 AND ended_at IS NULL",
+                    current["id"],
+                )
+        chat = patch.telegram_chat_id if "telegram_chat_id" in patch.model_fields_set else _UNSET
+        await _set_channels(conn, account, current["id"], patch.channel_ids, chat)
+        row = await fetch_owned(conn, request)
+    return web.json_response(render(row), headers={"ETag": etag(row)})
 
 
 async def delete_monitor(request: web.Request) -> web.Response:
-    monitor_id = path_id(request)
-    deleted = await request.app[POOL].fetchval("DELETE FROM monitors WHERE id = $1 RETURNING id", monitor_id)
+    deleted = await request.app[POOL].fetchval(
+        "DELETE FROM monitors WHERE id = $1 AND account_id = $2 RETURNING id",
+        path_id(request),
+        account_id(request),
+    )
     if deleted is None:
         raise not_found("monitor")
     return web.Response(status=204)

@@ -25,6 +25,9 @@ MAX_INTERVAL_SECONDS = 86_400
 MAX_TIMEOUT_SECONDS = 120
 _STATUS_RANGE = re.compile(r"^([1-5])xx$|^(\d{3})(?:-(\d{3}))?$")
 _CHAT_ID = re.compile(r"^-?\d{1,20}$|^@[A-Za-z][A-Za-z0-9_]{4,31}$")
+_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,49}$")
+Tag = Annotated[str, Field(pattern=_TAG.pattern)]
+ChannelId = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
 
 Number = Annotated[float, Field(allow_inf_nan=False, strict=True)]
 
@@ -111,6 +114,8 @@ class MonitorCreate(_MonitorFields):
     follow_redirects: StrictBool = False
     telegram_chat_id: str | None = None
     paused: StrictBool = False
+    tags: list[Tag] = Field(default_factory=list, max_length=20)
+    channel_ids: list[ChannelId] = Field(default_factory=list, max_length=20)
 
 
 class MonitorPatch(_MonitorFields):
@@ -126,6 +131,8 @@ class MonitorPatch(_MonitorFields):
     follow_redirects: StrictBool | None = None
     telegram_chat_id: str | None = None
     paused: StrictBool | None = None
+    tags: list[Tag] | None = Field(None, max_length=20)
+    channel_ids: list[ChannelId] | None = Field(None, max_length=20)
 
     @field_validator(
         "name",
@@ -137,6 +144,8 @@ class MonitorPatch(_MonitorFields):
         "confirm_after",
         "follow_redirects",
         "paused",
+        "tags",
+        "channel_ids",
         mode="before",
     )
     @classmethod
@@ -144,3 +153,40 @@ class MonitorPatch(_MonitorFields):
         if value is None:
             raise ValueError("may not be null")
         return value
+
+
+class TelegramSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    chat_id: str
+
+    @field_validator("chat_id", mode="before")
+    @classmethod
+    def _chat(cls, value: Any) -> Any:
+        return _MonitorFields._chat(value)
+
+
+class ChannelCreate(BaseModel):
+    """An alert channel. ``kind`` selects the shape of ``config`` (only telegram so far)."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    kind: Literal["telegram"]
+    name: str = Field(min_length=1, max_length=200)
+    config: TelegramSettings
+
+
+class ChannelPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    name: str | None = Field(None, min_length=1, max_length=200)
+    config: TelegramSettings | None = None
+
+    @field_validator("name", "config", mode="before")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("may not be null")
+        return value
+
+
+class KeyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    name: str = Field("", max_length=100)

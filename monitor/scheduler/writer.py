@@ -19,6 +19,7 @@ from typing import Any
 import asyncpg
 
 from monitor import logging as mlog
+from monitor import rollups
 from monitor.events import Event
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.metrics import SchedulerMetrics
@@ -145,28 +146,33 @@ class Writer:
     ) -> None:
         async with self._pool.acquire(timeout=5) as conn, conn.transaction():
             if rows:
-                await self._copy(conn, rows)
+                written = await self._copy(conn, rows)
+                await rollups.upsert(conn, rollups.aggregate((r[1], r[0], r[2], r[4]) for r in written))
             if states:
                 await _upsert_states(conn, states)
             for pending in transitions:
                 await _apply_transition(conn, pending)
 
-    async def _copy(self, conn: asyncpg.Connection, rows: list[tuple[Any, ...]]) -> None:
+    async def _copy(self, conn: asyncpg.Connection, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        """COPY the rows; returns the rows that were new (what the rollups must count)."""
         # A batch whose commit was lost in transit may be sent again; the primary
         # key would reject the whole COPY, so that rare case takes the slower path
         # that skips rows already there.
         try:
             async with conn.transaction():
                 await conn.copy_records_to_table("checks", records=rows, columns=CheckResult.COLUMNS)
+            return rows
         except asyncpg.UniqueViolationError:
             columns = ", ".join(CheckResult.COLUMNS)
             await conn.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS checks_retry (LIKE checks) ON COMMIT DELETE ROWS"
             )
             await conn.copy_records_to_table("checks_retry", records=rows, columns=CheckResult.COLUMNS)
-            await conn.execute(
-                f"INSERT INTO checks ({columns}) SELECT {columns} FROM checks_retry ON CONFLICT DO NOTHING"
+            inserted = await conn.fetch(
+                f"""INSERT INTO checks ({columns}) SELECT {columns} FROM checks_retry
+                    ON CONFLICT DO NOTHING RETURNING {columns}"""
             )
+            return [tuple(r) for r in inserted]
 
     async def close(self) -> None:
         """Stop the timer and write what is left (one last attempt)."""
@@ -258,6 +264,14 @@ async def _apply_transition(conn: asyncpg.Connection, pending: Pending) -> None:
     await conn.execute(
         "UPDATE monitor_state SET changed_at = $2 WHERE monitor_id = $1", spec.id, transition.at
     )
+    channels = [
+        {"id": r["id"], "kind": r["kind"], "name": r["name"], **r["config"]}
+        for r in await conn.fetch(
+            """SELECT c.id, c.kind, c.name, c.config FROM monitor_channels mc
+               JOIN channels c ON c.id = mc.channel_id WHERE mc.monitor_id = $1 ORDER BY c.id""",
+            spec.id,
+        )
+    ]
     event = Event.build(
         event_id=pending.event_id,
         kind=transition.kind,
@@ -267,6 +281,7 @@ async def _apply_transition(conn: asyncpg.Connection, pending: Pending) -> None:
         started_at=started_at,
         ended_at=ended_at,
         result=result,
+        channels=channels,
     )
     await conn.execute(
         "INSERT INTO outbox (event_id, monitor_id, kind, payload) VALUES ($1, $2, $3, $4)",

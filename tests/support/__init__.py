@@ -4,7 +4,7 @@ The fixtures in ``tests/conftest.py`` wrap these; import from here for types and
 """
 
 from .api import ApiClient, ApiResponse, parse_time, rfc3339
-from .db import TABLES, insert_monitor, reset
+from .db import TABLES, insert_monitor, reset, test_account
 from .fake_telegram import FakeTelegram, TelegramRequest
 from .procs import MonitorProcess, ProcessFactory, clean_environ, free_port
 from .target import TargetRequest, TargetServer
@@ -25,6 +25,7 @@ __all__ = [
     "insert_monitor",
     "parse_time",
     "reset",
+    "test_account",
     "rfc3339",
     "wait_for",
 ]

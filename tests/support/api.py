@@ -50,8 +50,10 @@ def parse_time(value: str) -> datetime:
 
 
 class ApiClient:
-    def __init__(self, base_url: str, *, timeout: float = 15.0) -> None:
+    def __init__(self, base_url: str, *, key: str | None = None, timeout: float = 15.0) -> None:
         self.base_url = base_url.rstrip("/")
+        # Sent as ``Authorization: Bearer <key>`` unless a request gives its own header.
+        self.key = key
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
         self.responses: list[ApiResponse] = []
@@ -86,6 +88,8 @@ class ApiClient:
     ) -> ApiResponse:
         """``json`` is sent as a JSON body; ``data`` as raw bytes (for malformed bodies)."""
         kwargs: dict[str, Any] = {"params": params, "headers": dict(headers or {})}
+        if self.key is not None:
+            kwargs["headers"].setdefault("Authorization", f"Bearer {self.key}")
         if json is not _UNSET:
             kwargs["json"] = json
         elif data is not None:

@@ -7,7 +7,27 @@ from typing import Any
 import asyncpg
 import redis.asyncio as aioredis
 
-TABLES = ("monitors", "checks", "monitor_state", "incidents", "outbox", "deliveries")
+TABLES = (
+    "accounts",
+    "api_keys",
+    "monitors",
+    "checks",
+    "checks_hourly",
+    "monitor_state",
+    "monitor_pauses",
+    "channels",
+    "monitor_channels",
+    "incidents",
+    "outbox",
+    "deliveries",
+)
+TEST_ACCOUNT = "test"
+
+
+async def test_account(conn: asyncpg.Connection, name: str = TEST_ACCOUNT) -> int:
+    """The id of the account ``name``, made on first use."""
+    await conn.execute("INSERT INTO accounts (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", name)
+    return int(await conn.fetchval("SELECT id FROM accounts WHERE name = $1", name))
 
 
 async def reset(conn: asyncpg.Connection, redis_url: str) -> None:
@@ -23,8 +43,10 @@ async def reset(conn: asyncpg.Connection, redis_url: str) -> None:
 async def insert_monitor(conn: asyncpg.Connection, **fields: Any) -> asyncpg.Record:
     """A monitor row (and its state row) written directly, bypassing the API and its checks.
 
-    Needs ``url``; everything else has a test-friendly default (1 s interval). ``conn`` comes
-    from ``monitor.db.connect``, whose jsonb codec takes ``expected_status`` as a Python list.
+    Needs ``url``; everything else has a test-friendly default (1 s interval), and the monitor
+    belongs to the "test" account unless ``account_id`` is given. ``telegram_chat_id`` attaches
+    that account's channel for the chat (made on first use), like the API's shortcut. ``conn``
+    comes from ``monitor.db.connect``, whose jsonb codec takes ``expected_status`` as a list.
     """
     values: dict[str, Any] = {
         "name": "test",
@@ -34,18 +56,40 @@ async def insert_monitor(conn: asyncpg.Connection, **fields: Any) -> asyncpg.Rec
         "expected_status": [[200, 399]],
         "confirm_after": 2,
         "follow_redirects": False,
-        "telegram_chat_id": None,
         "paused": False,
     }
     values.update(fields)
+    chat = values.pop("telegram_chat_id", None)
     if "url" not in values:
         raise TypeError("insert_monitor needs url=")
     columns = list(values)
     placeholders = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
     async with conn.transaction():
+        if "account_id" not in values:
+            values["account_id"] = await test_account(conn)
+            columns = list(values)
+            placeholders = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
         row = await conn.fetchrow(
             f"INSERT INTO monitors ({', '.join(columns)}) VALUES ({placeholders}) RETURNING *",
             *values.values(),
         )
         await conn.execute("INSERT INTO monitor_state (monitor_id) VALUES ($1)", row["id"])
+        if chat is not None:
+            channel = await conn.fetchval(
+                """SELECT id FROM channels WHERE account_id = $1 AND kind = 'telegram'
+                   AND config ->> 'chat_id' = $2""",
+                values["account_id"],
+                str(chat),
+            )
+            if channel is None:
+                channel = await conn.fetchval(
+                    """INSERT INTO channels (account_id, kind, name, config)
+                       VALUES ($1, 'telegram', $2, $3) RETURNING id""",
+                    values["account_id"],
+                    f"Telegram {chat}",
+                    {"chat_id": str(chat)},
+                )
+            await conn.execute(
+                "INSERT INTO monitor_channels (monitor_id, channel_id) VALUES ($1, $2)", row["id"], channel
+            )
     return row

@@ -58,6 +58,8 @@ def render(event: Event) -> str:
     """The message for one event: HTML with every user-supplied string escaped."""
     name = html.escape(event.monitor_name)
     url = html.escape(event.monitor_url)
+    if event.kind == "test":
+        return f"✅ Test message from monitor: channel <b>{name}</b> works."
     if event.kind == "down":
         text = (
             f"🔴 <b>{name}</b> is DOWN\n"
@@ -77,6 +79,8 @@ def _line(event: Event) -> str:
     """One event as one line of a combined message."""
     name = html.escape(_clip(event.monitor_name, 120))
     url = html.escape(_clip(event.monitor_url, 200))
+    if event.kind == "test":
+        return f"✅ test message: channel <b>{name}</b> works"
     if event.kind == "down":
         cause = html.escape(_clip(describe_cause(event.cause), 200))
         return f"🔴 <b>{name}</b> DOWN: {cause} ({url}), since {_when(event.started_at)}"

@@ -1,0 +1,152 @@
+"""Time-based uptime for one or many monitors, in a fixed number of queries.
+
+The observed part of a window is the window clipped to the monitor's life (creation
+to now) minus the time it was paused. Downtime is the part of the observed time
+covered by incidents (an incident runs from the first failing check of its
+confirming streak to the first success). Check counts come from the hourly rollups
+for whole hours and from raw checks for the partial hours at the edges, so they are
+exact and stay fast for 90-day windows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import asyncpg
+
+Interval = tuple[datetime, datetime]
+HOUR = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class Uptime:
+    start: datetime
+    end: datetime
+    percent: float | None
+    downtime_seconds: float | None
+    checks: int
+    checks_up: int
+
+
+def _subtract(spans: list[Interval], holes: Sequence[Interval]) -> list[Interval]:
+    for hole_start, hole_end in holes:
+        rest: list[Interval] = []
+        for start, end in spans:
+            if hole_end <= start or hole_start >= end:
+                rest.append((start, end))
+                continue
+            if start < hole_start:
+                rest.append((start, hole_start))
+            if hole_end < end:
+                rest.append((hole_end, end))
+        spans = rest
+    return spans
+
+
+def _overlap(spans: Sequence[Interval], start: datetime, end: datetime) -> float:
+    return sum(max(0.0, (min(end, e) - max(start, s)).total_seconds()) for s, e in spans)
+
+
+def figures(
+    window_start: datetime,
+    window_end: datetime,
+    created_at: datetime,
+    now: datetime,
+    incidents: Sequence[tuple[datetime, datetime | None]],
+    pauses: Sequence[tuple[datetime, datetime | None]],
+    checks: int,
+) -> tuple[float | None, float | None]:
+    """(uptime percent, downtime seconds); both None when nothing was observed."""
+    start, end = max(window_start, created_at), min(window_end, now)
+    if checks == 0 or end <= start:
+        return None, None
+    observed = _subtract([(start, end)], [(s, e or now) for s, e in pauses])
+    span = sum((e - s).total_seconds() for s, e in observed)
+    if span <= 0:
+        return None, None
+    down = sum(_overlap(observed, began, ended or now) for began, ended in incidents)
+    return 100.0 * (1.0 - down / span), down
+
+
+def _ceil_hour(value: datetime) -> datetime:
+    floor = value.replace(minute=0, second=0, microsecond=0)
+    return floor if floor == value else floor + HOUR
+
+
+async def count_checks(
+    conn: asyncpg.Connection, ids: list[int], start: datetime, end: datetime
+) -> dict[int, tuple[int, int]]:
+    """(checks, checks_up) per monitor in [start, end)."""
+    full_start, full_end = _ceil_hour(start), end.replace(minute=0, second=0, microsecond=0)
+    counts: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    if full_start < full_end:
+        rows = await conn.fetch(
+            """SELECT monitor_id, sum(checks) AS n, sum(checks_up) AS up FROM checks_hourly
+               WHERE monitor_id = ANY($1::bigint[]) AND hour >= $2 AND hour < $3
+               GROUP BY monitor_id""",
+            ids,
+            full_start,
+            full_end,
+        )
+        edges = [(start, full_start), (full_end, end)]
+    else:
+        rows = []
+        edges = [(start, end)]
+    for row in rows:
+        counts[row["monitor_id"]][0] += row["n"]
+        counts[row["monitor_id"]][1] += row["up"]
+    for edge_start, edge_end in edges:
+        if edge_start >= edge_end:
+            continue
+        for row in await conn.fetch(
+            """SELECT monitor_id, count(*) AS n, count(*) FILTER (WHERE ok) AS up FROM checks
+               WHERE monitor_id = ANY($1::bigint[]) AND time >= $2 AND time < $3
+               GROUP BY monitor_id""",
+            ids,
+            edge_start,
+            edge_end,
+        ):
+            counts[row["monitor_id"]][0] += row["n"]
+            counts[row["monitor_id"]][1] += row["up"]
+    return {mid: (c[0], c[1]) for mid, c in counts.items()}
+
+
+async def uptimes(
+    conn: asyncpg.Connection,
+    monitors: Sequence[tuple[int, datetime]],
+    start: datetime,
+    end: datetime,
+    now: datetime,
+) -> dict[int, Uptime]:
+    """Uptime over [start, end) for each (monitor id, created_at), in four queries."""
+    ids = [mid for mid, _ in monitors]
+    incidents: dict[int, list[tuple[datetime, datetime | None]]] = defaultdict(list)
+    for row in await conn.fetch(
+        """SELECT monitor_id, started_at, ended_at FROM incidents
+           WHERE monitor_id = ANY($1::bigint[])
+             AND started_at < $3 AND coalesce(ended_at, 'infinity') > $2""",
+        ids,
+        start,
+        end,
+    ):
+        incidents[row["monitor_id"]].append((row["started_at"], row["ended_at"]))
+    pauses: dict[int, list[tuple[datetime, datetime | None]]] = defaultdict(list)
+    for row in await conn.fetch(
+        """SELECT monitor_id, started_at, ended_at FROM monitor_pauses
+           WHERE monitor_id = ANY($1::bigint[])
+             AND started_at < $3 AND coalesce(ended_at, 'infinity') > $2""",
+        ids,
+        start,
+        end,
+    ):
+        pauses[row["monitor_id"]].append((row["started_at"], row["ended_at"]))
+    counts = await count_checks(conn, ids, start, end)
+    result: dict[int, Uptime] = {}
+    for mid, created_at in monitors:
+        checks, up = counts.get(mid, (0, 0))
+        percent, down = figures(start, end, created_at, now, incidents[mid], pauses[mid], checks)
+        result[mid] = Uptime(start, end, percent, down, checks, up)
+    return result

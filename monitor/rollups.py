@@ -1,0 +1,113 @@
+"""Hourly rollups of check results, with a fixed latency histogram per row.
+
+The histogram's buckets are the same for every row, so the rows of many hours add up
+to the histogram of the whole span, and percentiles of any span come from it.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+# Upper bounds (ms) of the latency buckets; one more bucket holds everything above.
+BUCKETS_MS: tuple[float, ...] = (
+    5, 10, 25, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 10000, 30000,
+)  # fmt: skip
+N_BUCKETS = len(BUCKETS_MS) + 1
+
+
+def bucket_of(latency_ms: float) -> int:
+    return bisect.bisect_left(BUCKETS_MS, latency_ms)
+
+
+@dataclass
+class Rollup:
+    checks: int = 0
+    checks_up: int = 0
+    latency_n: int = 0
+    latency_sum: float = 0.0
+    latency_max: float | None = None
+    hist: list[int] = field(default_factory=lambda: [0] * N_BUCKETS)
+
+    def add(self, ok: bool, latency_ms: float | None) -> None:
+        self.checks += 1
+        self.checks_up += ok
+        if latency_ms is not None:
+            self.latency_n += 1
+            self.latency_sum += latency_ms
+            self.latency_max = latency_ms if self.latency_max is None else max(self.latency_max, latency_ms)
+            self.hist[bucket_of(latency_ms)] += 1
+
+    def merge(self, other: Rollup) -> None:
+        self.checks += other.checks
+        self.checks_up += other.checks_up
+        self.latency_n += other.latency_n
+        self.latency_sum += other.latency_sum
+        if other.latency_max is not None:
+            self.latency_max = (
+                other.latency_max if self.latency_max is None else max(self.latency_max, other.latency_max)
+            )
+        self.hist = [a + b for a, b in zip(self.hist, other.hist, strict=True)]
+
+
+def hour_of(value: datetime) -> datetime:
+    return value.replace(minute=0, second=0, microsecond=0)
+
+
+def aggregate(rows: Iterable[tuple[int, datetime, bool, float | None]]) -> dict[tuple[int, datetime], Rollup]:
+    """(monitor_id, time, ok, latency_ms) rows -> one rollup per (monitor, hour)."""
+    out: dict[tuple[int, datetime], Rollup] = {}
+    for monitor_id, at, ok, latency in rows:
+        key = (monitor_id, hour_of(at))
+        rollup = out.get(key)
+        if rollup is None:
+            rollup = out[key] = Rollup()
+        rollup.add(ok, latency)
+    return out
+
+
+def percentile(hist: Sequence[int], q: float, latency_max: float | None) -> float | None:
+    """The q-quantile (0..1) from a histogram, interpolated linearly inside its bucket."""
+    total = sum(hist)
+    if total == 0:
+        return None
+    rank = q * total
+    seen = 0
+    for index, count in enumerate(hist):
+        if count and seen + count >= rank:
+            low = BUCKETS_MS[index - 1] if index > 0 else 0.0
+            high = BUCKETS_MS[index] if index < len(BUCKETS_MS) else (latency_max or low)
+            value = low + (high - low) * ((rank - seen) / count)
+            return min(value, latency_max) if latency_max is not None else value
+        seen += count
+    return latency_max
+
+
+UPSERT = """
+INSERT INTO checks_hourly AS h
+    (monitor_id, hour, checks, checks_up, latency_n, latency_sum, latency_max, latency_hist)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (monitor_id, hour) DO UPDATE SET
+    checks = h.checks + excluded.checks,
+    checks_up = h.checks_up + excluded.checks_up,
+    latency_n = h.latency_n + excluded.latency_n,
+    latency_sum = h.latency_sum + excluded.latency_sum,
+    latency_max = greatest(h.latency_max, excluded.latency_max),
+    latency_hist = (SELECT array_agg(a + b ORDER BY i)
+                    FROM unnest(h.latency_hist, excluded.latency_hist) WITH ORDINALITY AS t(a, b, i))
+"""
+
+
+async def upsert(conn: asyncpg.Connection, rollups: dict[tuple[int, datetime], Rollup]) -> None:
+    if not rollups:
+        return
+    args: list[tuple[Any, ...]] = [
+        (mid, hour, r.checks, r.checks_up, r.latency_n, r.latency_sum, r.latency_max, r.hist)
+        for (mid, hour), r in rollups.items()
+    ]
+    await conn.executemany(UPSERT, args)
