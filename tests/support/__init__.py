@@ -25,7 +25,7 @@ __all__ = [
     "insert_monitor",
     "parse_time",
     "reset",
-    "test_account",
     "rfc3339",
+    "test_account",
     "wait_for",
 ]
