@@ -97,7 +97,10 @@ async def _vet_target(request: web.Request, url: str) -> None:
     try:
         await request.app[RESOLVER].vet(host)
     except BlockedTarget as exc:
-        raise ApiError(400, "target_blocked", f"url: {exc}", "url") from None
+        reason = str(exc)
+        if exc.host and not reason.startswith(exc.host):
+            reason = f"{exc.host} {reason}"  # "private.test resolves to 10.0.0.5 (...)"
+        raise ApiError(400, "target_blocked", f"url: {reason}", "url") from None
     except InvalidTarget as exc:
         raise ApiError(400, "invalid", f"url: {exc}", "url") from None
     except ResolutionError as exc:
