@@ -14,13 +14,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-from monitor import db
-
 REPO = Path(__file__).resolve().parent.parent
 BENCH_DB = "monitor_bench"
 BENCH_REDIS_DB = 3
-# Everything the scheduler writes; monitor_state and incidents reference monitors.
-TABLES = ("monitors", "checks", "monitor_state", "incidents", "outbox", "deliveries")
 
 
 @dataclass(frozen=True)
@@ -55,12 +51,20 @@ def service_urls(db_name: str = BENCH_DB, redis_db: int = BENCH_REDIS_DB) -> Url
     )
 
 
-async def prepare(urls: Urls) -> None:
-    """Create the benchmark database if missing, with TimescaleDB, and apply the migrations."""
+async def create(urls: Urls, migrations: list[str]) -> None:
+    """Create the benchmark database if missing, with TimescaleDB (migrations come after).
+
+    It is dropped and made anew when it holds a migration that ``migrations`` (the file
+    names of the code under test) lacks: a newer tree was measured in it before.
+    """
     name = urlsplit(urls.database).path.lstrip("/")
     admin = await asyncpg.connect(urls.admin)
     try:
-        if not await admin.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
+        exists = await admin.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
+        if exists and not set(await _applied(urls.database)) <= set(migrations):
+            await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+            exists = False
+        if not exists:
             await admin.execute(f'CREATE DATABASE "{name}"')
     finally:
         await admin.close()
@@ -69,22 +73,49 @@ async def prepare(urls: Urls) -> None:
         await conn.execute("CREATE EXTENSION IF NOT EXISTS timescaledb")
     finally:
         await conn.close()
-    await db.migrate(urls.database)
+
+
+async def _applied(dsn: str) -> list[str]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        if not await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL"):
+            return []
+        return [r["name"] for r in await conn.fetch("SELECT name FROM schema_migrations")]
+    finally:
+        await conn.close()
 
 
 async def reset(conn: asyncpg.Connection) -> None:
-    # RESTART IDENTITY: monitors are 1..N every run, so their tick offsets repeat run to run.
-    await conn.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY")
+    """Empty every table but the migrations' record: the database is the benchmark's alone.
+
+    RESTART IDENTITY: monitors are 1..N every run, so their tick offsets repeat run to run.
+    """
+    tables = await conn.fetch(
+        """SELECT format('%I', tablename) AS name FROM pg_tables
+           WHERE schemaname = 'public' AND tablename <> 'schema_migrations'"""
+    )
+    await conn.execute(f"TRUNCATE {', '.join(r['name'] for r in tables)} RESTART IDENTITY CASCADE")
 
 
 async def insert_monitors(
     conn: asyncpg.Connection, count: int, *, url: str, interval: float, check_timeout: float
 ) -> None:
-    """``count`` monitors of ``url`` by COPY (the per-row NOTIFY reaches nobody: no scheduler runs)."""
+    """``count`` monitors of ``url`` by COPY (the per-row NOTIFY reaches nobody: no scheduler runs).
+
+    Where monitors belong to accounts (migration 002), they belong to an account "bench".
+    """
+    columns: tuple[str, ...] = ("name", "url", "interval_seconds", "timeout_seconds")
+    extra: tuple[object, ...] = ()
+    if await conn.fetchval(
+        """SELECT 1 FROM information_schema.columns
+           WHERE table_schema = 'public' AND table_name = 'monitors' AND column_name = 'account_id'"""
+    ):
+        account = await conn.fetchval("INSERT INTO accounts (name) VALUES ('bench') RETURNING id")
+        columns, extra = (*columns, "account_id"), (account,)
     await conn.copy_records_to_table(
         "monitors",
-        records=((f"bench-{i}", url, interval, check_timeout) for i in range(1, count + 1)),
-        columns=("name", "url", "interval_seconds", "timeout_seconds"),
+        records=((f"bench-{i}", url, interval, check_timeout, *extra) for i in range(1, count + 1)),
+        columns=columns,
     )
 
 

@@ -13,14 +13,54 @@ from pathlib import Path
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of ``pid`` and of its waited-for children, in seconds."""
+@dataclass(frozen=True)
+class Cpu:
+    """CPU seconds of a process and its waited-for children, in user and in kernel mode."""
+
+    user: float
+    system: float
+
+    @property
+    def total(self) -> float:
+        return self.user + self.system
+
+    def __sub__(self, other: Cpu) -> Cpu:
+        return Cpu(self.user - other.user, self.system - other.system)
+
+
+def cpu(pid: int) -> Cpu:
     raw = Path(f"/proc/{pid}/stat").read_text()
     # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
     fields = raw[raw.rindex(")") + 2 :].split()
     # fields[0] is field 3 (state); utime, stime, cutime, cstime are fields 14..17.
     utime, stime, cutime, cstime = (int(f) for f in fields[11:15])
-    return (utime + stime + cutime + cstime) / _TICK
+    return Cpu((utime + cutime) / _TICK, (stime + cstime) / _TICK)
+
+
+def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
+    """CPU seconds (user + system) of each thread of ``pid``: {tid: (name, seconds)}."""
+    out: dict[int, tuple[str, float]] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            raw = (task / "stat").read_text()
+        except OSError:
+            continue  # the thread ended meanwhile
+        name = raw[raw.index("(") + 1 : raw.rindex(")")]
+        fields = raw[raw.rindex(")") + 2 :].split()
+        out[int(task.name)] = (name, (int(fields[11]) + int(fields[12])) / _TICK)
+    return out
+
+
+def thread_cpu_delta(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
+) -> dict[str, float]:
+    """CPU seconds used between two :func:`thread_cpu` readings, summed by thread name
+    (threads that ended in between are missing from both: their time is not counted)."""
+    by_name: dict[str, float] = {}
+    for tid, (name, seconds) in after.items():
+        used = seconds - before.get(tid, (name, 0.0))[1]
+        by_name[name] = round(by_name.get(name, 0.0) + used, 3)
+    return by_name
 
 
 def rss_kib(pid: int) -> int:

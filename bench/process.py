@@ -24,7 +24,12 @@ def _die_with_parent() -> None:
 
 
 def spawn(
-    argv: Sequence[str], *, log: Path, env: Mapping[str, str] | None = None, core: int | None = None
+    argv: Sequence[str],
+    *,
+    log: Path,
+    env: Mapping[str, str] | None = None,
+    core: int | None = None,
+    cwd: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` (pinned to ``core`` with taskset, which execs: the PID is the program's),
     stdout and stderr appended to ``log``."""
@@ -36,6 +41,7 @@ def spawn(
             stdout=out,
             stderr=subprocess.STDOUT,
             env=dict(env) if env is not None else None,
+            cwd=cwd,
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )

@@ -23,15 +23,16 @@ def py_spy() -> str | None:
 
 
 def record(
-    pid: int, seconds: float, out: Path, *, core: int | None, rate: int = 100
+    pid: int, seconds: float, out: Path, *, core: int | None, rate: int = 100, native: bool = False
 ) -> subprocess.Popen[bytes]:
     """Start sampling ``pid`` for ``seconds`` into ``out`` (collapsed stacks); returns the sampler."""
     binary = py_spy()
     if binary is None:
         raise RuntimeError("py-spy not found: .venv/bin/pip install py-spy")
-    argv = [binary, "record", "--nonblocking", "--format", "raw", "--nolineno"]
+    # --native needs py-spy to pause the process for each sample (a few µs at 100 Hz).
+    argv = [binary, "record", *([] if native else ["--nonblocking"]), "--format", "raw", "--nolineno"]
     argv += ["--rate", str(rate), "--duration", str(max(1, round(seconds))), "--output", str(out)]
-    argv += ["--pid", str(pid)]
+    argv += ["--pid", str(pid), *(["--native"] if native else [])]
     return process.spawn(argv, log=out.with_suffix(".log"), core=core)
 
 
@@ -74,6 +75,10 @@ def _frame(text: str) -> tuple[str, str]:
 
 
 def summarise(raw: Path) -> Summary:
+    if not raw.exists():
+        log = raw.with_suffix(".log")
+        said = log.read_text(errors="replace")[-500:] if log.exists() else "no output"
+        raise RuntimeError(f"py-spy wrote no samples: {said.strip()}")
     summary = Summary()
     for line in raw.read_text().splitlines():
         stack, _, count_text = line.rpartition(" ")

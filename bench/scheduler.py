@@ -33,7 +33,6 @@ import asyncpg
 
 from bench import database, proc, process, pyspy
 from bench.nginx import Nginx, free_port
-from monitor.config import Settings
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # Why info and not warning: `scheduler.started`, the readiness mark, is logged at info.
@@ -48,6 +47,7 @@ class SchedulerProcess:
     env: dict[str, str]
     log: Path
     core: int | None
+    src: Path  # the tree whose monitor/ is run: the work tree, or a --rev exported from git
     proc: subprocess.Popen[bytes] | None = None
     spawned_at: float = 0.0
     ready_at: float = 0.0
@@ -61,7 +61,7 @@ class SchedulerProcess:
     async def start(self, within: float) -> None:
         argv = [sys.executable, "-m", "monitor", "scheduler"]
         self.spawned_at = time.time()
-        self.proc = process.spawn(argv, log=self.log, env=self.env, core=self.core)
+        self.proc = process.spawn(argv, log=self.log, env=self.env, core=self.core, cwd=self.src)
         try:
             await process.wait_for(self._started, within=within, what="scheduler", proc=self.proc)
         except RuntimeError as exc:
@@ -93,7 +93,7 @@ class SchedulerProcess:
         return clean
 
 
-def scheduler_env(urls: database.Urls, args: argparse.Namespace) -> dict[str, str]:
+def scheduler_env(urls: database.Urls, args: argparse.Namespace, src: Path) -> dict[str, str]:
     # The settings reject unknown MONITOR_* names: start from an environment without any.
     env = {k: v for k, v in os.environ.items() if not k.startswith("MONITOR_")}
     env.update(
@@ -105,8 +105,8 @@ def scheduler_env(urls: database.Urls, args: argparse.Namespace) -> dict[str, st
         MONITOR_LOG_FORMAT="json",
         MONITOR_LOG_LEVEL=args.log_level,
     )
-    known = Settings.model_fields
-    if "scheduler_http_port" in known:
+    # The settings refuse unknown names, and older trees lack this one.
+    if "scheduler_http_port:" in (src / "monitor" / "config.py").read_text():
         # Its health/metrics listener must not collide with a scheduler already running here.
         env["MONITOR_SCHEDULER_HTTP_PORT"] = str(free_port())
     if args.concurrency is not None:
@@ -169,15 +169,63 @@ async def wait_quiet(within: float, threshold: float = 0.25) -> bool:
             told = True
 
 
-async def measure_empty_rss(env: dict[str, str], log: Path, core: int | None, within: float) -> int:
-    """VmRSS of a scheduler with no monitors, a few seconds after it started."""
-    empty = SchedulerProcess(env, log, core)
+@dataclass(frozen=True)
+class Baseline:
+    rss_kib: int
+    cpu_per_s: float | None  # the empty scheduler's own CPU (timers, loops), CPU-s per second
+
+
+async def measure_empty(
+    env: dict[str, str], log: Path, core: int | None, src: Path, within: float
+) -> Baseline:
+    """RSS and idle CPU of a scheduler with no monitors, from 2 s to 7 s after it started."""
+    empty = SchedulerProcess(env, log, core, src)
     try:
         await empty.start(within)
-        await asyncio.sleep(5)  # let the writer, relay and reconcile loops run once
-        return proc.rss_kib(empty.pid)
+        await asyncio.sleep(2)  # past start-up: the writer, relay and reconcile loops have run
+        before = proc.cpu(empty.pid)
+        await asyncio.sleep(5)
+        return Baseline(proc.rss_kib(empty.pid), (proc.cpu(empty.pid) - before).total / 5)
     finally:
         empty.stop()
+
+
+def source_tree(rev: str | None, tmp: Path) -> tuple[Path, str]:
+    """Where to run monitor/ from, and which code that is.
+
+    Without ``rev``: the work tree as it is (``+dirty`` when monitor/ or sql/ has uncommitted
+    changes). With it: that commit's monitor/ and sql/, exported into ``tmp``, so a run
+    measures a fixed version while others edit the tree.
+    """
+    repo = str(database.REPO)
+
+    def git(*argv: str) -> str:
+        return subprocess.run(["git", "-C", repo, *argv], capture_output=True, text=True, check=True).stdout
+
+    if rev is None:
+        try:
+            head = git("rev-parse", "--short", "HEAD").strip()
+            dirty = git("status", "--porcelain", "--", "monitor", "sql").strip()
+        except (OSError, subprocess.CalledProcessError):
+            return database.REPO, "unknown"
+        return database.REPO, head + ("+dirty" if dirty else "")
+    commit = git("rev-parse", "--short", f"{rev}^{{commit}}").strip()
+    src = tmp / "src"
+    src.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", repo, "archive", commit, "monitor", "sql"], capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive.stdout, check=True)
+    return src, commit
+
+
+def migrate(env: dict[str, str], src: Path) -> None:
+    """Apply the migrations of the code under test, with its own runner."""
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor", "migrate"], cwd=src, env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"monitor migrate failed: {(done.stderr or done.stdout)[-1500:]}")
 
 
 def _round(value: float | None, digits: int = 3) -> float | None:
@@ -200,23 +248,31 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     # The harness itself stays off the scheduler's core.
     if args.target_core is not None:
         os.sched_setaffinity(0, {args.target_core})
-    await database.prepare(urls)
     tmp = Path(tempfile.mkdtemp(prefix="monitor-bench-"))
-    conn = await asyncpg.connect(urls.database)
-    nginx = Nginx(tmp / "nginx", core=args.target_core)
-    env = scheduler_env(urls, args)
-    sched = SchedulerProcess(env, tmp / "scheduler.log", args.scheduler_core)
-    sampler: subprocess.Popen[bytes] | None = None
-    if args.wait_quiet > 0:
-        await wait_quiet(args.wait_quiet)
-    load_before = proc.load_average()
     try:
+        src, code = await asyncio.to_thread(source_tree, args.rev, tmp)
+        env = scheduler_env(urls, args, src)
+        await database.create(urls, sorted(p.name for p in (src / "sql").glob("*.sql")))
+        await asyncio.to_thread(migrate, env, src)
+        conn = await asyncpg.connect(urls.database)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    nginx = Nginx(tmp / "nginx", core=args.target_core)
+    sched = SchedulerProcess(env, tmp / "scheduler.log", args.scheduler_core, src)
+    sampler: subprocess.Popen[bytes] | None = None
+    load_before = proc.load_average()
+    failed = True
+    try:
+        if args.wait_quiet > 0:
+            await wait_quiet(args.wait_quiet)
+            load_before = proc.load_average()
         await nginx.start()
         await database.reset(conn)
-        empty_rss = args.empty_rss_kib
-        if empty_rss is None:
-            empty_rss = await measure_empty_rss(
-                env, tmp / "scheduler-empty.log", args.scheduler_core, args.start_timeout
+        baseline = Baseline(args.empty_rss_kib, None) if args.empty_rss_kib is not None else None
+        if baseline is None:
+            baseline = await measure_empty(
+                env, tmp / "scheduler-empty.log", args.scheduler_core, src, args.start_timeout
             )
         inserted = time.monotonic()
         await database.insert_monitors(conn, n, url=nginx.url, interval=interval, check_timeout=args.timeout)
@@ -234,14 +290,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         )
 
         await sleep_until(window_start)
-        cpu_start, cores_start = proc.cpu_seconds(pid), proc.CoreTimes.read()
+        cpu_start, cores_start = proc.cpu(pid), proc.CoreTimes.read()
+        threads_start = proc.thread_cpu(pid)
         nginx_start = nginx.counters()
         rows_start = await database.count_rows(conn)
         if args.profile:
-            sampler = pyspy.record(pid, window, tmp / "pyspy.txt", core=args.target_core)
+            sampler = pyspy.record(
+                pid, window, tmp / "pyspy.txt", core=args.target_core, native=args.profile_native
+            )
 
         await sleep_until(window_end)
-        cpu_end, cores_end = proc.cpu_seconds(pid), proc.CoreTimes.read()
+        cpu_end, cores_end = proc.cpu(pid), proc.CoreTimes.read()
+        threads_end = proc.thread_cpu(pid)
         rss = proc.rss_kib(pid)
         nginx_end = nginx.counters()
         rows_end = await database.count_rows(conn)
@@ -249,41 +309,51 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await settle(conn, window_start, window_end, patience=args.timeout + 15)
         stats = await database.window_stats(conn, window_start, window_end, per_monitor)
         first = await database.first_checks(conn, sched.spawned_at)
-        profiled = None
+        profiled: dict[str, object] | None = None
         if sampler is not None:
             sampler.wait(30)
             sampler = None
-            summary = pyspy.summarise(tmp / "pyspy.txt")
-            print(pyspy.render(summary), file=sys.stderr)
-            profiled = summary.as_dict()
-            if args.profile_out:
-                shutil.copy(tmp / "pyspy.txt", args.profile_out)
+            try:
+                summary = pyspy.summarise(tmp / "pyspy.txt")
+            except RuntimeError as exc:  # the figures stand without a profile
+                print(f"warning: {exc}", file=sys.stderr)
+                profiled = {"error": str(exc)}
+            else:
+                print(pyspy.render(summary), file=sys.stderr)
+                profiled = summary.as_dict()
+                if args.profile_out:
+                    shutil.copy(tmp / "pyspy.txt", args.profile_out)
+        failed = False
     finally:
         if sampler is not None:
             process.stop(sampler, signal.SIGINT, timeout=10)
         stopped_clean = sched.stop()
         nginx.stop()
         await conn.close()
-        if args.keep:
-            print(f"kept logs in {tmp}", file=sys.stderr)
-
-    lines = sched.lines()
-    try:
-        events = Counter(
-            str(line.get("event")) for line in lines if line.get("level") in ("warning", "error", "critical")
-        )
-        skipped_in_window = sum(
-            1
-            for line in lines
-            if line.get("event") == "check.skipped"
-            and window_start <= (_log_time(line) or 0) < window_end + 1
-        )
-        stopped = next((line for line in lines if line.get("event") == "scheduler.stopped"), {})
-    finally:
-        if not args.keep:
+        lines = sched.lines() if sched.log.exists() else []
+        if args.keep or failed:  # a failed run keeps its logs for the post-mortem
+            print(f"logs kept in {tmp}", file=sys.stderr)
+        else:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    cpu = cpu_end - cpu_start
+    events = Counter(
+        str(line.get("event")) for line in lines if line.get("level") in ("warning", "error", "critical")
+    )
+    skipped_in_window = sum(
+        1
+        for line in lines
+        if line.get("event") == "check.skipped" and window_start <= (_log_time(line) or 0) < window_end + 1
+    )
+    # The first few warnings as logged, minus the expected one about the allow-list.
+    warning_samples = [
+        line
+        for line in lines
+        if line.get("level") in ("warning", "error", "critical") and line.get("event") != "ssrf.allow_cidrs"
+    ][:10]
+    stopped = next((line for line in lines if line.get("event") == "scheduler.stopped"), {})
+
+    used = cpu_end - cpu_start
+    cpu = used.total
     core_busy = cores_end.busy_seconds_since(cores_start)
     sched_core = args.scheduler_core if args.scheduler_core is not None else 0
     requests = nginx_end.requests - nginx_start.requests - 1  # less our own stub_status request
@@ -296,7 +366,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "expected_checks_per_s": _round(expected_total),
         "cpu_s_per_1000_checks": _round(1000 * cpu / stats.checks if stats.checks else None),
         "rss_mib": _round(rss / 1024),
-        "rss_kib_per_monitor": _round((rss - empty_rss) / n if n else None),
+        "rss_kib_per_monitor": _round((rss - baseline.rss_kib) / n if n else None),
         "lateness_ms_p50": _round(stats.lateness_p50),
         "lateness_ms_p99": _round(stats.lateness_p99),
         "lateness_ms_p999": _round(stats.lateness_p999),
@@ -313,7 +383,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "lateness_ms_max": _round(stats.lateness_max),
         "cpu_s": _round(cpu),
         "cpu_core_share": _round(cpu / window),
-        "rss_empty_mib": _round(empty_rss / 1024),
+        # Kernel time is mostly the sockets: connect, the handshake on loopback, close.
+        "cpu_user_s": _round(used.user),
+        "cpu_system_s": _round(used.system),
+        # CPU by thread name; libuv's getaddrinfo pool and the like are invisible to py-spy.
+        "cpu_s_by_thread": proc.thread_cpu_delta(threads_start, threads_end),
+        "rss_empty_mib": _round(baseline.rss_kib / 1024),
+        "empty_cpu_s_per_s": _round(baseline.cpu_per_s),
         "first_check_max_delay_s": _round(first.max_delay_s),
         "first_check_max_delay_after_ready_s": _round(
             None if first.max_delay_s is None else first.max_delay_s - (sched.ready_at - sched.spawned_at)
@@ -325,6 +401,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "errors": stats.errors,
         "error_samples": stats.error_samples,
         "log_warnings": dict(events),
+        "warning_samples": warning_samples,
         "nginx_requests_per_s": _round(requests / window),
         "scheduler_core_other_busy_s": _round(core_busy[sched_core] - cpu),
         # More than 5 % of the scheduler's core used by others: lateness is not ours alone.
@@ -336,28 +413,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "timeout_s": args.timeout,
         "insert_s": _round(insert_s),
         "stopped_clean": stopped_clean and bool(stopped.get("clean", False)),
-        "code": code_version(),
+        "code": code,
         "profile": profiled,
     }
     return result
-
-
-def code_version() -> str:
-    """The commit measured, with "+dirty" when monitor/ has changes not committed yet."""
-    repo = str(database.REPO)
-    try:
-        head = subprocess.run(
-            ["git", "-C", repo, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", repo, "status", "--porcelain", "--", "monitor", "sql"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
 
 
 def render(r: dict[str, Any]) -> str:
@@ -382,7 +441,8 @@ def render(r: dict[str, Any]) -> str:
             "CPU-s per 1000 checks",
             f"{num(r['cpu_s_per_1000_checks'], '.3f')}  "
             f"({num(r['cpu_s'])} CPU-s in {r['window_s']:g} s"
-            f" = {num(100 * r['cpu_core_share'], '.1f')}% of a core)",
+            f" = {num(100 * r['cpu_core_share'], '.1f')}% of a core; "
+            f"{num(r['cpu_system_s'])} s in the kernel)",
         ),
         (
             "RSS",
@@ -429,10 +489,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--empty-rss-kib", type=int, default=None, help="baseline RSS; skips the empty-scheduler pass")
     add("--profile", action="store_true", help="sample the window with py-spy and summarise")
     add("--profile-out", type=Path, default=None, help="keep py-spy's collapsed stacks here")
+    add("--profile-native", action="store_true", help="include C frames (py-spy --native; costlier)")
     add("--log-level", default=DEFAULT_LOG_LEVEL, choices=["debug", "info"], help="scheduler log level")
     add("--scheduler-core", type=int, default=0)
     add("--target-core", type=int, default=1, help="nginx, py-spy and this harness")
     add("--start-timeout", type=float, default=300.0, help="wait for scheduler.started, s")
+    add("--rev", default=None, help="measure this commit's monitor/ and sql/ (default: the work tree)")
     add("--db-name", default=database.BENCH_DB)
     add("--wait-quiet", type=float, default=0, help="first wait up to this long for idle cores, s")
     add("--keep", action="store_true", help="keep the temporary directory with the logs")
@@ -441,7 +503,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--monitors must be at least 1, --interval and --duration positive")
     if args.warmup is None:
         args.warmup = 5 + min(args.interval, 60)
-    if args.profile_out is not None:
+    if args.profile_out is not None or args.profile_native:
         args.profile = True
     return args
 
