@@ -10,7 +10,6 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import asyncpg
 
@@ -88,10 +87,15 @@ def percentile(hist: Sequence[int], q: float, latency_max: float | None) -> floa
     return latency_max
 
 
-UPSERT = """
+# One statement per batch: the histograms travel flattened in one int[] and are cut back
+# into rows by ordinality, which costs far less than a statement per (monitor, hour).
+UPSERT = f"""
 INSERT INTO checks_hourly AS h
     (monitor_id, hour, checks, checks_up, latency_n, latency_sum, latency_max, latency_hist)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+SELECT u.monitor_id, u.hour, u.checks, u.checks_up, u.latency_n, u.latency_sum, u.latency_max,
+       ($8::int[])[(u.i - 1) * {N_BUCKETS} + 1 : u.i * {N_BUCKETS}]
+FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::int[], $5::int[], $6::float8[], $7::float8[])
+     WITH ORDINALITY AS u(monitor_id, hour, checks, checks_up, latency_n, latency_sum, latency_max, i)
 ON CONFLICT (monitor_id, hour) DO UPDATE SET
     checks = h.checks + excluded.checks,
     checks_up = h.checks_up + excluded.checks_up,
@@ -106,8 +110,15 @@ ON CONFLICT (monitor_id, hour) DO UPDATE SET
 async def upsert(conn: asyncpg.Connection, rollups: dict[tuple[int, datetime], Rollup]) -> None:
     if not rollups:
         return
-    args: list[tuple[Any, ...]] = [
-        (mid, hour, r.checks, r.checks_up, r.latency_n, r.latency_sum, r.latency_max, r.hist)
-        for (mid, hour), r in rollups.items()
-    ]
-    await conn.executemany(UPSERT, args)
+    items = list(rollups.items())
+    await conn.execute(
+        UPSERT,
+        [mid for (mid, _), _ in items],
+        [hour for (_, hour), _ in items],
+        [r.checks for _, r in items],
+        [r.checks_up for _, r in items],
+        [r.latency_n for _, r in items],
+        [r.latency_sum for _, r in items],
+        [r.latency_max for _, r in items],
+        [count for _, r in items for count in r.hist],
+    )

@@ -14,6 +14,10 @@ class SchedulerMetrics:
         self.checks = Counter(
             "monitor_checks", "Checks completed, by result (up, down, blocked)", ["result"], registry=r
         )
+        # Bound once: labels() on every check costs a lock and a dict lookup.
+        self.checks_up = self.checks.labels("up")
+        self.checks_down = self.checks.labels("down")
+        self.checks_blocked = self.checks.labels("blocked")
         self.check_duration = Histogram(
             "monitor_check_duration_seconds", "Wall time of one check", buckets=LATENCY_BUCKETS, registry=r
         )

@@ -123,8 +123,12 @@ class MonitorTicker:
         metrics = shared.metrics
         metrics.lateness.observe(lateness)
         metrics.check_duration.observe(duration)
-        blocked = result.error is not None and result.error.startswith("blocked:")
-        metrics.checks.labels("up" if result.ok else ("blocked" if blocked else "down")).inc()
+        if result.ok:
+            metrics.checks_up.inc()
+        elif result.error is not None and result.error.startswith("blocked:"):
+            metrics.checks_blocked.inc()
+        else:
+            metrics.checks_down.inc()
         state, transition = step(shared.states.get(spec.id, State()), result.ok, at, spec.confirm_after)
         shared.states[spec.id] = state
         shared.sink(spec, result, state, transition)
