@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+# Most monitors share a few expected-status lists: keep one tuple of each (memory per
+# monitor matters when one scheduler carries 100,000 of them).
+_STATUS_RANGES: dict[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] = {}
 
-@dataclass(frozen=True)
+
+def _shared_ranges(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    return _STATUS_RANGES.setdefault(ranges, ranges)
+
+
+@dataclass(frozen=True, slots=True)
 class MonitorSpec:
     id: int
     name: str
@@ -25,11 +34,11 @@ class MonitorSpec:
         return cls(
             id=row["id"],
             name=row["name"],
-            type=row["type"],
+            type=sys.intern(row["type"]),
             url=row["url"],
             interval_seconds=float(row["interval_seconds"]),
             timeout_seconds=float(row["timeout_seconds"]),
-            expected_status=tuple((int(lo), int(hi)) for lo, hi in row["expected_status"]),
+            expected_status=_shared_ranges(tuple((int(lo), int(hi)) for lo, hi in row["expected_status"])),
             confirm_after=int(row["confirm_after"]),
             follow_redirects=bool(row["follow_redirects"]),
             paused=bool(row["paused"]),
