@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from datetime import datetime
 from typing import Any
 
-import aiohttp
 import asyncpg
 import redis.asyncio as aioredis
 from aiohttp import web
@@ -23,7 +23,7 @@ from monitor.checks import CheckContext
 from monitor.config import Settings
 from monitor.health import ping_database, ping_redis, watch_loop
 from monitor.models import MonitorSpec
-from monitor.net.client import make_session
+from monitor.net.client import HttpSession, make_session
 from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver
 from monitor.scheduler import retention
@@ -53,7 +53,7 @@ class Scheduler:
         self._listener: asyncpg.Connection | None = None
         self._redis: aioredis.Redis | None = None
         self._resolver: VettedResolver | None = None
-        self._session: aiohttp.ClientSession | None = None
+        self._session: HttpSession | None = None
         self.writer: Writer | None = None
         self.relay: Relay | None = None
         self._probes: web.AppRunner | None = None
@@ -95,8 +95,9 @@ class Scheduler:
             self._spawn(retention.run_timer(self._pool, s.retention_days), "retention")
         self.writer.start()
         self.relay.start()
+        started = time.time()
         await self._listen()
-        await self.reconcile()
+        await self.reconcile(since=started)
         self._spawn(self._apply_changes(), "changes")
         self._spawn(self._periodic_reconcile(), "reconcile")
         self._spawn(watch_loop(self.metrics.loop_blocked), "loop-watch")
@@ -192,8 +193,11 @@ class Scheduler:
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
                 log.warning("scheduler.reconcile_failed", error=str(exc) or type(exc).__name__)
 
-    async def reconcile(self) -> None:
-        """Compare every active monitor's version with the running tickers."""
+    async def reconcile(self, since: float | None = None) -> None:
+        """Compare every active monitor's version with the running tickers.
+
+        ``since``: the time the new tickers count their first tick from (default: now).
+        """
         assert self._pool is not None
         rows = await self._pool.fetch("SELECT id, updated_at FROM monitors WHERE NOT paused")
         wanted = {r["id"]: r["updated_at"] for r in rows}
@@ -202,7 +206,7 @@ class Scheduler:
                 self._stop(monitor_id)
         stale = [mid for mid, version in wanted.items() if self.versions.get(mid) != version]
         for chunk in range(0, len(stale), 1000):
-            await self._load(stale[chunk : chunk + 1000])
+            await self._load(stale[chunk : chunk + 1000], since)
         if stale:
             log.info("scheduler.reconciled", started_or_restarted=len(stale), running=len(self.tickers))
 
@@ -219,7 +223,7 @@ class Scheduler:
         else:
             log.info("monitor.unscheduled", monitor_id=monitor_id)
 
-    async def _load(self, ids: list[int]) -> None:
+    async def _load(self, ids: list[int], since: float | None = None) -> None:
         assert self._pool is not None and self._shared is not None
         shared = self._shared
         rows = await self._pool.fetch(
@@ -240,7 +244,7 @@ class Scheduler:
                     row["status"], row["consecutive_failures"], row["streak_started_at"]
                 )
             ticker = MonitorTicker(spec, shared)
-            ticker.start()
+            ticker.start(since)
             self.tickers[spec.id] = ticker
             self.versions[spec.id] = row["updated_at"]
         for monitor_id in set(ids) - found:

@@ -63,22 +63,27 @@ class MonitorTicker:
         self._current: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run())
+    def start(self, since: float | None = None) -> None:
+        """Start ticking from the first tick due at or after ``since`` (epoch seconds, default now).
+
+        A scheduler that is still loading its monitors passes its own start time, so every
+        monitor's first check falls within one interval of the start however long loading took.
+        """
+        self._task = asyncio.create_task(self._run(time.time() if since is None else since))
 
     def stop(self) -> None:
         """Stop ticking; a check in flight runs to its end and is still written."""
         if self._task is not None:
             self._task.cancel()
 
-    async def _run(self) -> None:
+    async def _run(self, since: float) -> None:
         loop = asyncio.get_running_loop()
         interval = self.spec.interval_seconds
         offset = stable_offset(self.spec.id, interval)
         # Map epoch due times onto the loop's monotonic clock once, so wall-clock
         # jumps do not bunch or stall ticks.
         mono_minus_wall = loop.time() - time.time()
-        k = first_tick(time.time(), offset, interval)
+        k = first_tick(since, offset, interval)
         while True:
             due_wall = offset + k * interval
             delay = due_wall + mono_minus_wall - loop.time()
