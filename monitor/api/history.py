@@ -63,7 +63,10 @@ async def list_checks(request: web.Request) -> web.Response:
     cursor = decode_cursor(request, (int,))
     if cursor is not None:
         # The cursor is the previous page's last time, in microseconds since the epoch.
-        before = EPOCH + timedelta(microseconds=cursor[0])
+        try:
+            before = EPOCH + timedelta(microseconds=cursor[0])
+        except OverflowError:
+            raise ApiError(400, "invalid", "cursor: not a cursor this endpoint issued", "cursor") from None
         end = before if end is None else min(end, before)
     async with request.app[POOL].acquire() as conn:
         monitor = await _owned(conn, request)

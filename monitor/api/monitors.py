@@ -21,7 +21,7 @@ from monitor.api.params import (
     rfc3339,
     window_param,
 )
-from monitor.api.schemas import MonitorCreate, MonitorPatch, parse_status_ranges, render_status_ranges
+from monitor.api.schemas import TAG, MonitorCreate, MonitorPatch, parse_status_ranges, render_status_ranges
 from monitor.api.uptime import uptimes
 from monitor.net.policy import BlockedTarget, InvalidTarget, parse_target_url
 from monitor.net.resolver import ResolutionError
@@ -212,6 +212,10 @@ async def list_monitors(request: web.Request) -> web.Response:
     if status is not None and status not in STATUSES:
         raise ApiError(400, "invalid", f"status: one of {', '.join(STATUSES)}", "status")
     tags = request.query.getall("tag", [])
+    # Only a well-formed tag can match (and PostgreSQL refuses a NUL in a text parameter).
+    bad = next((t for t in tags if not TAG.match(t)), None)
+    if bad is not None:
+        raise ApiError(400, "invalid", f"tag: {bad!r} is not a tag (letters, digits and _.:-)", "tag")
     includes = [i for part in request.query.getall("include", []) for i in part.split(",") if i]
     unknown = [i for i in includes if i not in UPTIME_INCLUDES]
     if unknown:

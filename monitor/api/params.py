@@ -15,12 +15,21 @@ from monitor.api.errors import ApiError
 
 _WINDOW = re.compile(r"^(\d{1,4})([hd])$")
 MAX_ID = 2**63 - 1
+# Times a query may name: no check predates 1970, and a margin below datetime's year 9999
+# keeps the arithmetic on them (windows, hour rounding) from overflowing.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 1, 1, tzinfo=UTC)
+
+
+def _digits(raw: str) -> bool:
+    # str.isdigit() is also true of "²" and other digits int() refuses.
+    return raw.isascii() and raw.isdigit()
 
 
 def path_id(request: web.Request, name: str = "id", what: str = "monitor") -> int:
     raw = request.match_info[name]
     # An id that cannot exist is the same as one that does not: 404, not 400.
-    if not raw.isdigit() or not (0 < int(raw) <= MAX_ID):
+    if not _digits(raw) or not (0 < int(raw) <= MAX_ID):
         raise ApiError(404, "not_found", f"{what} not found")
     return int(raw)
 
@@ -28,7 +37,9 @@ def path_id(request: web.Request, name: str = "id", what: str = "monitor") -> in
 async def json_object(request: web.Request) -> dict[str, Any]:
     try:
         body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (ValueError, RecursionError, LookupError):
+        # ValueError: bad JSON or UTF-8, or an integer of more than 4300 digits; RecursionError:
+        # nesting too deep; LookupError: a charset Python does not know.
         raise ApiError(400, "invalid_json", "request body is not valid JSON") from None
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_json", "request body must be a JSON object")
@@ -39,7 +50,7 @@ def int_param(request: web.Request, name: str, default: int, low: int, high: int
     raw = request.query.get(name)
     if raw is None:
         return default
-    if not raw.isdigit() or not (low <= int(raw) <= high):
+    if not _digits(raw) or not (low <= int(raw) <= high):
         raise ApiError(400, "invalid", f"{name}: must be an integer between {low} and {high}", name)
     return int(raw)
 
@@ -54,7 +65,13 @@ def time_param(request: web.Request, name: str) -> datetime | None:
         raise ApiError(400, "invalid", f"{name}: must be an RFC 3339 time", name) from None
     if value.tzinfo is None:
         raise ApiError(400, "invalid", f"{name}: must carry a time zone (e.g. Z)", name)
-    return value.astimezone(UTC)
+    try:
+        utc: datetime | None = value.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00, before the first instant datetime has
+        utc = None
+    if utc is None or not EARLIEST <= utc <= LATEST:
+        raise ApiError(400, "invalid", f"{name}: must be between 1970-01-01 and 9999-01-01", name)
+    return utc
 
 
 def window_param(raw: str, name: str = "window") -> timedelta:
@@ -91,6 +108,8 @@ def decode_cursor(request: web.Request, shape: tuple[type, ...]) -> list[Any] | 
         not isinstance(value, list)
         or len(value) != len(shape)
         or not all(isinstance(v, t) and not isinstance(v, bool) for v, t in zip(value, shape, strict=True))
+        # Our cursors hold ids and times as non-negative 64-bit integers.
+        or any(isinstance(v, int) and not 0 <= v <= MAX_ID for v in value)
     ):
         raise ApiError(400, "invalid", "cursor: not a cursor this endpoint issued", "cursor")
     return value

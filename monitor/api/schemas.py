@@ -25,8 +25,8 @@ MAX_INTERVAL_SECONDS = 86_400
 MAX_TIMEOUT_SECONDS = 120
 _STATUS_RANGE = re.compile(r"^([1-5])xx$|^(\d{3})(?:-(\d{3}))?$")
 _CHAT_ID = re.compile(r"^-?\d{1,20}$|^@[A-Za-z][A-Za-z0-9_]{4,31}$")
-_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,49}$")
-Tag = Annotated[str, Field(pattern=_TAG.pattern)]
+TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,49}$")
+Tag = Annotated[str, Field(pattern=TAG.pattern)]
 ChannelId = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
 
 Number = Annotated[float, Field(allow_inf_nan=False, strict=True)]
@@ -65,9 +65,21 @@ def _default_expected() -> list[int | str]:
     return ["200-399"]
 
 
-class _MonitorFields(BaseModel):
+class _Body(BaseModel):
+    """A request body: no unknown fields, strings stripped and free of NUL characters."""
+
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
+    @field_validator("*")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        # PostgreSQL text cannot hold U+0000; refuse it here rather than fail at the INSERT.
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError("may not contain NUL characters")
+        return value
+
+
+class _MonitorFields(_Body):
     @field_validator("url", check_fields=False)
     @classmethod
     def _url(cls, value: str | None) -> str | None:
@@ -165,17 +177,15 @@ class TelegramSettings(BaseModel):
         return _MonitorFields._chat(value)
 
 
-class ChannelCreate(BaseModel):
+class ChannelCreate(_Body):
     """An alert channel. ``kind`` selects the shape of ``config`` (only telegram so far)."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
     kind: Literal["telegram"]
     name: str = Field(min_length=1, max_length=200)
     config: TelegramSettings
 
 
-class ChannelPatch(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+class ChannelPatch(_Body):
     name: str | None = Field(None, min_length=1, max_length=200)
     config: TelegramSettings | None = None
 
@@ -187,6 +197,5 @@ class ChannelPatch(BaseModel):
         return value
 
 
-class KeyCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+class KeyCreate(_Body):
     name: str = Field("", max_length=100)
