@@ -1,20 +1,306 @@
-"""``/api/v1/openapi.json``: the OpenAPI 3.1 description, built from the request schemas."""
+"""``/api/v1/openapi.json``: the OpenAPI 3.1 description of the API.
+
+Schemas come from pydantic: the request models that validate input (``schemas.py``) and
+the response models that describe each answer (``responses.py``); only the paths are
+written here. The document is built once per minimum interval (the one limit that
+depends on configuration) and served from that cache.
+"""
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any
 
 from aiohttp import web
+from pydantic import BaseModel
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from monitor import __version__
+from monitor.api import responses as out
+from monitor.api import schemas
+from monitor.api.context import SETTINGS
+from monitor.api.history import BUCKETS
+from monitor.api.monitors import STATUSES, UPTIME_INCLUDES
+from monitor.api.params import MAX_ID
+
+REF = "#/components/schemas/{model}"
+JSON = "application/json"
+
+# -- schemas -------------------------------------------------------------------------------
+
+MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
+    *((m, "validation") for m in (schemas.MonitorCreate, schemas.MonitorPatch, schemas.ChannelCreate,
+                                  schemas.ChannelPatch, schemas.KeyCreate)),
+    *((m, "serialization") for m in (out.Error, out.Health, out.Monitor, out.MonitorList, out.CheckList,
+                                     out.IncidentList, out.Uptime, out.UptimeWindows, out.Stats,
+                                     out.Summary, out.Channel, out.ChannelList, out.Accepted, out.Key,
+                                     out.NewKey, out.KeyList)),
+]  # fmt: skip
 
 
-def document() -> dict[str, Any]:
-    return {"openapi": "3.1.0", "info": {"title": "monitor", "version": __version__}, "paths": {}}
+def _refuse_null(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    """Take null out of the PATCH fields whose ``_not_null`` validator refuses it: their type
+    allows None only as the "not given" default, which the schema should not offer."""
+    validator = model.__pydantic_decorators__.field_validators.get("_not_null")
+    for name in validator.info.fields if validator else ():
+        field = schema["properties"][name]
+        field.pop("default", None)
+        branches = [s for s in field.pop("anyOf") if s != {"type": "null"}]
+        if len(branches) == 1:
+            field.update(branches[0])
+        else:
+            field["anyOf"] = branches
 
 
-async def openapi(_request: web.Request) -> web.Response:
-    return web.json_response(document())
+def _components(min_interval_seconds: float) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """(the JSON schemas by name, a ``$ref`` by model name)."""
+    refs, top = models_json_schema(MODELS, ref_template=REF)
+    found = top["$defs"]
+    for model in (schemas.MonitorPatch, schemas.ChannelPatch):
+        _refuse_null(found[model.__name__], model)
+    # The minimum interval is a setting (a validation context), so pydantic cannot know it.
+    for name in ("MonitorCreate", "MonitorPatch"):
+        found[name]["properties"]["interval_seconds"].update(
+            minimum=min_interval_seconds, maximum=schemas.MAX_INTERVAL_SECONDS
+        )
+    return found, {model.__name__: ref for (model, _), ref in refs.items()}
+
+
+# -- operations ------------------------------------------------------------------------------
+
+ERRORS = {
+    400: "A malformed request: the body is not a JSON object (`invalid_json`), a query parameter "
+    "is out of range (`invalid`), or the target URL is not allowed (`target_blocked`).",
+    401: "No API key, a malformed `Authorization` header, or an unknown or revoked key.",
+    404: "No such object in the caller's account; another account's object answers the same.",
+    409: "The account already has its quota of monitors (`quota_exceeded`).",
+    412: "`If-Match` does not match the monitor's current `ETag` (`precondition_failed`).",
+    413: "The request body is larger than the API accepts (`too_large`; the message says the limit).",
+    422: "The body breaks the schema (`invalid`); `field` names the field at fault.",
+    429: "Too many requests with this key (`rate_limited`); retry after `Retry-After` seconds.",
+    503: "The database is unreachable (`database_unavailable`); retry after `Retry-After` seconds.",
+}
+RETRY_AFTER = {"Retry-After": {"required": True, "schema": {"type": "integer", "minimum": 1}}}
+# Every authenticated operation can answer these, whatever it does.
+ALWAYS = (401, 429, 503)
+WITH_BODY = (400, 413, 422)
+
+
+def _json(ref: dict[str, Any], description: str, headers: dict[str, Any] | None = None) -> dict[str, Any]:
+    response: dict[str, Any] = {"description": description, "content": {JSON: {"schema": ref}}}
+    if headers:
+        response["headers"] = headers
+    return response
+
+
+def _query(name: str, schema: dict[str, Any], description: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description,
+            **extra}  # fmt: skip
+
+
+LIMIT = _query("limit", {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}, "page size")
+CURSOR = _query("cursor", {"type": "string"}, "the `next_cursor` of the previous page")
+TIME = {"type": "string", "format": "date-time"}
+FROM = _query("from", TIME, "start of the range (RFC 3339, inclusive), from 1970-01-01 to 9999-01-01")
+TO = _query("to", TIME, "end of the range (RFC 3339, exclusive), from 1970-01-01 to 9999-01-01")
+WINDOW = _query(
+    "window",
+    {"type": "string", "pattern": r"^\d{1,4}[hd](,\d{1,4}[hd]){0,7}$", "examples": ["24h", "24h,7d,30d,90d"]},
+    "one window (answered flat) or up to 8, comma-separated (answered by window), each at most "
+    "3650d; instead of `from`/`to`. Default 24h.",
+)
+BUCKET = _query("bucket", {"type": "string", "enum": list(BUCKETS), "default": "1h"}, "bucket size")
+TAG = _query(
+    "tag",
+    {"type": "array", "items": {"type": "string", "pattern": schemas.TAG.pattern}},
+    "only monitors with every tag given",
+    style="form",
+    explode=True,
+)
+STATUS = _query("status", {"type": "string", "enum": list(STATUSES)}, "only this status")
+INCLUDE = _query(
+    "include",
+    {"type": "array", "items": {"type": "string", "enum": list(UPTIME_INCLUDES)}},
+    "add each monitor's uptime over these windows",
+    style="form",
+    explode=False,
+)
+IF_MATCH = {
+    "name": "If-Match",
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string"},
+    "description": "the `ETag` of the monitor as read; the update is refused (412) if it changed",
+}
+ETAG = {"ETag": {"required": True, "schema": {"type": "string"}, "description": "the monitor's version"}}
+LOCATION = {"Location": {"required": True, "schema": {"type": "string"}, "description": "the new object"}}
+
+
+def _id(what: str) -> dict[str, Any]:
+    return {"name": "id", "in": "path", "required": True, "description": f"the {what}'s id",
+            "schema": {"type": "integer", "format": "int64", "minimum": 1, "maximum": MAX_ID}}  # fmt: skip
+
+
+def _links(*operation_ids: str) -> dict[str, Any]:
+    """Links from a created object's ``id`` to the operations on it (for clients and fuzzers)."""
+    return {op: {"operationId": op, "parameters": {"id": "$response.body#/id"}} for op in operation_ids}
+
+
+class _Builder:
+    def __init__(self, refs: dict[str, dict[str, Any]]) -> None:
+        self.refs = refs
+        self.paths: dict[str, dict[str, Any]] = {}
+
+    def add(
+        self,
+        method: str,
+        path: str,
+        operation_id: str,
+        summary: str,
+        ok: dict[int, dict[str, Any]],
+        *,
+        errors: tuple[int, ...] = (),
+        parameters: tuple[dict[str, Any], ...] = (),
+        body: tuple[str, dict[str, Any]] | None = None,
+        public: bool = False,
+        tag: str,
+    ) -> None:
+        statuses = set(errors) | set(() if public else ALWAYS) | set(WITH_BODY if body else ())
+        responses: dict[str, Any] = {str(status): response for status, response in ok.items()}
+        for status in sorted(statuses):
+            retry = RETRY_AFTER if status in (429, 503) else None
+            responses[str(status)] = _json(self.refs["Error"], ERRORS[status], retry)
+        operation: dict[str, Any] = {"operationId": operation_id, "summary": summary, "tags": [tag],
+                                     "responses": responses}  # fmt: skip
+        if parameters:
+            operation["parameters"] = list(parameters)
+        if body is not None:
+            model, example = body
+            operation["requestBody"] = {
+                "required": True,
+                "content": {JSON: {"schema": self.refs[model], "example": example}},
+            }
+        if public:
+            operation["security"] = []
+        self.paths.setdefault(path, {})[method] = operation
+
+
+MONITOR_EXAMPLE = {"name": "Home page", "url": "https://example.com/", "interval_seconds": 60,
+                   "expected_status": ["200-399"], "tags": ["prod"]}  # fmt: skip
+MONITOR_OPS = ("getMonitor", "updateMonitor", "deleteMonitor", "listChecks", "listIncidents", "getUptime",
+               "getStats")  # fmt: skip
+
+
+def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    b = _Builder(refs)
+    r = refs
+    # fmt: off
+    monitor_id, channel_id, key_id = _id("monitor"), _id("channel"), _id("key")
+    b.add("post", "/api/v1/monitors", "createMonitor", "Create a monitor", tag="monitors",
+          ok={201: {**_json(r["Monitor"], "The monitor, as created.", {**LOCATION, **ETAG}),
+                    "links": _links(*MONITOR_OPS)}},
+          errors=(409,), body=("MonitorCreate", MONITOR_EXAMPLE))
+    b.add("get", "/api/v1/monitors", "listMonitors", "List monitors (by id; keyset pages)", tag="monitors",
+          ok={200: _json(r["MonitorList"], "One page of monitors.")}, errors=(400,),
+          parameters=(LIMIT, CURSOR, TAG, STATUS, INCLUDE))
+    b.add("get", "/api/v1/monitors/{id}", "getMonitor", "Read a monitor", tag="monitors",
+          ok={200: _json(r["Monitor"], "The monitor.", ETAG)}, errors=(404,), parameters=(monitor_id,))
+    b.add("patch", "/api/v1/monitors/{id}", "updateMonitor",
+          "Change a monitor (only the fields given; pause and resume with `paused`)", tag="monitors",
+          ok={200: _json(r["Monitor"], "The monitor, as changed.", ETAG)}, errors=(404, 412),
+          parameters=(monitor_id, IF_MATCH), body=("MonitorPatch", {"paused": True}))
+    b.add("delete", "/api/v1/monitors/{id}", "deleteMonitor", "Delete a monitor and its history",
+          tag="monitors", ok={204: {"description": "Deleted."}}, errors=(404,), parameters=(monitor_id,))
+    b.add("get", "/api/v1/monitors/{id}/checks", "listChecks", "A monitor's checks, newest first",
+          tag="history", ok={200: _json(r["CheckList"], "One page of checks.")}, errors=(400, 404),
+          parameters=(monitor_id, FROM, TO, LIMIT, CURSOR))
+    b.add("get", "/api/v1/monitors/{id}/incidents", "listIncidents",
+          "A monitor's incidents (overlapping from/to), newest first", tag="history",
+          ok={200: _json(r["IncidentList"], "One page of incidents.")}, errors=(400, 404),
+          parameters=(monitor_id, FROM, TO, LIMIT, CURSOR))
+    b.add("get", "/api/v1/monitors/{id}/uptime", "getUptime",
+          "Uptime over one window, several windows, or from/to (paused time excluded)", tag="history",
+          ok={200: _json({"anyOf": [r["Uptime"], r["UptimeWindows"]]},
+                         "`Uptime` for one window or a range; `UptimeWindows` for several.")},
+          errors=(400, 404), parameters=(monitor_id, WINDOW, FROM, TO))
+    b.add("get", "/api/v1/monitors/{id}/stats", "getStats",
+          "Response-time statistics per hour or day (at most 2400 buckets)", tag="history",
+          ok={200: _json(r["Stats"], "Buckets with checks, oldest first.")}, errors=(400, 404),
+          parameters=(monitor_id, BUCKET, FROM, TO))
+    b.add("get", "/api/v1/summary", "getSummary", "The account at a glance", tag="account",
+          ok={200: _json(r["Summary"], "Monitors by status, and those down.")})
+    b.add("post", "/api/v1/channels", "createChannel", "Create an alert channel", tag="channels",
+          ok={201: {**_json(r["Channel"], "The channel, as created.", LOCATION),
+                    "links": _links("getChannel", "updateChannel", "deleteChannel", "testChannel")}},
+          body=("ChannelCreate", {"kind": "telegram", "name": "On call", "config": {"chat_id": "-100123"}}))
+    b.add("get", "/api/v1/channels", "listChannels", "List alert channels", tag="channels",
+          ok={200: _json(r["ChannelList"], "One page of channels.")}, errors=(400,),
+          parameters=(LIMIT, CURSOR))
+    b.add("get", "/api/v1/channels/{id}", "getChannel", "Read a channel", tag="channels",
+          ok={200: _json(r["Channel"], "The channel.")}, errors=(404,), parameters=(channel_id,))
+    b.add("patch", "/api/v1/channels/{id}", "updateChannel", "Rename a channel or change its settings",
+          tag="channels", ok={200: _json(r["Channel"], "The channel, as changed.")}, errors=(404,),
+          parameters=(channel_id,), body=("ChannelPatch", {"name": "Night shift"}))
+    b.add("delete", "/api/v1/channels/{id}", "deleteChannel", "Delete a channel (detaching it)",
+          tag="channels", ok={204: {"description": "Deleted."}}, errors=(404,), parameters=(channel_id,))
+    b.add("post", "/api/v1/channels/{id}/test", "testChannel",
+          "Send a test message through the alerter", tag="channels",
+          ok={202: _json(r["Accepted"], "Queued for the alerter.")}, errors=(404,), parameters=(channel_id,))
+    b.add("post", "/api/v1/keys", "createKey", "Create an API key of the caller's account", tag="keys",
+          ok={201: {**_json(r["NewKey"], "The key; its secret `key` is shown only here."),
+                    "links": _links("revokeKey")}},
+          body=("KeyCreate", {"name": "deploy script"}))
+    b.add("get", "/api/v1/keys", "listKeys", "List the account's keys (never their secrets)", tag="keys",
+          ok={200: _json(r["KeyList"], "One page of keys.")}, errors=(400,), parameters=(LIMIT, CURSOR))
+    b.add("delete", "/api/v1/keys/{id}", "revokeKey", "Revoke a key (at once; revoking again is a no-op)",
+          tag="keys", ok={204: {"description": "Revoked."}}, errors=(404,), parameters=(key_id,))
+    b.add("get", "/api/v1/openapi.json", "getOpenApi", "This document", tag="meta", public=True,
+          ok={200: _json({"type": "object"}, "The OpenAPI 3.1 document.")})
+    b.add("get", "/healthz", "healthz", "Liveness: the process answers", tag="meta", public=True,
+          ok={200: _json(r["Health"], "Alive.")})
+    b.add("get", "/metrics", "metrics", "Prometheus metrics (requests by route and status)", tag="meta",
+          public=True, ok={200: {"description": "The text exposition format.",
+                                 "content": {"text/plain": {"schema": {"type": "string"}}}}})
+    b.add("get", "/readyz", "readyz", "Readiness: the database answers", tag="meta", public=True,
+          ok={200: _json(r["Health"], "Ready."), 503: _json(r["Health"], "The database is down.")})
+    # fmt: on
+    return b.paths
+
+
+@functools.cache
+def document_bytes(min_interval_seconds: float) -> bytes:
+    """The document, serialised once per minimum interval."""
+    return json.dumps(document(min_interval_seconds), separators=(",", ":")).encode()
+
+
+def document(min_interval_seconds: float) -> dict[str, Any]:
+    found, refs = _components(min_interval_seconds)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "monitor",
+            "version": __version__,
+            "description": "A self-hosted uptime monitor. Authenticate with `Authorization: Bearer <key>`; "
+            'every error answers `{"error": {"code", "message", "field"?}}`, and every answer carries an '
+            "`X-Request-ID` (the request's own, if it sent a valid one).",
+        },
+        "servers": [{"url": "/"}],
+        "security": [{"bearer": []}],
+        "tags": [{"name": n} for n in ("monitors", "history", "channels", "keys", "account", "meta")],
+        "paths": _paths(refs),
+        "components": {
+            "schemas": found,
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "description": "an API key (mk_...)"},
+            },
+        },
+    }
+
+
+async def openapi(request: web.Request) -> web.Response:
+    body = document_bytes(request.app[SETTINGS].min_interval_seconds)
+    return web.Response(body=body, content_type=JSON)
 
 
 def add_routes(router: web.UrlDispatcher) -> None:

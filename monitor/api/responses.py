@@ -1,0 +1,234 @@
+"""Response schemas: what each endpoint answers, as pydantic models.
+
+The handlers build plain dicts (the ``render`` functions of each module); these models
+describe them for the OpenAPI document, and schemathesis checks live answers against
+that document, so a handler that drifts from its model fails the tests. Every model
+forbids extra fields, which makes an undocumented field a schema violation too.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
+
+from monitor.api.schemas import TelegramSettings
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorBody(_Out):
+    code: str = Field(description="machine-readable: invalid, invalid_json, not_found, unauthorized, ...")
+    message: str
+    # Only present when the error concerns one field of the request.
+    field: str | SkipJsonSchema[None] = Field(None, description="the field or parameter at fault")
+
+
+class Error(_Out):
+    """Every 4xx and 5xx answer of the API."""
+
+    error: ErrorBody
+
+
+class Health(_Out):
+    status: Literal["ok", "unavailable"]
+    database: Literal["up", "down"] | SkipJsonSchema[None] = None
+
+
+# -- monitors ----------------------------------------------------------------------------
+
+
+class LastCheck(_Out):
+    time: datetime
+    ok: bool
+    status_code: int | None
+    latency_ms: float | None
+    error: str | None
+
+
+class Monitor(_Out):
+    id: int
+    name: str
+    type: Literal["http"]
+    url: str
+    interval_seconds: float
+    timeout_seconds: float
+    expected_status: list[int | str] = Field(description="status codes, 'low-high' ranges or 'Nxx' classes")
+    confirm_after: int
+    follow_redirects: bool
+    telegram_chat_id: str | None = Field(description="the chat of the first Telegram channel attached")
+    channel_ids: list[int]
+    tags: list[str]
+    paused: bool
+    status: Literal["up", "down", "paused", "unknown"]
+    status_since: datetime | None
+    last_check: LastCheck | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class UptimeFigures(_Out):
+    uptime_percent: float | None = Field(description="null when nothing was observed in the window")
+    downtime_seconds: float | None
+    checks: int
+
+
+class MonitorListItem(Monitor):
+    """A monitor, with the uptime windows asked for by ``?include=``."""
+
+    uptime_24h: UptimeFigures | SkipJsonSchema[None] = None
+    uptime_7d: UptimeFigures | SkipJsonSchema[None] = None
+    uptime_30d: UptimeFigures | SkipJsonSchema[None] = None
+    uptime_90d: UptimeFigures | SkipJsonSchema[None] = None
+
+
+class MonitorList(_Out):
+    items: list[MonitorListItem]
+    next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
+
+
+# -- history -----------------------------------------------------------------------------
+
+
+class Timings(_Out):
+    dns_ms: float | None
+    connect_ms: float | None
+    tls_ms: float | None
+    ttfb_ms: float | None
+
+
+class Check(_Out):
+    time: datetime
+    ok: bool
+    status_code: int | None
+    latency_ms: float | None
+    error: str | None
+    location: str | None
+    timings: Timings
+
+
+class CheckList(_Out):
+    items: list[Check] = Field(description="newest first")
+    next_cursor: str | None
+
+
+class Incident(_Out):
+    id: int
+    monitor_id: int
+    started_at: datetime
+    ended_at: datetime | None
+    ongoing: bool
+    duration_seconds: float = Field(description="so far, for an ongoing incident")
+    status_code: int | None
+    error: str | None
+
+
+class IncidentList(_Out):
+    items: list[Incident] = Field(description="newest first")
+    next_cursor: str | None
+
+
+class Uptime(_Out):
+    model_config = ConfigDict(populate_by_name=True)
+
+    monitor_id: int
+    from_: datetime = Field(alias="from")
+    to: datetime
+    uptime_percent: float | None = Field(description="null when nothing was observed in the window")
+    downtime_seconds: float | None
+    checks: int
+    checks_up: int
+
+
+class UptimeWindows(_Out):
+    """The answer to several windows at once (``?window=24h,7d``), keyed by window."""
+
+    monitor_id: int
+    windows: dict[str, Uptime]
+
+
+class StatsBucket(_Out):
+    start: datetime
+    checks: int
+    up_share: float | None = Field(description="0..1")
+    avg_ms: float | None
+    p50_ms: float | None
+    p95_ms: float | None
+    max_ms: float | None
+
+
+class Stats(_Out):
+    model_config = ConfigDict(populate_by_name=True)
+
+    monitor_id: int
+    bucket: Literal["1h", "1d"]
+    from_: datetime = Field(alias="from")
+    to: datetime
+    items: list[StatsBucket] = Field(description="oldest first; buckets without checks are left out")
+
+
+# -- account -----------------------------------------------------------------------------
+
+
+class ByStatus(_Out):
+    up: int
+    down: int
+    paused: int
+    unknown: int
+
+
+class DownMonitor(_Out):
+    id: int
+    name: str
+    url: str
+    since: datetime | None
+    error: str | None
+    status_code: int | None
+
+
+class Summary(_Out):
+    monitors: int
+    by_status: ByStatus
+    down: list[DownMonitor] = Field(description="longest down first, at most 100")
+
+
+class Channel(_Out):
+    id: int
+    kind: Literal["telegram"]
+    name: str
+    config: TelegramSettings
+    monitors: int = Field(description="how many monitors the channel is attached to")
+    created_at: datetime
+    updated_at: datetime
+
+
+class ChannelList(_Out):
+    items: list[Channel]
+    next_cursor: str | None
+
+
+class Accepted(_Out):
+    event_id: UUID
+    status: Literal["queued"]
+
+
+class Key(_Out):
+    id: int
+    name: str
+    prefix: str = Field(description="the key's first characters, to tell keys apart")
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class NewKey(Key):
+    key: str = Field(description="the secret, shown only in this answer")
+
+
+class KeyList(_Out):
+    items: list[Key]
+    next_cursor: str | None

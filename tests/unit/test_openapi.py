@@ -1,0 +1,115 @@
+"""The OpenAPI document, without a server: valid OpenAPI 3.1, one operation per route of the
+app, every status an operation can answer documented, and schemas taken from the models.
+
+Whether the live answers match the document is ``tests/integration/test_schemathesis.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import schemathesis
+
+from monitor.api import openapi, schemas
+from monitor.api.app import create_app
+from monitor.config import Settings
+
+MIN_INTERVAL = 30.0
+DOCUMENT = openapi.document(MIN_INTERVAL)
+OPERATIONS = {
+    (method.upper(), path): operation
+    for path, item in DOCUMENT["paths"].items()
+    for method, operation in item.items()
+}
+PUBLIC = {("GET", p) for p in ("/api/v1/openapi.json", "/healthz", "/readyz", "/metrics")}
+BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorPatch": schemas.MonitorPatch,
+          "ChannelCreate": schemas.ChannelCreate, "ChannelPatch": schemas.ChannelPatch,
+          "KeyCreate": schemas.KeyCreate}  # fmt: skip
+
+
+def responses(key: tuple[str, str]) -> set[str]:
+    return set(OPERATIONS[key]["responses"])
+
+
+def test_the_document_is_valid_openapi_3_1() -> None:
+    assert DOCUMENT["openapi"] == "3.1.0"
+    schema = schemathesis.openapi.from_dict(DOCUMENT)
+    schema.validate()
+    assert sum(1 for _ in schema.get_all_operations()) == len(OPERATIONS)
+
+
+def test_every_route_is_documented_and_nothing_else() -> None:
+    app = create_app(Settings())
+    routes = {(r.method, r.resource.canonical) for r in app.router.routes() if r.resource is not None}
+    assert {route for route in routes if route[0] != "HEAD"} == set(OPERATIONS)
+
+
+def test_the_document_is_built_once_per_minimum_interval() -> None:
+    assert openapi.document_bytes(MIN_INTERVAL) is openapi.document_bytes(MIN_INTERVAL)
+    assert json.loads(openapi.document_bytes(MIN_INTERVAL)) == DOCUMENT
+
+
+@pytest.mark.parametrize("key", sorted(OPERATIONS), ids=" ".join)
+def test_each_operation_documents_what_it_can_answer(key: tuple[str, str]) -> None:
+    operation = OPERATIONS[key]
+    found = responses(key)
+    if key in PUBLIC:
+        assert operation["security"] == []
+        return
+    assert "security" not in operation  # the document's default: the bearer key
+    assert {"401", "429", "503"} <= found
+    if "{id}" in key[1]:
+        assert "404" in found
+    if "requestBody" in operation:
+        assert {"400", "413", "422"} <= found
+    if any(p["in"] == "query" for p in operation.get("parameters", [])):
+        assert "400" in found
+    for status, response in operation["responses"].items():
+        if status.startswith(("4", "5")):
+            assert response["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
+        if status in ("429", "503"):
+            assert response["headers"]["Retry-After"]["required"] is True
+
+
+def test_security_is_the_bearer_scheme() -> None:
+    assert DOCUMENT["security"] == [{"bearer": []}]
+    assert DOCUMENT["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_request_bodies_are_the_validating_models(name: str) -> None:
+    documented = DOCUMENT["components"]["schemas"][name]
+    generated = BODIES[name].model_json_schema(ref_template=openapi.REF)
+    assert set(documented["properties"]) == set(generated["properties"])
+    assert documented["additionalProperties"] is False
+    assert documented.get("required", []) == generated.get("required", [])
+
+
+def _examples() -> list[tuple[str, Any]]:
+    found = []
+    for _key, operation in sorted(OPERATIONS.items()):
+        if "requestBody" in operation:
+            content = operation["requestBody"]["content"]["application/json"]
+            found.append((content["schema"]["$ref"].rsplit("/", 1)[1], content["example"]))
+    return found
+
+
+@pytest.mark.parametrize(("name", "example"), _examples(), ids=[n for n, _ in _examples()])
+def test_request_examples_pass_validation(name: str, example: dict[str, Any]) -> None:
+    BODIES[name].model_validate(example, context={"min_interval_seconds": MIN_INTERVAL})
+
+
+def test_the_minimum_interval_comes_from_the_settings() -> None:
+    for name in ("MonitorCreate", "MonitorPatch"):
+        field = openapi.document(5.0)["components"]["schemas"][name]["properties"]["interval_seconds"]
+        assert (field["minimum"], field["maximum"]) == (5.0, schemas.MAX_INTERVAL_SECONDS)
+
+
+def test_patch_fields_that_refuse_null_do_not_offer_it() -> None:
+    patch = DOCUMENT["components"]["schemas"]["MonitorPatch"]["properties"]
+    assert patch["name"]["type"] == "string" and "default" not in patch["name"]
+    assert {"type": "null"} in patch["telegram_chat_id"]["anyOf"]  # null detaches Telegram
+    with pytest.raises(ValueError, match="may not be null"):
+        schemas.MonitorPatch.model_validate({"name": None})
