@@ -154,6 +154,10 @@ async def fake_telegram() -> AsyncIterator[FakeTelegram]:
 # -- processes ----------------------------------------------------------------------------
 
 
+# The discard port: nothing listens on it here, so a DNS query to it gets no answer.
+CLOSED_DNS_PORT = 9
+
+
 def _process_env(database_url: str, redis_url: str) -> dict[str, str]:
     return {
         "MONITOR_DATABASE_URL": database_url,
@@ -163,6 +167,12 @@ def _process_env(database_url: str, redis_url: str) -> dict[str, str]:
         "MONITOR_MIN_INTERVAL_SECONDS": "1",
         "MONITOR_LOG_FORMAT": "json",
         "MONITOR_SHUTDOWN_TIMEOUT_SECONDS": "10",
+        # No name a test uses may be looked up beyond loopback: a closed local port answers
+        # nothing, so names fail to resolve unless a test runs its own fake DNS server.
+        "MONITOR_DNS_SERVERS": f"127.0.0.1:{CLOSED_DNS_PORT}",
+        # Tests reuse key ids after each reset; the per-key rate limit is tested on its own.
+        "MONITOR_API_RATE_PER_SECOND": "10000",
+        "MONITOR_API_RATE_BURST": "10000",
     }
 
 
