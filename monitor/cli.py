@@ -161,6 +161,16 @@ def dead_retry(ids: tuple[str, ...], everything: bool) -> None:
     click.echo(f"re-drove {len(done)} dead letter(s)")
 
 
+async def _with_connection(settings: config.Settings, work: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
+    from monitor import db
+
+    conn = await db.connect(settings.dsn)
+    try:
+        return await work(conn)
+    finally:
+        await conn.close()
+
+
 @main.group("accounts")
 def accounts_group() -> None:
     """Manage accounts (every monitor, channel and key belongs to one)."""
@@ -170,19 +180,12 @@ def accounts_group() -> None:
 @click.argument("name")
 def accounts_create(name: str) -> None:
     """Create the account NAME."""
-    from monitor import accounts, db
+    from monitor import accounts
 
     settings = _settings("database_url")
 
-    async def work() -> int:
-        conn = await db.connect(settings.dsn)
-        try:
-            return await accounts.create_account(conn, name)
-        finally:
-            await conn.close()
-
     try:
-        account_id = asyncio.run(work())
+        account_id = asyncio.run(_with_connection(settings, lambda conn: accounts.create_account(conn, name)))
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -200,24 +203,18 @@ def keys_group() -> None:
 @click.option("--name", "key_name", default="", help="A label to recognise the key by.")
 def keys_create(account_name: str, key_name: str) -> None:
     """Create an API key and print it once (only its hash is stored)."""
-    from monitor import accounts, db
+    from monitor import accounts
 
     settings = _settings("database_url")
 
-    async def work() -> accounts.NewKey:
-        conn = await db.connect(settings.dsn)
-        try:
-            account_id = await accounts.account_id_by_name(conn, account_name)
-            if account_id is None:
-                raise click.ClickException(
-                    f"no account named {account_name!r} (monitor accounts create NAME)"
-                )
-            return await accounts.create_key(conn, account_id, key_name)
-        finally:
-            await conn.close()
+    async def work(conn: Any) -> accounts.NewKey:
+        account_id = await accounts.account_id_by_name(conn, account_name)
+        if account_id is None:
+            raise click.ClickException(f"no account named {account_name!r} (monitor accounts create NAME)")
+        return await accounts.create_key(conn, account_id, key_name)
 
     try:
-        new = asyncio.run(work())
+        new = asyncio.run(_with_connection(settings, work))
     except OSError as exc:
         raise click.ClickException(f"database unreachable: {exc}") from None
     click.echo(new.key)

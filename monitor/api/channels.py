@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from monitor.api.context import POOL
 from monitor.api.errors import from_validation, not_found
 from monitor.api.guard import account_id
-from monitor.api.params import decode_cursor, encode_cursor, int_param, json_object, path_id, rfc3339
+from monitor.api.params import decode_cursor, int_param, json_object, next_page, path_id, rfc3339
 from monitor.api.schemas import ChannelCreate, ChannelPatch
 from monitor.events import SCHEMA_VERSION
 
@@ -71,8 +71,8 @@ async def list_channels(request: web.Request) -> web.Response:
         cursor[0] if cursor else 0,
         limit + 1,
     )
-    next_cursor = encode_cursor([rows[limit - 1]["id"]]) if len(rows) > limit else None
-    return web.json_response({"items": [render(r) for r in rows[:limit]], "next_cursor": next_cursor})
+    page, next_cursor = next_page(rows, limit)
+    return web.json_response({"items": [render(r) for r in page], "next_cursor": next_cursor})
 
 
 async def get_channel(request: web.Request) -> web.Response:

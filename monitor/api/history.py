@@ -16,6 +16,7 @@ from monitor.api.params import (
     decode_cursor,
     encode_cursor,
     int_param,
+    next_page,
     path_id,
     rfc3339,
     time_range,
@@ -120,10 +121,8 @@ async def list_incidents(request: web.Request) -> web.Response:
             cursor[0] if cursor else None,
             limit + 1,
         )
-    next_cursor = encode_cursor([rows[limit - 1]["id"]]) if len(rows) > limit else None
-    return web.json_response(
-        {"items": [_render_incident(r, now) for r in rows[:limit]], "next_cursor": next_cursor}
-    )
+    page, next_cursor = next_page(rows, limit)
+    return web.json_response({"items": [_render_incident(r, now) for r in page], "next_cursor": next_cursor})
 
 
 async def uptime(request: web.Request) -> web.Response:

@@ -14,9 +14,9 @@ from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
 from monitor.api.params import (
     decode_cursor,
-    encode_cursor,
     int_param,
     json_object,
+    next_page,
     path_id,
     rfc3339,
     window_param,
@@ -234,7 +234,7 @@ async def list_monitors(request: web.Request) -> web.Response:
         status,
         limit + 1,
     )
-    page = rows[:limit]
+    page, next_cursor = next_page(rows, limit)
     items = [render(r) for r in page]
     if includes and page:
         async with request.app[POOL].acquire() as conn:
@@ -246,7 +246,6 @@ async def list_monitors(request: web.Request) -> web.Response:
                     u = figures[item["id"]]
                     item[include] = {"uptime_percent": u.percent, "downtime_seconds": u.downtime_seconds,
                                      "checks": u.checks}  # fmt: skip
-    next_cursor = encode_cursor([page[-1]["id"]]) if len(rows) > limit else None
     return web.json_response({"items": items, "next_cursor": next_cursor})
 
 

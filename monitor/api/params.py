@@ -6,6 +6,7 @@ import base64
 import binascii
 import json
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -113,6 +114,14 @@ def decode_cursor(request: web.Request, shape: tuple[type, ...]) -> list[Any] | 
     ):
         raise ApiError(400, "invalid", "cursor: not a cursor this endpoint issued", "cursor")
     return value
+
+
+def next_page(rows: Sequence[Any], limit: int, key: str = "id") -> tuple[Sequence[Any], str | None]:
+    """Rows fetched with ``LIMIT limit + 1``: the page, and the cursor of the next one (None
+    when this page is the last). The cursor carries the page's last ``key``."""
+    if len(rows) <= limit:
+        return rows, None
+    return rows[:limit], encode_cursor([rows[limit - 1][key]])
 
 
 def rfc3339(value: datetime | None) -> str | None:

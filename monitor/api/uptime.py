@@ -114,6 +114,26 @@ async def count_checks(
     return {mid: (c[0], c[1]) for mid, c in counts.items()}
 
 
+Spans = dict[int, list[tuple[datetime, datetime | None]]]
+
+
+async def _spans(
+    conn: asyncpg.Connection, table: str, ids: list[int], start: datetime, end: datetime
+) -> Spans:
+    """(started_at, ended_at) rows of ``table`` (incidents or monitor_pauses) that overlap the window."""
+    spans: Spans = defaultdict(list)
+    for row in await conn.fetch(
+        f"""SELECT monitor_id, started_at, ended_at FROM {table}
+            WHERE monitor_id = ANY($1::bigint[])
+              AND started_at < $3 AND coalesce(ended_at, 'infinity') > $2""",
+        ids,
+        start,
+        end,
+    ):
+        spans[row["monitor_id"]].append((row["started_at"], row["ended_at"]))
+    return spans
+
+
 async def uptimes(
     conn: asyncpg.Connection,
     monitors: Sequence[tuple[int, datetime]],
@@ -123,26 +143,8 @@ async def uptimes(
 ) -> dict[int, Uptime]:
     """Uptime over [start, end) for each (monitor id, created_at), in four queries."""
     ids = [mid for mid, _ in monitors]
-    incidents: dict[int, list[tuple[datetime, datetime | None]]] = defaultdict(list)
-    for row in await conn.fetch(
-        """SELECT monitor_id, started_at, ended_at FROM incidents
-           WHERE monitor_id = ANY($1::bigint[])
-             AND started_at < $3 AND coalesce(ended_at, 'infinity') > $2""",
-        ids,
-        start,
-        end,
-    ):
-        incidents[row["monitor_id"]].append((row["started_at"], row["ended_at"]))
-    pauses: dict[int, list[tuple[datetime, datetime | None]]] = defaultdict(list)
-    for row in await conn.fetch(
-        """SELECT monitor_id, started_at, ended_at FROM monitor_pauses
-           WHERE monitor_id = ANY($1::bigint[])
-             AND started_at < $3 AND coalesce(ended_at, 'infinity') > $2""",
-        ids,
-        start,
-        end,
-    ):
-        pauses[row["monitor_id"]].append((row["started_at"], row["ended_at"]))
+    incidents = await _spans(conn, "incidents", ids, start, end)
+    pauses = await _spans(conn, "monitor_pauses", ids, start, end)
     counts = await count_checks(conn, ids, start, end)
     result: dict[int, Uptime] = {}
     for mid, created_at in monitors:
