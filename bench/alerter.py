@@ -1,0 +1,327 @@
+"""Alerter benchmark: event-to-Telegram latency and throughput of the real ``monitor alerter``.
+
+    python -m bench.alerter --events 1000 [--monitors 100] [--chats 10] [--groups 0]
+                            [--rate 50 | --burst] [--json PATH] [--keep]
+
+One run: the benchmark database (``monitor_bench_alerter``, created and migrated when missing)
+and Redis db 4 are emptied; a fake Telegram (tests/support/fake_telegram.py, enforcing the
+flood limits with 429s) listens on loopback; the real alerter is started against both; then
+``--events`` events are published to ``monitor:events`` exactly as the scheduler's relay does,
+paced at ``--rate`` events a second (one XADD each) or, with ``--burst``, all in one pipeline.
+Each monitor alternates down, up, down...; monitor ``m`` alerts chat ``m mod --chats`` (the
+first ``--groups`` chats are group chats, 20 messages a minute). The run ends when every event
+is in a delivered message (or at ``--timeout``), then the alerter is stopped by its PID.
+
+Latency of an event: from its XADD (the millisecond in its stream entry id, Redis's clock on
+this host) to the fake's receipt of the message that carries it; the k-th alert of a monitor
+in arrival order is its k-th event (the alerter keeps order per monitor, which is checked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter, defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import redis.asyncio as aioredis
+
+from bench import database, proc, process
+from bench.nginx import free_port
+from monitor import db
+from monitor.events import Event, publish
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results"
+BENCH_DB = "monitor_bench_alerter"
+BENCH_REDIS_DB = 4
+
+# The fake Telegram of the test suite, reused as is.
+sys.path.insert(0, str(REPO / "tests"))
+from support.alerts import alerts_in  # noqa: E402
+from support.fake_telegram import FakeTelegram  # noqa: E402
+
+
+def make_events(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """``--events`` events over ``--monitors`` monitors, round robin, each monitor down/up/down..."""
+    now = datetime.now(UTC)
+    events = []
+    for i in range(args.events):
+        m = i % args.monitors
+        kind = "down" if (i // args.monitors) % 2 == 0 else "up"
+        chat = chat_id(m % args.chats, args.groups)
+        started = now - timedelta(seconds=60)
+        events.append(
+            Event(
+                event_id=str(uuid.uuid4()),
+                kind=kind,
+                monitor_id=m + 1,
+                monitor_name=f"bench-{m:04d}",
+                monitor_url=f"https://service-{m:04d}.example.com/health",
+                telegram_chat_id=None,
+                incident_id=m + 1 + (i // (2 * args.monitors)) * args.monitors,
+                at=_iso(now),
+                started_at=_iso(started),
+                ended_at=_iso(now) if kind == "up" else None,
+                duration_seconds=60.0 if kind == "up" else None,
+                cause={"status_code": 503, "error": None, "latency_ms": 87.0},
+                channels=[{"id": m % args.chats + 1, "kind": "telegram", "name": chat, "chat_id": chat}],
+            ).to_dict()
+        )
+    return events
+
+
+def chat_id(index: int, groups: int) -> str:
+    return f"-100{7000 + index}" if index < groups else str(7000 + index)
+
+
+def _iso(value: datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")
+
+
+def alerter_env(urls: database.Urls, fake: FakeTelegram, args: argparse.Namespace) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MONITOR_")}
+    env.update(
+        MONITOR_DATABASE_URL=urls.database,
+        MONITOR_REDIS_URL=urls.redis,
+        MONITOR_TELEGRAM_API_BASE=fake.base_url,
+        MONITOR_TELEGRAM_BOT_TOKEN=fake.token,
+        MONITOR_LOG_FORMAT="json",
+        MONITOR_LOG_LEVEL="info",
+        MONITOR_ALERTER_HTTP_PORT=str(free_port()),
+        PYTHONUNBUFFERED="1",
+    )
+    for item in args.set:
+        name, _, value = item.partition("=")
+        env[name if name.startswith("MONITOR_") else f"MONITOR_{name.upper()}"] = value
+    return env
+
+
+async def reset(urls: database.Urls) -> None:
+    """The benchmark database made (or remade) and migrated by this tree, then emptied; Redis too."""
+    await database.create(urls, sorted(p.name for p in (REPO / "sql").glob("*.sql")))
+    await db.migrate(urls.database)
+    conn = await asyncpg.connect(urls.database)
+    try:
+        await database.reset(conn)
+    finally:
+        await conn.close()
+    client = aioredis.Redis.from_url(urls.redis)
+    try:
+        await client.flushdb()
+    finally:
+        await client.aclose()
+
+
+async def publish_all(
+    redis: aioredis.Redis, events: list[dict[str, Any]], args: argparse.Namespace
+) -> list[str]:
+    """XADD the events (paced, or in one pipeline); their stream entry ids, in order."""
+    if args.burst:
+        return await publish(redis, events)
+    ids: list[str] = []
+    start = time.monotonic()
+    for i, event in enumerate(events):
+        delay = start + i / args.rate - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        ids.extend(await publish(redis, [event]))
+    return ids
+
+
+def delivered(fake: FakeTelegram) -> dict[str, list[tuple[str, float]]]:
+    """(kind, received_at) of each delivered alert, by monitor name, in arrival order."""
+    out: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for request in sorted(fake.messages, key=lambda r: r.received_at):
+        for name, kind in alerts_in(request.text):
+            out[name].append((kind.lower(), request.received_at))
+    return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def git_code() -> str:
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "monitor", "sql"], cwd=REPO, capture_output=True, text=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("+dirty" if dirty else "")
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    urls = database.service_urls(args.db_name, args.redis_db)
+    await reset(urls)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-alerter-"))
+    log = tmp / "alerter.log"
+    events = make_events(args)
+    async with FakeTelegram(enforce_rate_limits=True) as fake:
+        argv = [sys.executable, "-m", "monitor", "alerter"]
+        alerter = process.spawn(argv, log=log, env=alerter_env(urls, fake, args), core=args.core)
+        redis = aioredis.Redis.from_url(urls.redis)
+        try:
+            await process.wait_for(
+                lambda: "alerter.started" in log.read_text(errors="replace"),
+                within=30,
+                what="alerter",
+                proc=alerter,
+            )
+            cpu_before = proc.cpu(alerter.pid)
+            started = time.time()
+            ids = await publish_all(redis, events, args)
+            published = time.time()
+            deadline = time.monotonic() + args.timeout
+            while sum(len(v) for v in delivered(fake).values()) < len(events):
+                if alerter.poll() is not None:
+                    raise RuntimeError(f"the alerter exited ({alerter.returncode}); log: {log}")
+                if time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.1)
+            finished = time.time()
+            cpu = (proc.cpu(alerter.pid) - cpu_before).total
+        finally:
+            await redis.aclose()
+            process.stop(alerter, signal.SIGTERM, timeout=30)
+
+    by_monitor = delivered(fake)
+    expected: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for event, entry_id in zip(events, ids, strict=True):
+        expected[event["monitor_name"]].append((event["kind"], int(entry_id.split("-")[0]) / 1000))
+    latencies: list[float] = []
+    order_errors = missing = doubled = 0
+    for name, sent in expected.items():
+        got = by_monitor.get(name, [])
+        missing += max(0, len(sent) - len(got))
+        doubled += max(0, len(got) - len(sent))
+        for (kind, xadd_at), (got_kind, received_at) in zip(sent, got, strict=False):
+            order_errors += kind != got_kind
+            latencies.append(received_at - xadd_at)
+    conn = await asyncpg.connect(urls.database)
+    try:
+        recorded = await conn.fetchval("SELECT count(*) FROM deliveries WHERE status = 'sent'")
+    finally:
+        await conn.close()
+    messages = fake.messages
+    last = max((r.received_at for r in messages), default=finished)
+    first_xadd = int(ids[0].split("-")[0]) / 1000
+    if not args.keep:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ms = [x * 1000 for x in latencies] or [math.nan]
+    return {
+        "events": len(events),
+        "monitors": args.monitors,
+        "chats": args.chats,
+        "group_chats": min(args.groups, args.chats),
+        "pattern": "burst" if args.burst else f"paced {args.rate:g}/s",
+        "delivered": len(latencies),
+        "missing": missing,
+        "doubled": doubled,
+        "order_errors": order_errors,
+        "deliveries_recorded": recorded,
+        "latency_ms_p50": round(percentile(ms, 0.50), 1),
+        "latency_ms_p90": round(percentile(ms, 0.90), 1),
+        "latency_ms_p99": round(percentile(ms, 0.99), 1),
+        "latency_ms_max": round(max(ms), 1),
+        "latency_ms_min": round(min(ms), 1),
+        "publish_s": round(published - started, 3),
+        "throughput_events_per_s": round(len(latencies) / max(1e-9, last - first_xadd), 1),
+        "messages": len(messages),
+        "events_per_message": round(len(latencies) / max(1, len(messages)), 2),
+        "requests_429": sum(1 for r in fake.requests if r.status == 429),
+        "max_message_chars": max((len(r.text or "") for r in messages), default=0),
+        "alerter_cpu_s": round(cpu, 3),
+        "alerter_cpu_ms_per_event": round(1000 * cpu / max(1, len(latencies)), 3),
+        "timed_out": len(latencies) < len(events),
+        "code": git_code(),
+        "log": str(log) if args.keep else None,
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "messages_per_chat": dict(Counter(r.chat_id or "" for r in messages)),
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    return "\n".join(
+        [
+            f"alerter: {result['events']} events ({result['pattern']}) over {result['monitors']} monitors, "
+            f"{result['chats']} chats ({result['group_chats']} groups), code {result['code']}",
+            f"  delivered {result['delivered']} (missing {result['missing']}, doubled {result['doubled']}, "
+            f"out of order {result['order_errors']}; delivery rows {result['deliveries_recorded']})",
+            f"  latency ms: p50 {result['latency_ms_p50']}  p90 {result['latency_ms_p90']}  "
+            f"p99 {result['latency_ms_p99']}  max {result['latency_ms_max']}",
+            f"  throughput {result['throughput_events_per_s']} events/s in {result['messages']} messages "
+            f"({result['events_per_message']} events each), 429s: {result['requests_429']}",
+            f"  alerter CPU {result['alerter_cpu_s']} s ({result['alerter_cpu_ms_per_event']} ms/event)",
+        ]
+    )
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.alerter", description=__doc__.split("\n\n")[0])
+    add = p.add_argument
+    add("--events", type=int, default=1000, help="events to publish (at least 1)")
+    add("--monitors", type=int, default=100, help="monitors the events are spread over")
+    add("--chats", type=int, default=10, help="Telegram chats the monitors are spread over")
+    add("--groups", type=int, default=0, help="how many of the chats are group chats (20 msg/min)")
+    add("--rate", type=float, default=50.0, help="events per second, one XADD each")
+    add("--burst", action="store_true", help="publish every event at once (one pipeline)")
+    add("--timeout", type=float, default=300.0, help="give up waiting for deliveries after this, s")
+    add("--json", type=Path, default=None, help="write the result here (default bench/results/)")
+    add("--set", action="append", default=[], metavar="NAME=VALUE", help="another alerter setting")
+    add("--core", type=int, default=None, help="pin the alerter to this core")
+    add("--db-name", default=BENCH_DB)
+    add("--redis-db", type=int, default=BENCH_REDIS_DB)
+    add("--keep", action="store_true", help="keep the temporary directory with the alerter's log")
+    args = p.parse_args(argv)
+    if args.events < 1 or args.monitors < 1 or args.chats < 1 or args.rate <= 0:
+        p.error("--events, --monitors and --chats must be at least 1, --rate positive")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+
+    async def guarded() -> dict[str, Any]:
+        # SIGTERM ends the run like Ctrl-C does: through the finally blocks that stop the alerter.
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        return await run(args)
+
+    try:
+        result = asyncio.run(guarded())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("interrupted; the alerter was stopped", file=sys.stderr)
+        return 130
+    print(render(result))
+    out = args.json or RESULTS / f"alerter-{args.events}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 1 if result["timed_out"] or result["doubled"] or result["order_errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
