@@ -6,9 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import ClassVar
 
-import aiohttp
-
 from monitor.models import CheckResult, MonitorSpec
+from monitor.net.client import HttpSession
 from monitor.net.policy import AddressPolicy
 
 
@@ -16,7 +15,7 @@ from monitor.net.policy import AddressPolicy
 class CheckContext:
     """What a check may use: the shared session and the address policy; nothing else."""
 
-    session: aiohttp.ClientSession
+    session: HttpSession
     policy: AddressPolicy
 
 

@@ -4,7 +4,7 @@ docs/security.md states the policy. Everything a check dials goes through ``Vett
 (names) or ``AddressPolicy`` (literals); ``fetch`` is the HTTP entry point.
 """
 
-from .client import FetchResult, fetch, make_session
+from .client import FetchResult, HttpSession, fetch, make_session
 from .policy import (
     AddressPolicy,
     BlockedTarget,
@@ -19,6 +19,7 @@ __all__ = [
     "AddressPolicy",
     "BlockedTarget",
     "FetchResult",
+    "HttpSession",
     "InvalidTarget",
     "ResolutionError",
     "Verdict",

@@ -1,39 +1,42 @@
-"""The HTTP client every check uses: one shared session, vetted resolution, capped reads.
+"""The HTTP client every check uses: vetted resolution, exactly the vetted address dialled, capped reads.
 
 ``fetch`` turns everything the target can do wrong into a ``FetchResult`` with an ``error``
 string, so a hostile or broken target can fail a check but never crash the caller.
+
+It speaks HTTP/1.1 itself (``http1.Exchange``, over httptools' C parser) rather than through
+aiohttp: a check is one request on a fresh connection, and aiohttp's pool, streams, tracing and
+header objects cost twice the socket work itself, which alone broke the scheduler's CPU budget
+(issue 4). Each hop resolves once (names through ``VettedResolver.vet``, literals judged by the
+policy), then dials exactly a vetted address; TLS is started on that socket with the URL's name
+for SNI and the certificate check.
+
+Timings, in ms from the start of each hop (``time.perf_counter`` marks): ``dns_ms`` (names
+only), ``connect_ms`` (TCP), ``tls_ms`` (the handshake, https only), ``ttfb_ms`` (first response
+byte), ``total_ms`` (response complete).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import ssl
 import time
-import zlib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import SimpleNamespace
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
-import aiohttp
-from aiohttp import hdrs
 from yarl import URL
 
-from .policy import AddressPolicy, BlockedTarget, InvalidTarget, literal_address, parse_target_url
+from .http1 import REDIRECT_STATUSES, Exchange, Limits
+from .policy import AddressPolicy, BlockedTarget, InvalidTarget
 from .resolver import ResolutionError, VettedResolver
+from .target import TOKEN, InvalidRequest, Target
 
-_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # Credentials are meant for the origin the user configured, never for whoever it redirects to.
 _ORIGIN_BOUND_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization", "host"})
-_CHUNK = 64 * 1024
-# Bodies are decoded here, not by aiohttp: it inflates each network read up to 32 MiB before
-# any cap of ours applies, so one gzip bomb costs over 100 MiB per check. We advertise only
-# what _Inflater decodes.
-_ACCEPT_ENCODING = "gzip, deflate"
 _TIMING_KEYS = ("dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms")
 
 
-@dataclass
+@dataclass(slots=True)
 class FetchResult:
     """What one fetch saw.
 
@@ -54,73 +57,75 @@ class FetchResult:
     peer: str | None = None
 
 
-def _empty_timings() -> dict[str, float | None]:
-    return dict.fromkeys(_TIMING_KEYS)
+class HttpSession:
+    """The check client of a process: the resolver, TLS context, limits and parsed targets that
+    every fetch shares. Holds no connection between fetches (each check dials afresh); ``close``
+    aborts the ones in flight. Closing the session does not close the resolver: its owner does.
 
+    ``limit`` bounds fetches in flight. ``max_targets`` bounds the parsed-URL memo
+    (``target.Target``, a few hundred bytes each); past it, the newest entry makes room, so a
+    rotation over more URLs than fit still finds most of them.
+    """
 
-# Trace callbacks write into the per-request dict passed as trace_request_ctx, so concurrent
-# fetches on the shared session never see each other's timings.
-def _clock(ctx: SimpleNamespace) -> dict[str, Any] | None:
-    marks = ctx.trace_request_ctx
-    return marks if isinstance(marks, dict) else None
+    def __init__(
+        self,
+        resolver: VettedResolver,
+        *,
+        limit: int,
+        limits: Limits,
+        ssl_context: ssl.SSLContext,
+        max_targets: int,
+    ) -> None:
+        self.resolver = resolver
+        self.limits = limits
+        self.ssl_context = ssl_context
+        self._free = limit
+        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._targets: dict[str, Target] = {}
+        self._max_targets = max_targets
+        self._open: set[Exchange] = set()
+        self._closed = False
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
-async def _on_request_start(_s: aiohttp.ClientSession, ctx: SimpleNamespace, _p: object) -> None:
-    if (marks := _clock(ctx)) is not None:
-        marks["_start"] = time.perf_counter()
+    async def close(self) -> None:
+        self._closed = True
+        for exchange in list(self._open):
+            exchange.finish("session closed")
+        self._open.clear()
+        self._targets.clear()
 
+    def target(self, url: str) -> Target:
+        """The parsed target for ``url``, from the memo when it is there. Raises InvalidTarget."""
+        target = self._targets.get(url)
+        if target is None:
+            target = Target.parse(url)
+            if len(self._targets) >= self._max_targets:
+                self._targets.popitem()
+            self._targets[url] = target
+        return target
 
-async def _on_dns_start(_s: aiohttp.ClientSession, ctx: SimpleNamespace, _p: object) -> None:
-    if (marks := _clock(ctx)) is not None:
-        marks["_dns"] = time.perf_counter()
+    # A semaphore whose uncontended path is one integer test (fetch does it inline):
+    # asyncio.Semaphore costs more than that on every check, and a check rarely waits here.
+    async def _acquire(self) -> None:
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self._release()  # the slot was handed over as we were cancelled: pass it on
+            raise
 
-
-async def _on_dns_end(_s: aiohttp.ClientSession, ctx: SimpleNamespace, _p: object) -> None:
-    if (marks := _clock(ctx)) is not None and "_dns" in marks:
-        marks["dns_ms"] = (time.perf_counter() - marks["_dns"]) * 1000
-
-
-async def _on_conn_start(_s: aiohttp.ClientSession, ctx: SimpleNamespace, _p: object) -> None:
-    if (marks := _clock(ctx)) is not None:
-        marks["_conn"] = time.perf_counter()
-
-
-async def _on_conn_end(_s: aiohttp.ClientSession, ctx: SimpleNamespace, _p: object) -> None:
-    # aiohttp reports connection creation as one span: DNS, TCP and TLS together. Subtract the
-    # DNS part; TLS cannot be separated without private connector hooks, so tls_ms stays None.
-    if (marks := _clock(ctx)) is not None and "_conn" in marks:
-        span = (time.perf_counter() - marks["_conn"]) * 1000
-        marks["connect_ms"] = max(span - (marks.get("dns_ms") or 0.0), 0.0)
-
-
-async def _on_request_end(_s: aiohttp.ClientSession, ctx: SimpleNamespace, _p: object) -> None:
-    # request_end fires once the status line and headers are parsed: time to first byte, near enough.
-    if (marks := _clock(ctx)) is not None and "_start" in marks:
-        marks["ttfb_ms"] = (time.perf_counter() - marks["_start"]) * 1000
-
-
-class _PeerResponse(aiohttp.ClientResponse):
-    """Records the address the socket is connected to; a short body releases the connection
-    before the caller could ask, so it is captured when the response starts."""
-
-    peer: str | None = None
-
-    async def start(self, connection: aiohttp.connector.Connection) -> aiohttp.ClientResponse:
-        transport = connection.transport
-        peername = transport.get_extra_info("peername") if transport is not None else None
-        self.peer = str(peername[0]) if peername else None
-        return await super().start(connection)
-
-
-def _trace_config() -> aiohttp.TraceConfig:
-    trace = aiohttp.TraceConfig()
-    trace.on_request_start.append(_on_request_start)
-    trace.on_dns_resolvehost_start.append(_on_dns_start)
-    trace.on_dns_resolvehost_end.append(_on_dns_end)
-    trace.on_connection_create_start.append(_on_conn_start)
-    trace.on_connection_create_end.append(_on_conn_end)
-    trace.on_request_end.append(_on_request_end)
-    return trace
+    def _release(self) -> None:
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # the slot goes straight to the waiter
+                return
+        self._free += 1
 
 
 def make_session(
@@ -130,51 +135,63 @@ def make_session(
     max_line_size: int = 8190,
     max_field_size: int = 8190,
     ssl_context: ssl.SSLContext | None = None,
-) -> aiohttp.ClientSession:
-    """The one HTTP session of a process. Call inside the running loop; close it on shutdown.
+    max_targets: int = 8192,
+) -> HttpSession:
+    """The one HTTP session of a process; close it on shutdown.
 
     ``ssl_context`` defaults to the system trust store with host name checks; pass one only to
-    trust another CA (tests, a private CA). Closing the session does not close ``resolver``:
-    its owner does that.
+    trust another CA (tests, a private CA).
     """
-    connector = aiohttp.TCPConnector(
-        resolver=resolver,
-        use_dns_cache=False,  # a cached answer is an unjudged answer once the TTL games start
-        force_close=True,  # every check measures a fresh connection, and no pooled socket outlives a verdict
+    return HttpSession(
+        resolver,
         limit=limit,
+        limits=Limits(max_line_size=max_line_size, max_field_size=max_field_size),
         # One context for all checks: building one per request costs milliseconds of CPU each.
-        ssl=ssl_context if ssl_context is not None else ssl.create_default_context(),
-    )
-    return aiohttp.ClientSession(
-        connector=connector,
-        trust_env=False,  # a proxy would resolve and dial names itself, past the guard
-        cookie_jar=aiohttp.DummyCookieJar(),
-        trace_configs=[_trace_config()],
-        response_class=_PeerResponse,
-        max_line_size=max_line_size,
-        max_field_size=max_field_size,
-        auto_decompress=False,  # _read_capped decodes, within the cap
+        ssl_context=ssl_context if ssl_context is not None else ssl.create_default_context(),
+        max_targets=max_targets,
     )
 
 
-@dataclass
-class _Progress:
-    """What is known so far, so a timeout mid-way still reports the hop it stopped on."""
+class _Failed(Exception):
+    def __init__(self, message: str, *, blocked: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.blocked = blocked
 
-    url: str
-    status: int | None = None
-    location: str | None = None
-    peer: str | None = None
-    timings: dict[str, float | None] = field(default_factory=_empty_timings)
+
+class _Deadline:
+    """``asyncio.timeout``'s contract (cancel the task at the deadline, turn that cancellation
+    and only that one into a timeout) for a third of its cost, which every check pays."""
+
+    __slots__ = ("_cancelling", "_handle", "_task", "expired")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, delay: float) -> None:
+        task = asyncio.current_task(loop)
+        assert task is not None, "fetch() runs in a task"
+        self._task = task
+        self._cancelling = task.cancelling()
+        self.expired = False
+        self._handle = loop.call_later(delay, self._expire)
+
+    def _expire(self) -> None:
+        self.expired = True
+        self._task.cancel()
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+    def caused(self) -> bool:
+        """Call on CancelledError: True if the deadline (and nothing else) cancelled the task."""
+        return self.expired and self._task.uncancel() <= self._cancelling
 
 
 async def fetch(
-    session: aiohttp.ClientSession,
+    session: HttpSession,
     policy: AddressPolicy,
     url: str,
     *,
     method: str = "GET",
-    timeout: float,  # noqa: ASYNC109 - the check's own budget, applied with asyncio.timeout below
+    timeout: float,  # noqa: ASYNC109 - the check's own budget, applied by _Deadline below
     follow_redirects: bool = False,
     max_redirects: int = 5,
     headers: Mapping[str, str] | None = None,
@@ -186,250 +203,221 @@ async def fetch(
     A body larger than ``max_body_bytes`` fails the check ("response body exceeds N bytes"); the
     status is still reported.
     """
+    if session.closed:
+        raise RuntimeError("fetch on a closed session")
     started = time.perf_counter()
-    progress = _Progress(url=url)
-
-    def result(error: str | None, *, blocked: bool = False, body: bytes = b"") -> FetchResult:
-        elapsed = (time.perf_counter() - started) * 1000
-        return FetchResult(
-            status=progress.status,
-            ok_transport=error is None,
-            error=None if error is None else _clip(error),
-            location=progress.location,
-            final_url=progress.url,
-            elapsed_ms=elapsed,
-            timings=progress.timings,
-            blocked=blocked,
-            body=body,
-            peer=progress.peer,
-        )
-
+    # Filled in as the fetch goes, so a failure or timeout mid-way reports the hop it stopped on.
+    got = FetchResult(None, False, None, None, url, 0.0, dict.fromkeys(_TIMING_KEYS), False)
+    error: str | None = None
     try:
-        target = parse_target_url(url)
+        target = session.target(url)
     except InvalidTarget as exc:
-        return result(f"invalid target: {exc}")
-    progress.url = str(target)
-    try:
-        async with asyncio.timeout(timeout):
-            body = await _follow(
-                session,
-                policy,
-                target,
-                progress,
-                method=method.upper(),
-                follow_redirects=follow_redirects,
-                max_redirects=max_redirects,
-                headers=_with_accept_encoding(headers),
-                max_body_bytes=max_body_bytes,
-                request_timeout=timeout,
-            )
-    except _Failed as exc:
-        return result(exc.message, blocked=exc.blocked)
-    except TimeoutError:
-        return result(f"timed out after {timeout:g}s")
-    return result(None, body=body)
+        error = f"invalid target: {exc}"
+    else:
+        got.final_url = target.text
+        loop = asyncio.get_running_loop()
+        deadline = _Deadline(loop, timeout)
+        try:
+            if session._free > 0 and not session._waiting:
+                session._free -= 1
+            else:
+                await session._acquire()
+            try:
+                got.body = await _follow(
+                    session,
+                    policy,
+                    target,
+                    got,
+                    method=method.upper(),
+                    follow_redirects=follow_redirects,
+                    max_redirects=max_redirects,
+                    headers=dict(headers) if headers else {},
+                    max_body_bytes=max_body_bytes,
+                )
+            finally:
+                session._release()
+        except _Failed as exc:
+            error, got.blocked = exc.message, exc.blocked
+        except asyncio.CancelledError:
+            if not deadline.caused():
+                raise
+            error = f"timed out after {timeout:g}s"
+        finally:
+            deadline.cancel()
+    if error is not None:
+        got.error = _clip(error)
+    else:
+        got.ok_transport = True
+    got.elapsed_ms = (time.perf_counter() - started) * 1000
+    return got
 
 
 def _clip(text: str, limit: int = 300) -> str:
-    # Errors quote target-controlled bytes (header values, Location); they end up in the database
-    # and in alert messages, so keep them short and printable.
+    # Errors quote target-controlled bytes (Location, parser messages); they end up in the
+    # database and in alert messages, so keep them short and printable.
     clean = "".join(ch if ch.isprintable() else "?" for ch in text)
     return clean if len(clean) <= limit else clean[: limit - 3] + "..."
 
 
-class _Failed(Exception):
-    def __init__(self, message: str, *, blocked: bool = False) -> None:
-        super().__init__(message)
-        self.message = message
-        self.blocked = blocked
-
-
 async def _follow(
-    session: aiohttp.ClientSession,
+    session: HttpSession,
     policy: AddressPolicy,
-    target: URL,
-    progress: _Progress,
+    target: Target,
+    got: FetchResult,
     *,
     method: str,
     follow_redirects: bool,
     max_redirects: int,
     headers: dict[str, str],
     max_body_bytes: int,
-    request_timeout: float,
 ) -> bytes:
-    for _hop in range(max_redirects + 1):
-        progress.url = str(target)
-        progress.status = progress.location = progress.peer = None
-        progress.timings = _empty_timings()
-        _judge_literal(policy, target)
-        marks: dict[str, Any] = {}
-        started = time.perf_counter()
-        try:
-            async with session.request(
-                method,
-                target,
-                headers=headers,
-                allow_redirects=False,  # we loop ourselves so every hop is judged
-                timeout=aiohttp.ClientTimeout(total=request_timeout),
-                trace_request_ctx=marks,
-            ) as resp:
-                _copy_timings(marks, progress)
-                progress.status = resp.status
-                progress.location = resp.headers.get(hdrs.LOCATION)
-                progress.peer = _peer(resp)
-                if not (follow_redirects and resp.status in _REDIRECT_STATUSES and progress.location):
-                    body = await _read_capped(resp, max_body_bytes)
-                    progress.timings["total_ms"] = (time.perf_counter() - marks.get("_start", started)) * 1000
-                    return body
-        except (aiohttp.ClientError, OSError, ValueError) as exc:
-            _copy_timings(marks, progress)
-            raise _translate(exc, target) from exc
-        next_target = _next_hop(target, progress.location or "")
-        if _origin(next_target) != _origin(target):
+    if method != "GET" and not TOKEN.fullmatch(method):
+        raise _Failed(f"invalid request to {target.text}: invalid method {method!r}")
+    for hop in range(max_redirects + 1):
+        if hop:
+            got.final_url = target.text
+            got.status = got.location = got.peer = None
+            got.timings = dict.fromkeys(_TIMING_KEYS)
+        body = await _hop(
+            session,
+            policy,
+            target,
+            got,
+            method=method,
+            headers=headers,
+            max_body_bytes=max_body_bytes,
+            follow_redirects=follow_redirects,
+        )
+        if not (follow_redirects and got.status in REDIRECT_STATUSES and got.location):
+            return body
+        next_target = _next_hop(target, got.location)
+        if next_target.origin != target.origin:
             headers = {k: v for k, v in headers.items() if k.lower() not in _ORIGIN_BOUND_HEADERS}
-        if progress.status == 303 or (progress.status in (301, 302) and method == "POST"):
+        if got.status == 303 or (got.status in (301, 302) and method == "POST"):
             method = "GET" if method != "HEAD" else method
         target = next_target
     raise _Failed(f"too many redirects (more than {max_redirects})")
 
 
-def _judge_literal(policy: AddressPolicy, target: URL) -> None:
-    # aiohttp never sends an IP literal through the resolver, so literals are judged here.
-    try:
-        literal = literal_address(target.raw_host or "")
-    except InvalidTarget as exc:
-        raise _Failed(f"invalid target: {exc}") from exc
-    if literal is not None:
+async def _hop(
+    session: HttpSession,
+    policy: AddressPolicy,
+    target: Target,
+    got: FetchResult,
+    *,
+    method: str,
+    headers: dict[str, str],
+    max_body_bytes: int,
+    follow_redirects: bool,
+) -> bytes:
+    """One request to ``target``: judge, resolve, dial, send, read. Raises _Failed."""
+    marks = got.timings
+    started = time.perf_counter()
+    if target.literal is not None:
         try:
-            policy.check(literal)
+            addresses = [target.dial_literal(policy)]
         except BlockedTarget as exc:
             raise _Failed(f"blocked: {exc.reason}", blocked=True) from exc
-
-
-def _next_hop(current: URL, location: str) -> URL:
+    else:
+        addresses = await _resolve(session.resolver, target.host, marks)
     try:
-        joined = current.join(URL(location))
-        return parse_target_url(str(joined))
+        request = target.request(method, headers)
+    except InvalidRequest as exc:
+        raise _Failed(f"invalid request to {target.text}: {exc}") from exc
+    loop = asyncio.get_running_loop()
+    exchange: Exchange | None = None
+    error: OSError | None = None
+    connecting = time.perf_counter()
+    try:
+        # In order, the first that connects. No happy eyeballs: the check reports the address
+        # that answered, and its timeout bounds a blackholed one.
+        for address in addresses:
+            exchange = Exchange(
+                loop,
+                session.limits,
+                max_body=max_body_bytes,
+                head_only=method == "HEAD",
+                skip_redirect_body=follow_redirects,
+            )
+            session._open.add(exchange)
+            try:
+                transport, _ = await loop.create_connection(_factory(exchange), address, target.port)
+            except OSError as exc:
+                session._open.discard(exchange)
+                error = exc
+                continue
+            got.peer = address
+            break
+        else:
+            raise _Failed(f"connection failed: {error}")
+        connected = time.perf_counter()
+        marks["connect_ms"] = (connected - connecting) * 1000
+        if target.tls:
+            exchange.transport = await _start_tls(loop, transport, exchange, session.ssl_context, target.host)
+            marks["tls_ms"] = (time.perf_counter() - connected) * 1000
+        exchange.transport.write(request)  # type: ignore[union-attr]  # set by connection_made
+        failure = await exchange.done
+    finally:
+        if exchange is not None:
+            session._open.discard(exchange)
+            exchange.finish("cancelled")  # no-op once settled; drops the socket if we were cancelled
+            got.status, got.location = exchange.status, exchange.location
+            if exchange.first_byte:
+                marks["ttfb_ms"] = (exchange.first_byte - started) * 1000
+    if failure is not None:
+        raise _Failed(failure)
+    marks["total_ms"] = (time.perf_counter() - started) * 1000
+    return exchange.body
+
+
+def _factory(exchange: Exchange) -> Callable[[], Exchange]:
+    return lambda: exchange
+
+
+async def _resolve(resolver: VettedResolver, host: str, marks: dict[str, float | None]) -> list[str]:
+    """One fresh lookup whose every answer is judged (fail closed): the addresses to dial.
+    Nothing else resolves the name, so what was judged is what is dialled."""
+    started = time.perf_counter()
+    try:
+        return [str(address) for address in await resolver.vet(host)]
+    except BlockedTarget as exc:
+        raise _Failed(f"blocked: {exc.host or host} {exc.reason}", blocked=True) from exc
+    except InvalidTarget as exc:
+        raise _Failed(f"blocked: {host} {exc}", blocked=True) from exc
+    except ResolutionError as exc:
+        raise _Failed(str(exc)) from exc
+    except OSError as exc:
+        raise _Failed(f"cannot resolve {host}: {exc}") from exc
+    finally:
+        marks["dns_ms"] = (time.perf_counter() - started) * 1000
+
+
+async def _start_tls(
+    loop: asyncio.AbstractEventLoop,
+    transport: asyncio.BaseTransport,
+    exchange: Exchange,
+    context: ssl.SSLContext,
+    host: str,
+) -> asyncio.Transport:
+    # TLS on the socket already connected to the vetted address; the name is only for SNI and
+    # the certificate check (an IP literal is checked against the certificate's IP addresses).
+    try:
+        tls = await loop.start_tls(transport, exchange, context, server_hostname=host)  # type: ignore[arg-type]
+    except ssl.SSLCertVerificationError as exc:
+        raise _Failed(f"TLS certificate error: {exc}") from exc
+    except ssl.SSLError as exc:
+        raise _Failed(f"TLS error: {exc}") from exc
+    except OSError as exc:
+        raise _Failed(f"connection failed: {exc}") from exc
+    if tls is None:
+        raise _Failed("TLS error: the connection closed during the handshake")
+    return tls
+
+
+def _next_hop(current: Target, location: str) -> Target:
+    # Hops are parsed afresh, not through the session's memo: a Location is the target's to
+    # choose, and must not crowd out the monitors' own URLs.
+    try:
+        return Target.parse(str(current.url.join(URL(location))))
     except (InvalidTarget, ValueError) as exc:
         raise _Failed(f"redirect to invalid target {location!r}: {exc}") from exc
-
-
-def _origin(url: URL) -> tuple[str, str | None, int | None]:
-    return (url.scheme, url.raw_host, url.port)
-
-
-def _with_accept_encoding(headers: Mapping[str, str] | None) -> dict[str, str]:
-    merged = dict(headers or {})
-    if not any(key.lower() == "accept-encoding" for key in merged):
-        merged["Accept-Encoding"] = _ACCEPT_ENCODING
-    return merged
-
-
-class _Inflater:
-    """Incremental gzip/deflate decoding that never produces more than it is asked for."""
-
-    def __init__(self, encoding: str) -> None:
-        self._encoding = encoding
-        self._zlib: Any = None
-
-    @classmethod
-    def for_response(cls, resp: aiohttp.ClientResponse) -> _Inflater | None:
-        encoding = resp.headers.get(hdrs.CONTENT_ENCODING, "").strip().lower()
-        if encoding in ("", "identity"):
-            return None
-        if encoding in ("gzip", "x-gzip", "deflate"):
-            return cls(encoding)
-        raise _Failed(f"invalid response body: unsupported Content-Encoding {encoding!r}")
-
-    def decode(self, data: bytes, limit: int) -> bytes:
-        """At most ``limit`` (>= 1) decoded bytes of ``data``; reaching it means "more than
-        the caller can take", so the input left over does not matter."""
-        if self._zlib is None:
-            if self._encoding == "deflate":
-                # RFC 9110 deflate is zlib-wrapped; some servers send raw deflate (as aiohttp accepts).
-                wbits = zlib.MAX_WBITS if data[0] & 0x0F == 8 else -zlib.MAX_WBITS
-            else:
-                wbits = 16 + zlib.MAX_WBITS
-            self._zlib = zlib.decompressobj(wbits)
-        try:
-            return bytes(self._zlib.decompress(data, limit))
-        except zlib.error as exc:
-            raise _Failed(f"invalid response body: cannot decode {self._encoding}: {exc}") from exc
-
-    def flush(self) -> bytes:
-        return bytes(self._zlib.flush()) if self._zlib is not None else b""
-
-
-async def _read_capped(resp: aiohttp.ClientResponse, cap: int) -> bytes:
-    # Decided by the declared length first, so a 1 GB response is refused without reading it;
-    # otherwise read in chunks: aiohttp's stream pauses the socket when its buffer fills, so
-    # memory stays near cap + one chunk whatever the target sends. Decoding is bounded the
-    # same way: never more decoded bytes than the room left under the cap, plus one.
-    if resp.content_length is not None and resp.content_length > cap:
-        raise _Failed(f"response body exceeds {cap} bytes")
-    inflater = _Inflater.for_response(resp)
-    buf = bytearray()
-    async for chunk in resp.content.iter_chunked(_CHUNK):
-        data = chunk if inflater is None else inflater.decode(chunk, cap - len(buf) + 1)
-        if len(buf) + len(data) > cap:
-            raise _Failed(f"response body exceeds {cap} bytes")
-        buf += data
-    if inflater is not None:
-        buf += inflater.flush()
-        if len(buf) > cap:
-            raise _Failed(f"response body exceeds {cap} bytes")
-    return bytes(buf)
-
-
-def _peer(resp: aiohttp.ClientResponse) -> str | None:
-    return resp.peer if isinstance(resp, _PeerResponse) else None
-
-
-def _copy_timings(marks: dict[str, Any], progress: _Progress) -> None:
-    for key in _TIMING_KEYS:
-        if key in marks:
-            progress.timings[key] = marks[key]
-
-
-def _blocked_cause(exc: BaseException) -> BlockedTarget | None:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, BlockedTarget):
-            return current
-        if isinstance(current, aiohttp.ClientConnectorError) and isinstance(current.os_error, BlockedTarget):
-            return current.os_error
-        current = current.__cause__ or current.__context__
-    return None
-
-
-def _translate(exc: BaseException, target: URL) -> _Failed:
-    if isinstance(exc, _Failed):
-        return exc
-    blocked = _blocked_cause(exc)
-    if blocked is not None:
-        if blocked.host is not None:
-            return _Failed(f"blocked: {blocked.host} {blocked.reason}", blocked=True)
-        return _Failed(f"blocked: {blocked.reason}", blocked=True)
-    if isinstance(exc, TimeoutError):
-        raise exc  # reported by fetch() with the configured timeout
-    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        return _Failed(f"TLS certificate error: {exc.certificate_error}")
-    if isinstance(exc, aiohttp.ClientSSLError):
-        return _Failed(f"TLS error: {exc}")
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        if isinstance(exc.os_error, ResolutionError):
-            return _Failed(str(exc.os_error))
-        return _Failed(f"connection failed: {exc.os_error or exc}")
-    if isinstance(exc, aiohttp.ClientResponseError):
-        return _Failed(f"invalid response: {exc.message}")
-    if isinstance(exc, aiohttp.ClientPayloadError):
-        return _Failed(f"invalid response body: {exc}")
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
-        return _Failed("server closed the connection without a response")
-    if isinstance(exc, aiohttp.ClientError):
-        return _Failed(f"{type(exc).__name__}: {exc}")
-    if isinstance(exc, OSError):
-        return _Failed(f"connection failed: {exc}")
-    return _Failed(f"invalid request to {target}: {exc}")

@@ -17,14 +17,13 @@ import tracemalloc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-import aiohttp
 import pytest
 import trustme
 from aiohttp import web
 from support.dns import DNSServer, dns_fixture  # noqa: F401  (the dns fixture)
 from yarl import URL
 
-from monitor.net.client import FetchResult, fetch, make_session
+from monitor.net.client import FetchResult, HttpSession, fetch, make_session
 from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver
 
@@ -138,7 +137,7 @@ async def web_server() -> AsyncIterator[Callable[..., Awaitable[str]]]:
 
 @dataclass
 class Client:
-    session: aiohttp.ClientSession
+    session: HttpSession
     policy: AddressPolicy
     dns: DNSServer
     resolver: VettedResolver

@@ -1,0 +1,117 @@
+"""A check target parsed once: the validated URL, what follows from its text alone, the request.
+
+A monitor fetches the same URL every interval. Validating it (``parse_target_url``), judging an
+IP literal and formatting the request are pure functions of that text (and of the immutable
+``AddressPolicy``), so ``HttpSession`` keeps them per URL string instead of redoing them each
+check; on a scheduler that wakes for one check at a time, that work runs with cold caches and
+cost more than the HTTP exchange itself. Nothing about a *name* is kept: names are resolved
+and judged afresh on every hop.
+"""
+
+from __future__ import annotations
+
+import re
+
+from yarl import URL
+
+from monitor import __version__
+
+from .policy import AddressPolicy, BlockedTarget, IPAddress, literal_address, parse_target_url
+
+# Framing is ours: one request without a body on a connection closed after the response.
+_FRAMING_HEADERS = frozenset(
+    {"connection", "content-length", "transfer-encoding", "keep-alive", "upgrade", "te", "expect"}
+)
+# Methods that carry no body; the others get "Content-Length: 0", as aiohttp sent, so servers
+# that insist on a length (411) still answer.
+_BODYLESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "DELETE"})
+TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_BAD_VALUE = re.compile(r"[\r\n\x00]")
+# No Accept-Encoding: a check never needs the body beyond the cap, and servers then send it
+# unencoded. A server that compresses anyway is decoded within the cap (http1.Inflater).
+_ACCEPT = "Accept: */*\r\n"
+_USER_AGENT = f"User-Agent: monitor/{__version__}\r\n"
+
+
+class InvalidRequest(ValueError):
+    """A header or method the caller gave cannot be sent as HTTP/1.1."""
+
+
+class Target:
+    """One validated URL (``parse``) and the facts derived from it. Immutable once built,
+    apart from the memo of the last policy's verdict on an IP literal."""
+
+    __slots__ = ("_get", "_verdict", "host", "literal", "port", "text", "tls", "url")
+
+    def __init__(self, url: URL) -> None:
+        self.url = url
+        self.text = str(url)
+        self.host = url.raw_host or ""  # IDNA, lower case, no brackets, no trailing dot
+        self.tls = url.scheme == "https"
+        self.port = url.port or (443 if self.tls else 80)
+        # InvalidTarget cannot happen here: parse_target_url has accepted this host already.
+        self.literal: IPAddress | None = literal_address(self.host)
+        self._get: bytes | None = None
+        # (policy, address to dial, or the reason it is blocked)
+        self._verdict: tuple[AddressPolicy, str | None, str] | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Target:
+        """Raises InvalidTarget with a reason a user can act on."""
+        return cls(parse_target_url(text))
+
+    @property
+    def origin(self) -> tuple[str, str, int]:
+        return (self.url.scheme, self.host, self.port)
+
+    def dial_literal(self, policy: AddressPolicy) -> str:
+        """The address to dial for an IP literal, or BlockedTarget. An IPv4-mapped literal
+        dials its IPv4 address. The verdict is a pure function of the address and the policy
+        (whose allow-list is fixed at construction), so it is kept for the next check."""
+        verdict = self._verdict
+        if verdict is None or verdict[0] is not policy:
+            assert self.literal is not None
+            try:
+                verdict = (policy, str(policy.check(self.literal)), "")
+            except BlockedTarget as exc:
+                verdict = (policy, None, exc.reason)
+            self._verdict = verdict
+        if verdict[1] is None:
+            raise BlockedTarget(verdict[2])  # a new one each time: a re-raised one grows its traceback
+        return verdict[1]
+
+    def request(self, method: str, headers: dict[str, str]) -> bytes:
+        """The request head. A plain GET, every check's case, is formatted once."""
+        if method == "GET" and not headers:
+            if self._get is None:
+                self._get = build_request("GET", self.url, self.host, {})
+            return self._get
+        return build_request(method, self.url, self.host, headers)
+
+
+def build_request(method: str, url: URL, host: str, headers: dict[str, str]) -> bytes:
+    """Request line and headers; Host carries the name (and a port that is not the default).
+    Caller headers replace Host, Accept and User-Agent; framing headers are ours."""
+    authority = f"[{host}]" if ":" in host else host
+    if not url.is_default_port():
+        authority = f"{authority}:{url.port}"
+    given = ""
+    names: set[str] = set()
+    for name, value in headers.items():
+        key = name.lower()
+        if key in _FRAMING_HEADERS:
+            continue
+        if not TOKEN.fullmatch(name) or _BAD_VALUE.search(value):
+            raise InvalidRequest(f"invalid header {name[:40]!r}")  # never the value: it may be a secret
+        names.add(key)
+        given += f"{name}: {value}\r\n"
+    head = f"{method} {url.raw_path_qs} HTTP/1.1\r\n"
+    if "host" not in names:
+        head += f"Host: {authority}\r\n"
+    if "accept" not in names:
+        given += _ACCEPT
+    if "user-agent" not in names:
+        given += _USER_AGENT
+    if method not in _BODYLESS_METHODS:
+        given += "Content-Length: 0\r\n"
+    return f"{head}{given}Connection: close\r\n\r\n".encode()
