@@ -4,8 +4,8 @@ The observed part of a window is the window clipped to the monitor's life (creat
 to now) minus the time it was paused. Downtime is the part of the observed time
 covered by incidents (an incident runs from the first failing check of its
 confirming streak to the first success). Check counts come from the hourly rollups
-for whole hours and from raw checks for the partial hours at the edges, so they are
-exact and stay fast for 90-day windows.
+for whole hours (and for the current one) and from raw checks for the partial hours at
+the edges, so they are exact and stay fast for 90-day windows.
 """
 
 from __future__ import annotations
@@ -77,11 +77,18 @@ def _ceil_hour(value: datetime) -> datetime:
 
 
 async def count_checks(
-    conn: asyncpg.Connection, ids: list[int], start: datetime, end: datetime
+    conn: asyncpg.Connection, ids: list[int], start: datetime, end: datetime, now: datetime | None = None
 ) -> dict[int, tuple[int, int]]:
     """(checks, checks_up) per monitor in [start, end)."""
-    full_start, full_end = _ceil_hour(start), end.replace(minute=0, second=0, microsecond=0)
     counts: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    full_start = _ceil_hour(start)
+    if now is not None and end >= now:
+        # A window that runs to now needs no raw rows at its end: the writer commits checks with
+        # their rollups, so the current hour's rollup holds exactly the checks written so far.
+        full_end, edges = _ceil_hour(now), [(start, full_start)]
+    else:
+        full_end = end.replace(minute=0, second=0, microsecond=0)
+        edges = [(start, full_start), (full_end, end)]
     if full_start < full_end:
         rows = await conn.fetch(
             """SELECT monitor_id, sum(checks) AS n, sum(checks_up) AS up FROM checks_hourly
@@ -91,7 +98,6 @@ async def count_checks(
             full_start,
             full_end,
         )
-        edges = [(start, full_start), (full_end, end)]
     else:
         rows = []
         edges = [(start, end)]
@@ -145,7 +151,7 @@ async def uptimes(
     ids = [mid for mid, _ in monitors]
     incidents = await _spans(conn, "incidents", ids, start, end)
     pauses = await _spans(conn, "monitor_pauses", ids, start, end)
-    counts = await count_checks(conn, ids, start, end)
+    counts = await count_checks(conn, ids, start, end, now)
     result: dict[int, Uptime] = {}
     for mid, created_at in monitors:
         checks, up = counts.get(mid, (0, 0))
