@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextvars
 import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+
+import structlog
 
 from monitor import logging as mlog
 from monitor.alerter.channels.base import DeliveryError
@@ -37,6 +40,9 @@ class Item:
     attempts: int = 0
     not_before: float = 0.0
     last_error: str | None = None
+    # Further stream entries carrying the same event (a relay that published twice): they
+    # settle with this item instead of sending again.
+    also: list[str] = field(default_factory=list)
     order: tuple[int, int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -100,7 +106,11 @@ class ChatSender:
         self._items.insert(bisect.bisect_right(keys, item.order), item)
         self._wake.set()
         if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"chat-{self.chat_id}")
+            # In a copy of the context without the ids of the event that happened to start it,
+            # so the chat's later log lines do not carry that event's ids.
+            context = contextvars.copy_context()
+            context.run(structlog.contextvars.unbind_contextvars, "event_id", "monitor_id")
+            self._task = asyncio.create_task(self._run(), name=f"chat-{self.chat_id}", context=context)
 
     async def stop(self) -> None:
         """Finish the send in hand; what waits stays pending in the stream for later."""
@@ -157,17 +167,25 @@ class ChatSender:
         await self._send_once(self.eligible(now))
 
     async def _send_once(self, ready: list[Item]) -> None:
+        # A retry goes alone: combined with fresh alerts, its next failure would back them off
+        # too, and a message-specific rejection would dead-letter them with it.
+        retried = [i for i in ready if i.attempts]
+        if retried:
+            ready = retried[:1]
         text, covered = self._compose([i.event for i in ready])
         batch = ready[:covered]
         self._sending = True
         try:
-            self._limiter.record()
-            self._bot.record(time.monotonic())
             try:
                 await self._send(self.chat_id, text)
             except DeliveryError as exc:
                 await self._failed(batch, exc)
                 return
+            finally:
+                # Counted from when the answer came: Telegram received this message before that,
+                # so every gap it sees between two messages is at least the limiter's interval.
+                self._limiter.record()
+                self._bot.record(time.monotonic())
             self._remove(batch)
             await self._on_outcome(batch, "sent", None)
         finally:
@@ -188,7 +206,7 @@ class ChatSender:
         log.warning(
             "alert.send_failed",
             chat=self.chat_id,
-            events=len(batch),
+            event_ids=[i.event.event_id for i in batch],
             error=str(exc),
             permanent=exc.permanent,
             dead=len(dead),

@@ -68,6 +68,8 @@ class Alerter:
         self._tasks: list[asyncio.Task[None]] = []
         self._entries: dict[str, Entry] = {}
         self._senders: dict[str, ChatSender] = {}
+        # (event_id, channel) of every item in hand, so a second copy of an event joins it.
+        self._holding: dict[tuple[str, str], Item] = {}
         self._bot = BotLimiter()
         self._pool: asyncpg.Pool | None = None
         self._redis: aioredis.Redis | None = None
@@ -255,7 +257,12 @@ class Alerter:
                 return
             self._entries[entry_id] = Entry(entry_id, set(open_channels))
             for channel in open_channels:
-                self._sender(channel.removeprefix("telegram:")).put(Item(entry_id, event, channel))
+                held = self._holding.get((event.event_id, channel))
+                if held is not None:
+                    held.also.append(entry_id)
+                    continue
+                item = self._holding[(event.event_id, channel)] = Item(entry_id, event, channel)
+                self._sender(channel.removeprefix("telegram:")).put(item)
 
     def _sender(self, chat_id: str) -> ChatSender:
         sender = self._senders.get(chat_id)
@@ -328,13 +335,15 @@ class Alerter:
                     item.channel,
                     error or "",
                 )
-            entry = self._entries.get(item.entry_id)
-            if entry is None:
-                continue
-            entry.open_channels.discard(item.channel)
-            if not entry.open_channels:
-                await self._ack(item.entry_id)
-                del self._entries[item.entry_id]
+            self._holding.pop((item.event.event_id, item.channel), None)
+            for entry_id in (item.entry_id, *item.also):
+                entry = self._entries.get(entry_id)
+                if entry is None:
+                    continue
+                entry.open_channels.discard(item.channel)
+                if not entry.open_channels:
+                    await self._ack(entry_id)
+                    del self._entries[entry_id]
 
     async def _dead_letter(
         self, entry_id: str, fields: dict[str, str], channel: str | None, error: str

@@ -12,7 +12,6 @@ import time
 from collections import Counter
 
 import asyncpg
-import pytest
 import redis.asyncio as aioredis
 from support import FakeTelegram, ProcessFactory, wait_for
 from support.alerts import (
@@ -74,11 +73,6 @@ async def test_a_send_in_flight_at_sigkill_is_delivered_exactly_once_by_the_next
     assert not procs.tracebacks()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a second stream entry of an event still in hand is queued and sent again "
-    "(monitor/alerter/service.py _accept dedupes only against settled deliveries)",
-)
 async def test_an_event_published_twice_while_its_send_is_in_flight_is_sent_once(
     db: asyncpg.Connection, redis_client: aioredis.Redis, fake_telegram: FakeTelegram, procs: ProcessFactory
 ) -> None:
