@@ -39,6 +39,8 @@ class Event:
     cause: dict[str, Any]  # status_code, error, latency_ms of the deciding check
     # [{"id", "kind": "telegram", "name", "chat_id"}]
     channels: list[dict[str, Any]] = field(default_factory=list)
+    # For "up": the event id of the same incident's "down", which must be delivered first.
+    after_event_id: str | None = None
     v: int = SCHEMA_VERSION
 
     def telegram_chats(self) -> list[str]:
@@ -61,6 +63,7 @@ class Event:
         ended_at: datetime | None,
         result: CheckResult,
         channels: list[dict[str, Any]],
+        after_event_id: str | None = None,
     ) -> Event:
         duration = (ended_at - started_at).total_seconds() if started_at and ended_at else None
         return cls(
@@ -77,6 +80,7 @@ class Event:
             duration_seconds=duration,
             cause={"status_code": result.status_code, "error": result.error, "latency_ms": result.latency_ms},
             channels=channels,
+            after_event_id=after_event_id,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -42,6 +42,8 @@ log = mlog.get(__name__)
 
 TRANSIENT = (RedisError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError)
 READ_COUNT = 100
+# The longest a recovery waits for its outage's delivery by another alerter.
+ORDER_WAIT = 120.0
 
 
 @dataclass
@@ -70,6 +72,9 @@ class Alerter:
         self._senders: dict[str, ChatSender] = {}
         # (event_id, channel) of every item in hand, so a second copy of an event joins it.
         self._holding: dict[tuple[str, str], Item] = {}
+        # Recoveries read before their outage was delivered (by another alerter): entry id ->
+        # (fields, first seen). Looked at again on every read, and kept claimed meanwhile.
+        self._deferred: dict[str, tuple[dict[Any, Any], float]] = {}
         self._bot = BotLimiter()
         self._pool: asyncpg.Pool | None = None
         self._redis: aioredis.Redis | None = None
@@ -148,6 +153,8 @@ class Alerter:
                 if time.monotonic() >= next_reclaim:
                     await self._reclaim()
                     next_reclaim = time.monotonic() + self.settings.alert_claim_idle_seconds / 2
+                for entry_id, (fields, _) in list(self._deferred.items()):
+                    await self._accept(entry_id, fields)
                 for entry_id, fields in await self._read():
                     await self._accept(entry_id, fields)
                 delay = 1.0
@@ -202,7 +209,7 @@ class Alerter:
         period = self.settings.alert_claim_idle_seconds / 3
         while not self._stopping.is_set():
             await self._sleep(period)
-            ids = list(self._entries)
+            ids = [*self._entries, *self._deferred]
             if not ids or self._redis is None:
                 continue
             try:
@@ -253,7 +260,10 @@ class Alerter:
                 self.metrics.deliveries.labels("duplicate").inc()
             open_channels = [c for c in channels if c not in final]
             if not open_channels:
+                self._deferred.pop(entry_id, None)
                 await self._ack(entry_id)
+                return
+            if await self._outage_still_undelivered(entry_id, fields, event, open_channels):
                 return
             self._entries[entry_id] = Entry(entry_id, set(open_channels))
             for channel in open_channels:
@@ -263,6 +273,39 @@ class Alerter:
                     continue
                 item = self._holding[(event.event_id, channel)] = Item(entry_id, event, channel)
                 self._sender(channel.removeprefix("telegram:")).put(item)
+
+    async def _outage_still_undelivered(
+        self, entry_id: str, fields: dict[Any, Any], event: Event, channels: list[str]
+    ) -> bool:
+        """True (and the entry deferred) while a recovery's outage is in another alerter's hands.
+
+        Within one alerter the chat sender keeps a monitor's order; across alerters only the
+        delivery record can tell. An outage still undelivered after ORDER_WAIT is not waited
+        for any longer (it may never have been meant for this channel).
+        """
+        if event.kind != "up" or not event.after_event_id:
+            return False
+        assert self._pool is not None
+        waiting = [c for c in channels if (event.after_event_id, c) not in self._holding]
+        if waiting:
+            done = {
+                r["channel"]
+                for r in await self._pool.fetch(
+                    """SELECT channel FROM deliveries WHERE event_id = $1 AND channel = ANY($2::text[])
+                       AND status IN ('sent', 'dead')""",
+                    event.after_event_id,
+                    waiting,
+                )
+            }
+            waiting = [c for c in waiting if c not in done]
+        first_seen = self._deferred.get(entry_id, (fields, time.monotonic()))[1]
+        if waiting and time.monotonic() - first_seen < ORDER_WAIT:
+            if entry_id not in self._deferred:
+                log.info("alert.recovery_waits_for_outage", after_event_id=event.after_event_id)
+            self._deferred[entry_id] = (fields, first_seen)
+            return True
+        self._deferred.pop(entry_id, None)
+        return False
 
     def _sender(self, chat_id: str) -> ChatSender:
         sender = self._senders.get(chat_id)

@@ -238,6 +238,7 @@ async def _apply_transition(conn: asyncpg.Connection, pending: Pending) -> None:
     if not monitor_exists:
         return  # deleted while the check ran: nobody to alert
     started_at = ended_at = None
+    after_event_id: str | None = None
     if transition.kind == "down":
         incident_id = await conn.fetchval(
             """INSERT INTO incidents (monitor_id, started_at, status_code, error)
@@ -261,6 +262,13 @@ async def _apply_transition(conn: asyncpg.Connection, pending: Pending) -> None:
         if row is None:
             return  # no open incident: nothing to recover from
         incident_id, started_at, ended_at = row["id"], row["started_at"], row["ended_at"]
+        after_event_id = await conn.fetchval(
+            """SELECT event_id::text FROM outbox
+               WHERE monitor_id = $1 AND kind = 'down' AND payload ->> 'incident_id' = $2
+               ORDER BY id DESC LIMIT 1""",
+            spec.id,
+            str(incident_id),
+        )
     await conn.execute(
         "UPDATE monitor_state SET changed_at = $2 WHERE monitor_id = $1", spec.id, transition.at
     )
@@ -282,6 +290,7 @@ async def _apply_transition(conn: asyncpg.Connection, pending: Pending) -> None:
         ended_at=ended_at,
         result=result,
         channels=channels,
+        after_event_id=after_event_id,
     )
     await conn.execute(
         "INSERT INTO outbox (event_id, monitor_id, kind, payload) VALUES ($1, $2, $3, $4)",
