@@ -33,9 +33,9 @@ from support import (
     MonitorProcess,
     ProcessFactory,
     TargetServer,
+    ensure_account,
     insert_monitor,
     reset,
-    test_account,
 )
 
 from monitor import accounts
@@ -173,6 +173,8 @@ def _process_env(database_url: str, redis_url: str) -> dict[str, str]:
         # Tests reuse key ids after each reset; the per-key rate limit is tested on its own.
         "MONITOR_API_RATE_PER_SECOND": "10000",
         "MONITOR_API_RATE_BURST": "10000",
+        # One test loads 10,000 monitors into the test account and then adds more.
+        "MONITOR_ACCOUNT_MONITOR_QUOTA": "100000",
     }
 
 
@@ -223,7 +225,7 @@ def api_server(
 @pytest.fixture
 async def api_key(db: asyncpg.Connection) -> str:
     """A key of the "test" account (the account ``monitor_factory`` rows belong to)."""
-    new = await accounts.create_key(db, await test_account(db), "tests")
+    new = await accounts.create_key(db, await ensure_account(db), "tests")
     return new.key
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import asyncpg
-from support import ApiClient, ProcessFactory, TargetServer, wait_for
+from support import ApiClient, ProcessFactory, TargetServer, ensure_account, wait_for
 
 LOADED = 10_000
 TAKES_EFFECT = 2.0
@@ -14,10 +14,11 @@ TAKES_EFFECT = 2.0
 async def _load(db: asyncpg.Connection, url: str) -> None:
     # Hourly monitors: the scheduler carries them all, and checks only a few a second.
     await db.execute(
-        """INSERT INTO monitors (name, url, interval_seconds, timeout_seconds)
-           SELECT 'bulk ' || n, $1, 3600, 5 FROM generate_series(1, $2) AS n""",
+        """INSERT INTO monitors (account_id, name, url, interval_seconds, timeout_seconds)
+           SELECT $3, 'bulk ' || n, $1, 3600, 5 FROM generate_series(1, $2) AS n""",
         url,
         LOADED,
+        await ensure_account(db),
     )
     await db.execute("INSERT INTO monitor_state (monitor_id) SELECT id FROM monitors")
 

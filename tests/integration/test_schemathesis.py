@@ -36,7 +36,7 @@ import asyncpg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from support import ApiClient, ProcessFactory, clean_environ
-from support import test_account as account_named  # as test_*, pytest would collect it
+from support import ensure_account as account_named
 
 from monitor import accounts
 

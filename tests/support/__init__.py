@@ -4,7 +4,7 @@ The fixtures in ``tests/conftest.py`` wrap these; import from here for types and
 """
 
 from .api import ApiClient, ApiResponse, parse_time, rfc3339
-from .db import TABLES, insert_monitor, reset, test_account
+from .db import TABLES, ensure_account, insert_monitor, reset
 from .fake_telegram import FakeTelegram, TelegramRequest
 from .procs import MonitorProcess, ProcessFactory, clean_environ, free_port
 from .target import TargetRequest, TargetServer
@@ -21,11 +21,11 @@ __all__ = [
     "TargetServer",
     "TelegramRequest",
     "clean_environ",
+    "ensure_account",
     "free_port",
     "insert_monitor",
     "parse_time",
     "reset",
     "rfc3339",
-    "test_account",
     "wait_for",
 ]

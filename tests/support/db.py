@@ -24,7 +24,7 @@ TABLES = (
 TEST_ACCOUNT = "test"
 
 
-async def test_account(conn: asyncpg.Connection, name: str = TEST_ACCOUNT) -> int:
+async def ensure_account(conn: asyncpg.Connection, name: str = TEST_ACCOUNT) -> int:
     """The id of the account ``name``, made on first use."""
     await conn.execute("INSERT INTO accounts (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", name)
     return int(await conn.fetchval("SELECT id FROM accounts WHERE name = $1", name))
@@ -66,7 +66,7 @@ async def insert_monitor(conn: asyncpg.Connection, **fields: Any) -> asyncpg.Rec
     placeholders = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
     async with conn.transaction():
         if "account_id" not in values:
-            values["account_id"] = await test_account(conn)
+            values["account_id"] = await ensure_account(conn)
             columns = list(values)
             placeholders = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
         row = await conn.fetchrow(
