@@ -24,7 +24,7 @@ CHECKS_PER_HOUR = 120  # every 30 s
 VARIANTS = 64  # distinct hourly histograms, assigned to (monitor, hour) by a hash
 # Tables the load fills; emptied first (ids restart at 1).
 TABLES = ("accounts", "api_keys", "monitors", "monitor_state", "monitor_pauses", "checks", "checks_hourly",
-          "incidents", "channels", "monitor_channels", "outbox", "deliveries")  # fmt: skip
+          "checks_daily", "incidents", "channels", "monitor_channels", "outbox", "deliveries")  # fmt: skip
 PKEY = "checks_hourly_pkey"
 # Monitors $1..$2, hours $4..$5 after $3: each (monitor, hour) gets the variant its hash picks.
 # Written in the order given: hour by hour (as the scheduler writes them, so one monitor's rows
@@ -184,6 +184,9 @@ async def _load(
         conn.execute(f"ALTER TABLE checks_hourly ADD CONSTRAINT {PKEY} {key_sql}"),
     )
     await conn.execute("DROP TABLE bench_variants")
+    # The days beside the hours, as the scheduler's writer keeps them.
+    await conn.execute("TRUNCATE checks_daily")
+    await _timed(seconds, "rollups_daily", conn.execute(rollups.DAILY_FROM_HOURLY, ids))
 
     started = time.monotonic()
     rng_seed = (seed % 1000) / 1000.0

@@ -87,16 +87,17 @@ def percentile(hist: Sequence[int], q: float, latency_max: float | None) -> floa
     return latency_max
 
 
-# One statement per batch: the histograms travel flattened in one int[] and are cut back
-# into rows by ordinality, which costs far less than a statement per (monitor, hour).
-UPSERT = f"""
-INSERT INTO checks_hourly AS h
-    (monitor_id, hour, checks, checks_up, latency_n, latency_sum, latency_max, latency_hist)
-SELECT u.monitor_id, u.hour, u.checks, u.checks_up, u.latency_n, u.latency_sum, u.latency_max,
+def _upsert_sql(table: str, key: str) -> str:
+    # One statement per batch: the histograms travel flattened in one int[] and are cut back
+    # into rows by ordinality, which costs far less than a statement per (monitor, period).
+    return f"""
+INSERT INTO {table} AS h
+    (monitor_id, {key}, checks, checks_up, latency_n, latency_sum, latency_max, latency_hist)
+SELECT u.monitor_id, u.period, u.checks, u.checks_up, u.latency_n, u.latency_sum, u.latency_max,
        ($8::int[])[(u.i - 1) * {N_BUCKETS} + 1 : u.i * {N_BUCKETS}]
 FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::int[], $5::int[], $6::float8[], $7::float8[])
-     WITH ORDINALITY AS u(monitor_id, hour, checks, checks_up, latency_n, latency_sum, latency_max, i)
-ON CONFLICT (monitor_id, hour) DO UPDATE SET
+     WITH ORDINALITY AS u(monitor_id, period, checks, checks_up, latency_n, latency_sum, latency_max, i)
+ON CONFLICT (monitor_id, {key}) DO UPDATE SET
     checks = h.checks + excluded.checks,
     checks_up = h.checks_up + excluded.checks_up,
     latency_n = h.latency_n + excluded.latency_n,
@@ -107,14 +108,48 @@ ON CONFLICT (monitor_id, hour) DO UPDATE SET
 """
 
 
-async def upsert(conn: asyncpg.Connection, rollups: dict[tuple[int, datetime], Rollup]) -> None:
-    if not rollups:
-        return
+# Days rebuilt from hours (after loading hourly rows directly: fixtures, benchmarks, backfills).
+DAILY_FROM_HOURLY = f"""
+INSERT INTO checks_daily
+    (monitor_id, day, checks, checks_up, latency_n, latency_sum, latency_max, latency_hist)
+SELECT monitor_id, date_bin('1 day', hour, 'epoch'::timestamptz), sum(checks), sum(checks_up),
+       sum(latency_n), sum(latency_sum), max(latency_max),
+       ARRAY[{", ".join(f"sum(latency_hist[{i}])" for i in range(1, N_BUCKETS + 1))}]::integer[]
+FROM checks_hourly WHERE monitor_id = ANY($1::bigint[]) GROUP BY 1, 2
+ON CONFLICT (monitor_id, day) DO UPDATE SET
+    checks = excluded.checks, checks_up = excluded.checks_up, latency_n = excluded.latency_n,
+    latency_sum = excluded.latency_sum, latency_max = excluded.latency_max,
+    latency_hist = excluded.latency_hist
+"""
+UPSERT_HOURLY = _upsert_sql("checks_hourly", "hour")
+UPSERT_DAILY = _upsert_sql("checks_daily", "day")
+
+
+def day_of(value: datetime) -> datetime:
+    return value.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def by_day(hourly: dict[tuple[int, datetime], Rollup]) -> dict[tuple[int, datetime], Rollup]:
+    """The hourly rollups of a batch, merged per (monitor, UTC day)."""
+    out: dict[tuple[int, datetime], Rollup] = {}
+    for (monitor_id, hour), rollup in hourly.items():
+        key = (monitor_id, day_of(hour))
+        if key in out:
+            out[key].merge(rollup)
+        else:
+            out[key] = Rollup(
+                rollup.checks, rollup.checks_up, rollup.latency_n, rollup.latency_sum, rollup.latency_max,
+                list(rollup.hist),
+            )  # fmt: skip
+    return out
+
+
+async def _upsert(conn: asyncpg.Connection, sql: str, rollups: dict[tuple[int, datetime], Rollup]) -> None:
     items = list(rollups.items())
     await conn.execute(
-        UPSERT,
+        sql,
         [mid for (mid, _), _ in items],
-        [hour for (_, hour), _ in items],
+        [period for (_, period), _ in items],
         [r.checks for _, r in items],
         [r.checks_up for _, r in items],
         [r.latency_n for _, r in items],
@@ -122,3 +157,11 @@ async def upsert(conn: asyncpg.Connection, rollups: dict[tuple[int, datetime], R
         [r.latency_max for _, r in items],
         [count for _, r in items for count in r.hist],
     )
+
+
+async def upsert(conn: asyncpg.Connection, rollups: dict[tuple[int, datetime], Rollup]) -> None:
+    """Add a batch's hourly rollups to checks_hourly, and their days to checks_daily."""
+    if not rollups:
+        return
+    await _upsert(conn, UPSERT_HOURLY, rollups)
+    await _upsert(conn, UPSERT_DAILY, by_day(rollups))

@@ -40,6 +40,12 @@ GROUP BY 1 ORDER BY 1
 """
 
 
+STATS_DAILY_SQL = """
+SELECT day AS bucket, checks, checks_up, latency_n, latency_sum, latency_max, latency_hist AS hist
+FROM checks_daily WHERE monitor_id = $1 AND day >= $2 AND day < $3 ORDER BY day
+"""
+
+
 async def _owned(conn: asyncpg.Connection, request: web.Request) -> asyncpg.Record:
     row = await conn.fetchrow(
         "SELECT id, created_at FROM monitors WHERE id = $1 AND account_id = $2",
@@ -182,8 +188,8 @@ def _bucket_start(value: datetime, size: timedelta) -> datetime:
 
 
 async def stats(request: web.Request) -> web.Response:
-    """Response-time statistics per hour or day, from the hourly rollups (fast, and kept after
-    raw checks expire): count, share up, average, p50, p95 and max latency."""
+    """Response-time statistics per hour or day, from the hourly and daily rollups (fast, and
+    kept after raw checks expire): count, share up, average, p50, p95 and max latency."""
     bucket = request.query.get("bucket", "1h")
     if bucket not in BUCKETS:
         raise ApiError(400, "invalid", "bucket: 1h or 1d", "bucket")
@@ -198,7 +204,17 @@ async def stats(request: web.Request) -> web.Response:
             raise ApiError(400, "invalid", f"from: at most {MAX_BUCKETS} buckets per request", "from")
         # Summed per bucket in the database: of a 90-day range's 2,160 hourly rows only the 90
         # bucket sums travel, rather than every row's histogram being merged here.
-        rows = await conn.fetch(STATS_SQL, monitor["id"], _bucket_start(start, size), end, size)
+        first = _bucket_start(start, size)
+        if bucket == "1d":
+            # Whole days from the daily rollups (90 rows for 90 days), the day still running
+            # from its hours.
+            today = _bucket_start(end, size)
+            rows = [
+                *await conn.fetch(STATS_DAILY_SQL, monitor["id"], first, today),
+                *await conn.fetch(STATS_SQL, monitor["id"], max(first, today), end, size),
+            ]
+        else:
+            rows = await conn.fetch(STATS_SQL, monitor["id"], first, end, size)
     items = []
     for row in rows:
         key = row["bucket"]

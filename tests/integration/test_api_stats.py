@@ -94,6 +94,8 @@ async def write_checks(db: asyncpg.Connection, monitor_id: int, checks: list[Che
                                       latency_max, latency_hist) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)""",
         rows,
     )
+    # The scheduler keeps the days beside the hours; so does this fixture.
+    await db.execute(rollups.DAILY_FROM_HOURLY, [monitor_id])
 
 
 async def add_incident(

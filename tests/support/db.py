@@ -13,6 +13,7 @@ TABLES = (
     "monitors",
     "checks",
     "checks_hourly",
+    "checks_daily",
     "monitor_state",
     "monitor_pauses",
     "channels",
