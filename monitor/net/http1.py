@@ -37,8 +37,9 @@ class Limits:
     max_head_bytes: int = 256 * 1024
 
     @property
-    def short_line(self) -> int:
-        return min(self.max_line_size, self.max_field_size)
+    def short_head(self) -> int:
+        """A head shorter than this breaks no length limit, whatever its lines."""
+        return min(self.max_line_size, self.max_field_size, self.max_head_bytes)
 
 
 class Inflater:
@@ -103,6 +104,7 @@ class Exchange(asyncio.Protocol):
         "_head_only",
         "_in_head",
         "_inflater",
+        "_leading",
         "_limits",
         "_max_body",
         "_parser",
@@ -110,6 +112,7 @@ class Exchange(asyncio.Protocol):
         "_skip_redirect_body",
         "_until_close",
         "done",
+        "finished",
         "first_byte",
         "location",
         "status",
@@ -126,6 +129,7 @@ class Exchange(asyncio.Protocol):
         skip_redirect_body: bool = False,
     ) -> None:
         self.done: asyncio.Future[str | None] = loop.create_future()
+        self.finished = False
         self.transport: asyncio.Transport | None = None
         self.status: int | None = None
         self.location: str | None = None
@@ -149,6 +153,7 @@ class Exchange(asyncio.Protocol):
         self._in_head = True
         self._head_bytes = 0
         self._head_lines = 0  # complete lines so far, the status line included
+        self._leading = 0  # blank lines before the status line
         self._partial = 0  # length of the line still arriving
         self._fields: dict[bytes, bytes] = {}  # the headers in _WANTED, lower-case names
 
@@ -162,7 +167,7 @@ class Exchange(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]  # a stream transport
 
     def data_received(self, data: bytes) -> None:
-        if self.done.done():
+        if self.finished:
             return
         if not self.first_byte:
             self.first_byte = time.perf_counter()
@@ -189,7 +194,7 @@ class Exchange(asyncio.Protocol):
         return None  # close our side too; connection_lost decides what the EOF meant
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self.done.done():
+        if self.finished:
             return
         if self._in_head:
             if exc is None:
@@ -214,6 +219,8 @@ class Exchange(asyncio.Protocol):
                 self._fields[key] = value
 
     def on_headers_complete(self) -> None:
+        if self.finished:
+            return  # a second message in the same read: only the first counts
         status = self._parser.get_status_code()
         if 100 <= status < 200 and status != 101:
             return  # interim (100, 103): the real response follows; reset in on_message_complete
@@ -237,7 +244,7 @@ class Exchange(asyncio.Protocol):
         )
 
     def on_body(self, data: bytes) -> None:
-        if not data or self.done.done():
+        if not data or self.finished:
             return
         if self._inflater is not None:
             data = self._inflater.decode(data, self._max_body - self._body_len + 1)
@@ -265,10 +272,15 @@ class Exchange(asyncio.Protocol):
 
     def finish(self, error: str | None) -> None:
         """Settle ``done`` (first call wins) and release the socket: politely after a complete
-        response, at once after a failure so a hostile sender stops costing us."""
-        if self.done.done():
+        response, at once after a failure so a hostile sender stops costing us. Also the
+        caller's cleanup when it is cancelled, which cancels ``done`` but leaves the socket."""
+        if self.finished:
             return
-        self.done.set_result(error)
+        self.finished = True
+        if not self.done.done():
+            self.done.set_result(error)
+        if error is not None:
+            self._chunks.clear()  # a failed response has no body; free it now
         if self.transport is not None:
             if error is None:
                 self.transport.close()
@@ -280,11 +292,11 @@ class Exchange(asyncio.Protocol):
         limits = self._limits
         seen = self._head_bytes
         self._head_bytes = seen + len(data)
-        if seen == 0:
+        if seen == 0 and data.startswith(b"HTTP/"):
             # Fast path, the usual case: the whole head in the first read and shorter than any
             # line limit, so no line in it can be too long; only the header count is left.
             end = data.find(b"\r\n\r\n")
-            if 0 <= end < limits.short_line:
+            if 0 <= end < limits.short_head:
                 if data.count(b"\n", 0, end) > limits.max_headers:
                     raise Abort("invalid response: Too many headers received")
                 return
@@ -292,18 +304,21 @@ class Exchange(asyncio.Protocol):
         while True:
             newline = data.find(b"\n", start)
             length = self._partial + (len(data) if newline < 0 else newline) - start
-            limit = limits.max_line_size if self._head_lines == 0 else limits.max_field_size
+            status_line = self._head_lines == self._leading
+            limit = limits.max_line_size if status_line else limits.max_field_size
             if length > limit:
-                what = "the status line" if self._head_lines == 0 else "a header line"
+                what = "the status line" if status_line else "a header line"
                 raise Abort(f"invalid response: Got more than {limit} bytes when reading {what}")
             if newline < 0:
                 self._partial = length
                 return
             self._partial = 0
             start = newline + 1
-            if length <= 1 and self._head_lines:  # "" or "\r": the blank line that ends the head
-                return
-            self._head_lines += 1  # leading blank lines count too, so they cannot go on forever
+            if length <= 1:  # "" or "\r"
+                if self._head_lines > self._leading:
+                    return  # the blank line that ends the head
+                self._leading += 1  # before the status line: tolerated, and counted as a line
+            self._head_lines += 1
             if self._head_lines > limits.max_headers + 1:
                 raise Abort("invalid response: Too many headers received")
             if seen + start > limits.max_head_bytes:

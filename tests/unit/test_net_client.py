@@ -446,6 +446,21 @@ async def test_timeout(make_client: ClientFactory, raw_server: Callable[..., Awa
     assert 250 < got.elapsed_ms < 3000
 
 
+async def test_timeout_hangs_up(
+    make_client: ClientFactory, raw_server: Callable[..., Awaitable[RawServer]]
+) -> None:
+    hung_up = asyncio.Event()
+
+    async def silent(reader: asyncio.StreamReader, _writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+        hung_up.set()
+
+    record = await raw_server(silent)
+    got = await make_client().get(f"{record.url}/", timeout=0.2)
+    assert got.error == "timed out after 0.2s"
+    await asyncio.wait_for(hung_up.wait(), 2)  # the socket went with the fetch
+
+
 async def test_connection_refused(make_client: ClientFactory) -> None:
     with socket.socket() as sock:
         sock.bind((ALLOWED, 0))
@@ -499,6 +514,127 @@ async def test_https_verifies_name_and_dials_vetted_ip(
     assert got.status == 200 and got.error is None, got.error
     assert got.peer == ALLOWED and sni == ["secure.test"]
     assert b'"Host": "secure.test:' in got.body
+    # TLS runs on the connected socket, so the handshake is timed on its own.
+    assert all(got.timings[k] is not None for k in ("dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms"))
 
     wrong = await client.get(f"https://other.test:{port}/echo")
     assert wrong.error is not None and wrong.error.startswith("TLS certificate error"), wrong.error
+
+
+async def test_request_head(
+    make_client: ClientFactory, raw_server: Callable[..., Awaitable[RawServer]]
+) -> None:
+    heads: list[bytes] = []
+
+    async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heads.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+        await writer.drain()
+
+    record_server = await raw_server(record)
+    got = await make_client().get(f"{record_server.url}/p/a%20th?q=1#frag", headers={"X-Keep": "yes"})
+    assert (got.status, got.error) == (204, None)
+    lines = heads[0].decode().split("\r\n")
+    assert lines[:2] == ["GET /p/a%20th?q=1 HTTP/1.1", f"Host: {ALLOWED}:{record_server.port}"]
+    assert {"X-Keep: yes", "Accept: */*", "Connection: close"} <= set(lines)
+    # Never advertised: a check reads at most the cap, so the body is wanted as sent.
+    assert not any(line.lower().startswith("accept-encoding") for line in lines)
+
+
+async def test_header_injection_is_refused(make_client: ClientFactory, canary: RawServer) -> None:
+    client = make_client(allow=[CANARY + "/32"])
+    got = await client.get(f"{canary.url}/", headers={"X-Bad": "a\r\nInjected: 1"})
+    assert got.error == f"invalid request to {canary.url}/: invalid header 'X-Bad'"
+    assert canary.connections == 0
+
+
+async def test_limit_bounds_fetches_in_flight(
+    make_client: ClientFactory, raw_server: Callable[..., Awaitable[RawServer]]
+) -> None:
+    active = peak = 0
+
+    async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal active, peak
+        active += 1
+        peak = max(peak, active)
+        await reader.readuntil(b"\r\n\r\n")
+        await asyncio.sleep(0.1)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        active -= 1
+
+    record = await raw_server(slow)
+    client = make_client(limit=2)
+    results = await asyncio.gather(*(client.get(f"{record.url}/") for _ in range(5)))
+    assert [r.status for r in results] == [200] * 5
+    assert peak == 2
+
+
+async def test_cancellation_is_not_a_timeout(
+    make_client: ClientFactory, raw_server: Callable[..., Awaitable[RawServer]]
+) -> None:
+    async def silent(reader: asyncio.StreamReader, _writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+
+    record = await raw_server(silent)
+    client = make_client()
+    task = asyncio.create_task(client.get(f"{record.url}/", timeout=5.0))
+    await asyncio.sleep(0.1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # The session is still usable, and an inner timeout still reads as one.
+    outer = asyncio.create_task(client.get(f"{record.url}/", timeout=0.1))
+    assert (await outer).error == "timed out after 0.1s"
+
+
+def test_targets_are_parsed_once_and_bounded(dns: DNSServer) -> None:
+    session = make_session(VettedResolver(AddressPolicy()), max_targets=2)
+    first, second = session.target("http://a.test/"), session.target("http://b.test/")
+    assert session.target("http://a.test/") is first
+    third = session.target("http://c.test/")  # full: the newest makes room, the older stay
+    assert session.target("http://a.test/") is first and session.target("http://b.test/") is not second
+    assert third.host == "c.test"
+
+
+def test_fetch_on_uvloop(ca: trustme.CA) -> None:
+    """The scheduler runs on uvloop: plain, TLS (start_tls on the dialled socket) and timeout."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def main() -> None:
+        server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ca.issue_cert(ALLOWED).configure_cert(server_ctx)
+
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            head = await reader.readuntil(b"\r\n\r\n")
+            if b"/silent" not in head:
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+            await reader.read()
+            writer.close()
+
+        plain = await asyncio.start_server(answer, ALLOWED, 0)
+        secure = await asyncio.start_server(answer, ALLOWED, 0, ssl=server_ctx)
+        client_ctx = ssl.create_default_context()
+        ca.configure_trust(client_ctx)
+        policy = AddressPolicy([ALLOWED + "/32"])
+        resolver = VettedResolver(policy)
+        session = make_session(resolver, ssl_context=client_ctx)
+        try:
+            plain_port = plain.sockets[0].getsockname()[1]
+            secure_port = secure.sockets[0].getsockname()[1]
+            got = await fetch(session, policy, f"http://{ALLOWED}:{plain_port}/", timeout=5)
+            assert (got.status, got.body, got.error) == (200, b"ok", None)
+            got = await fetch(session, policy, f"https://{ALLOWED}:{secure_port}/", timeout=5)
+            assert (got.status, got.body, got.error) == (200, b"ok", None)
+            assert got.timings["tls_ms"] is not None
+            got = await fetch(session, policy, f"http://{ALLOWED}:{plain_port}/silent", timeout=0.2)
+            assert got.error == "timed out after 0.2s"
+        finally:
+            await session.close()
+            await resolver.close()
+            for server in (plain, secure):
+                server.close()
+                await server.wait_closed()
+
+    uvloop.run(main())

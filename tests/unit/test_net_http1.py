@@ -1,0 +1,243 @@
+"""http1.Exchange without a network: bytes in, outcome out, in whatever pieces they arrive.
+
+Each scenario is fed whole, in two arbitrary halves and one byte at a time, since a hostile or
+slow server decides where reads split and the caps must hold for every split.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from monitor.net.http1 import Exchange, Limits
+
+
+class FakeTransport(asyncio.Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.state = "open"
+
+    def close(self) -> None:
+        self.state = "closed"
+
+    def abort(self) -> None:
+        self.state = "aborted"
+
+    def is_closing(self) -> bool:
+        return self.state != "open"
+
+
+@dataclass
+class Outcome:
+    error: str | None
+    status: int | None
+    location: str | None
+    body: bytes
+    transport: str
+
+
+def splits(data: bytes) -> Iterator[list[bytes]]:
+    yield [data]
+    yield [data[: len(data) // 2], data[len(data) // 2 :]]
+    yield [data[i : i + 1] for i in range(len(data))]
+
+
+async def run(
+    pieces: list[bytes], *, close: bool = True, limits: Limits | None = None, **kwargs: object
+) -> Outcome:
+    exchange = Exchange(asyncio.get_running_loop(), limits or Limits(), **{"max_body": 1000, **kwargs})  # type: ignore[arg-type]
+    transport = FakeTransport()
+    exchange.connection_made(transport)
+    for piece in pieces:
+        exchange.data_received(piece)
+    if close:
+        exchange.connection_lost(None)
+    assert exchange.done.done()
+    return Outcome(exchange.done.result(), exchange.status, exchange.location, exchange.body, transport.state)
+
+
+def response(head: str, body: bytes = b"") -> bytes:
+    return head.replace("\n", "\r\n").encode() + b"\r\n" + body
+
+
+OK = response("HTTP/1.1 200 OK\nContent-Length: 5\n", b"hello")
+CHUNKED = response("HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n", b"3\r\nhel\r\n2\r\nlo\r\n0\r\n\r\n")
+UNTIL_CLOSE = response("HTTP/1.0 200 OK\n", b"hello")
+GZIPPED = gzip.compress(b"hello")
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "kwargs", "want"),
+    [
+        ("content-length", OK, {}, (None, 200, None, b"hello")),
+        ("chunked", CHUNKED, {}, (None, 200, None, b"hello")),
+        ("until close", UNTIL_CLOSE, {}, (None, 200, None, b"hello")),
+        ("204 has no body", response("HTTP/1.1 204 No Content\n"), {}, (None, 204, None, b"")),
+        (
+            "interim 100 and 103 are skipped",
+            response("HTTP/1.1 100 Continue\n") + response("HTTP/1.1 103 Early Hints\nLink: </a>\n") + OK,
+            {},
+            (None, 200, None, b"hello"),
+        ),
+        (
+            "gzip is decoded",
+            response(f"HTTP/1.1 200 OK\nContent-Encoding: gzip\nContent-Length: {len(GZIPPED)}\n", GZIPPED),
+            {},
+            (None, 200, None, b"hello"),
+        ),
+        (
+            "raw deflate is decoded too",
+            response("HTTP/1.1 200 OK\nContent-Encoding: deflate\n", zlib.compress(b"hello")[2:-4]),
+            {},
+            (None, 200, None, b"hello"),
+        ),
+        (
+            "3xx body is read when not followed",
+            response("HTTP/1.1 302 Found\nLocation: /next\nContent-Length: 3\n", b"bye"),
+            {},
+            (None, 302, "/next", b"bye"),
+        ),
+        (
+            "3xx body is skipped when followed",
+            response("HTTP/1.1 302 Found\nLocation: /next\nContent-Length: 5000\n", b"bye"),
+            {"skip_redirect_body": True},
+            (None, 302, "/next", b""),
+        ),
+        (
+            "HEAD ends at the head",
+            response("HTTP/1.1 200 OK\nContent-Length: 5000\n"),
+            {"head_only": True},
+            (None, 200, None, b""),
+        ),
+        (
+            "first Location wins",
+            response("HTTP/1.1 301 Moved\nLocation: /a\nlocation: /b\nContent-Length: 0\n"),
+            {},
+            (None, 301, "/a", b""),
+        ),
+        (
+            "bare LF line ends are tolerated",
+            b"HTTP/1.1 200 OK\nContent-Length: 5\n\nhello",
+            {},
+            (None, 200, None, b"hello"),
+        ),
+        (
+            "declared length over the cap fails at the head",
+            response("HTTP/1.1 200 OK\nContent-Length: 1001\n"),
+            {},
+            ("response body exceeds 1000 bytes", 200, None, b""),
+        ),
+        (
+            "chunked body over the cap",
+            response("HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n", b"3e9\r\n" + b"x" * 1001 + b"\r\n"),
+            {},
+            ("response body exceeds 1000 bytes", 200, None, b""),
+        ),
+        (
+            "gzip over the cap after decoding",
+            response("HTTP/1.1 200 OK\nContent-Encoding: gzip\n", gzip.compress(bytes(5000))),
+            {},
+            ("response body exceeds 1000 bytes", 200, None, b""),
+        ),
+        (
+            "unsupported encoding",
+            response("HTTP/1.1 200 OK\nContent-Encoding: br\nContent-Length: 1\n", b"x"),
+            {},
+            ("invalid response body: unsupported Content-Encoding 'br'", 200, None, b""),
+        ),
+        (
+            "body cut short",
+            response("HTTP/1.1 200 OK\nContent-Length: 10\n", b"hello"),
+            {},
+            ("invalid response body: connection closed before the body was complete", 200, None, b""),
+        ),
+        ("nothing at all", b"", {}, ("server closed the connection without a response", None, None, b"")),
+        (
+            "head cut short",
+            b"HTTP/1.1 200 OK\r\nContent-Le",
+            {},
+            ("server closed the connection without a response", None, None, b""),
+        ),
+        ("not HTTP", b"SSH-2.0-OpenSSH_9.2\r\n\r\n", {}, ("invalid response: ", None, None, b"")),
+    ],
+)
+async def test_responses(name: str, data: bytes, kwargs: dict[str, bool], want: tuple[object, ...]) -> None:
+    for pieces in splits(data) if data else [[]]:
+        got = await run(pieces, **kwargs)  # type: ignore[arg-type]
+        error, status, location, body = want
+        assert isinstance(error, str | None)
+        if error is not None and got.error is not None and error.endswith(": "):
+            assert got.error.startswith(error), (name, got)
+        else:
+            assert got.error == error, (name, len(pieces), got)
+        assert (got.status, got.location, got.body) == (status, location, body), (name, got)
+        assert got.transport == ("closed" if error is None else "aborted"), (name, got)
+
+
+def head_with(lines: list[str]) -> bytes:
+    return response("HTTP/1.1 200 OK\n" + "".join(f"{line}\n" for line in lines) + "Content-Length: 0\n")
+
+
+LIMITS = Limits(max_line_size=100, max_field_size=60, max_headers=5, max_head_bytes=400)
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "error"),
+    [
+        # "X: " + 55 + "\r" is 59 bytes: within max_field_size; one more is not.
+        ("header at the limit", head_with(["X: " + "a" * 56]), None),
+        (
+            "header over the limit",
+            head_with(["X: " + "a" * 57]),
+            "invalid response: Got more than 60 bytes when reading a header line",
+        ),
+        ("status line at the limit", response("HTTP/1.1 200 " + "O" * 86 + "\nContent-Length: 0\n"), None),
+        (
+            "status line over the limit",
+            response("HTTP/1.1 200 " + "O" * 87 + "\nContent-Length: 0\n"),
+            "invalid response: Got more than 100 bytes when reading the status line",
+        ),
+        ("headers at the count", head_with([f"X-{i}: v" for i in range(4)]), None),
+        (
+            "headers over the count",
+            head_with([f"X-{i}: v" for i in range(5)]),
+            "invalid response: Too many headers received",
+        ),
+        (
+            "leading blank lines count as lines",
+            b"\r\n" * 10 + head_with([]),
+            "invalid response: Too many headers received",
+        ),
+    ],
+)
+async def test_head_limits(name: str, data: bytes, error: str | None) -> None:
+    for pieces in splits(data):
+        got = await run(pieces, limits=LIMITS)
+        assert got.error == error, (name, len(pieces), got)
+
+
+async def test_head_total_is_capped() -> None:
+    many = [f"X-{i}: " + "v" * 50 for i in range(8)]
+    limits = Limits(max_headers=100, max_head_bytes=400)
+    for pieces in splits(head_with(many)):
+        got = await run(pieces, limits=limits)
+        assert got.error == "invalid response: headers exceed 400 bytes", (len(pieces), got)
+
+
+async def test_endless_header_is_refused_before_it_is_buffered() -> None:
+    exchange = Exchange(asyncio.get_running_loop(), Limits(), max_body=1000)
+    exchange.connection_made(FakeTransport())
+    exchange.data_received(b"HTTP/1.1 200 OK\r\nX-Endless: ")
+    for _ in range(3):
+        exchange.data_received(b"a" * 4000)
+    assert exchange.done.result() == "invalid response: Got more than 8190 bytes when reading a header line"
+
+
+async def test_data_after_the_response_is_ignored() -> None:
+    got = await run([OK + b"HTTP/1.1 500 Oops\r\n\r\n"], close=False)
+    assert (got.error, got.status, got.body) == (None, 200, b"hello")
