@@ -1,7 +1,8 @@
 """The only resolver checks use: asks A and AAAA itself, judges every answer, returns what it judged.
 
-aiohttp dials exactly the addresses a resolver returns, and with its DNS cache off it asks once
-per connection, so judging here closes the rebinding gap between "checked" and "connected".
+The check client (client.py) calls ``vet`` once per connection and dials exactly the addresses
+it returns, so judging here closes the rebinding gap between "checked" and "connected". It is
+still an aiohttp resolver too (``resolve``), for any aiohttp client that must obey the same rules.
 """
 
 from __future__ import annotations
