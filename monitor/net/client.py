@@ -21,7 +21,7 @@ import asyncio
 import collections
 import ssl
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from yarl import URL
@@ -203,7 +203,7 @@ async def fetch(
     A body larger than ``max_body_bytes`` fails the check ("response body exceeds N bytes"); the
     status is still reported.
     """
-    if session.closed:
+    if session._closed:
         raise RuntimeError("fetch on a closed session")
     started = time.perf_counter()
     # Filled in as the fetch goes, so a failure or timeout mid-way reports the hop it stopped on.
@@ -341,7 +341,7 @@ async def _hop(
             )
             session._open.add(exchange)
             try:
-                transport, _ = await loop.create_connection(_factory(exchange), address, target.port)
+                transport, _ = await loop.create_connection(exchange, address, target.port)
             except OSError as exc:
                 session._open.discard(exchange)
                 error = exc
@@ -360,7 +360,8 @@ async def _hop(
     finally:
         if exchange is not None:
             session._open.discard(exchange)
-            exchange.finish("cancelled")  # no-op once settled; drops the socket if we were cancelled
+            if not exchange.finished:  # cancelled: drop the socket with us
+                exchange.finish("cancelled")
             got.status, got.location = exchange.status, exchange.location
             if exchange.first_byte:
                 marks["ttfb_ms"] = (exchange.first_byte - started) * 1000
@@ -368,10 +369,6 @@ async def _hop(
         raise _Failed(failure)
     marks["total_ms"] = (time.perf_counter() - started) * 1000
     return exchange.body
-
-
-def _factory(exchange: Exchange) -> Callable[[], Exchange]:
-    return lambda: exchange
 
 
 async def _resolve(resolver: VettedResolver, host: str, marks: dict[str, float | None]) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httptools
@@ -35,11 +35,13 @@ class Limits:
     max_field_size: int = 8190  # one header line
     max_headers: int = 128
     max_head_bytes: int = 256 * 1024
+    # A head shorter than this breaks no length limit, whatever its lines (derived).
+    short_head: int = field(init=False)
 
-    @property
-    def short_head(self) -> int:
-        """A head shorter than this breaks no length limit, whatever its lines."""
-        return min(self.max_line_size, self.max_field_size, self.max_head_bytes)
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "short_head", min(self.max_line_size, self.max_field_size, self.max_head_bytes)
+        )
 
 
 class Inflater:
@@ -157,6 +159,11 @@ class Exchange(asyncio.Protocol):
         self._partial = 0  # length of the line still arriving
         self._fields: dict[bytes, bytes] = {}  # the headers in _WANTED, lower-case names
 
+    def __call__(self) -> Exchange:
+        """Its own protocol factory: ``create_connection`` wants one, and this protocol exists
+        before its connection does (the caller holds it to await ``done``)."""
+        return self
+
     @property
     def body(self) -> bytes:
         return b"".join(self._chunks)
@@ -233,7 +240,12 @@ class Exchange(asyncio.Protocol):
         if self._head_only or (self._skip_redirect_body and status in REDIRECT_STATUSES and self.location):
             self.finish(None)
             raise Abort("")  # stop the parser; done already holds the result
-        declared = _content_length(fields.get(b"content-length"))
+        declared = None
+        if (length := fields.get(b"content-length")) is not None:
+            try:
+                declared = int(length)
+            except ValueError:
+                raise Abort("invalid response: invalid Content-Length") from None
         if declared is not None and declared > self._max_body:
             raise Abort(f"response body exceeds {self._max_body} bytes")
         encoding = fields.get(b"content-encoding")
@@ -323,12 +335,3 @@ class Exchange(asyncio.Protocol):
                 raise Abort("invalid response: Too many headers received")
             if seen + start > limits.max_head_bytes:
                 raise Abort(f"invalid response: headers exceed {limits.max_head_bytes} bytes")
-
-
-def _content_length(value: bytes | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise Abort("invalid response: invalid Content-Length") from None
