@@ -18,7 +18,6 @@ byte), ``total_ms`` (response complete).
 from __future__ import annotations
 
 import asyncio
-import collections
 import ssl
 import time
 from collections.abc import Mapping
@@ -26,10 +25,13 @@ from dataclasses import dataclass
 
 from yarl import URL
 
-from .http1 import REDIRECT_STATUSES, Exchange, Limits
+from .http1 import REDIRECT_STATUSES, Exchange
 from .policy import AddressPolicy, BlockedTarget, InvalidTarget
 from .resolver import ResolutionError, VettedResolver
+from .session import HttpSession, make_session
 from .target import TOKEN, InvalidRequest, Target
+
+__all__ = ["FetchResult", "HttpSession", "fetch", "make_session"]
 
 # Credentials are meant for the origin the user configured, never for whoever it redirects to.
 _ORIGIN_BOUND_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization", "host"})
@@ -55,101 +57,6 @@ class FetchResult:
     blocked: bool
     body: bytes = b""
     peer: str | None = None
-
-
-class HttpSession:
-    """The check client of a process: the resolver, TLS context, limits and parsed targets that
-    every fetch shares. Holds no connection between fetches (each check dials afresh); ``close``
-    aborts the ones in flight. Closing the session does not close the resolver: its owner does.
-
-    ``limit`` bounds fetches in flight. ``max_targets`` bounds the parsed-URL memo
-    (``target.Target``, a few hundred bytes each); past it, the newest entry makes room, so a
-    rotation over more URLs than fit still finds most of them.
-    """
-
-    def __init__(
-        self,
-        resolver: VettedResolver,
-        *,
-        limit: int,
-        limits: Limits,
-        ssl_context: ssl.SSLContext,
-        max_targets: int,
-    ) -> None:
-        self.resolver = resolver
-        self.limits = limits
-        self.ssl_context = ssl_context
-        self._free = limit
-        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._targets: dict[str, Target] = {}
-        self._max_targets = max_targets
-        self._open: set[Exchange] = set()
-        self._closed = False
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    async def close(self) -> None:
-        self._closed = True
-        for exchange in list(self._open):
-            exchange.finish("session closed")
-        self._open.clear()
-        self._targets.clear()
-
-    def target(self, url: str) -> Target:
-        """The parsed target for ``url``, from the memo when it is there. Raises InvalidTarget."""
-        target = self._targets.get(url)
-        if target is None:
-            target = Target.parse(url)
-            if len(self._targets) >= self._max_targets:
-                self._targets.popitem()
-            self._targets[url] = target
-        return target
-
-    # A semaphore whose uncontended path is one integer test (fetch does it inline):
-    # asyncio.Semaphore costs more than that on every check, and a check rarely waits here.
-    async def _acquire(self) -> None:
-        waiter = asyncio.get_running_loop().create_future()
-        self._waiting.append(waiter)
-        try:
-            await waiter
-        except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled():
-                self._release()  # the slot was handed over as we were cancelled: pass it on
-            raise
-
-    def _release(self) -> None:
-        while self._waiting:
-            waiter = self._waiting.popleft()
-            if not waiter.done():
-                waiter.set_result(None)  # the slot goes straight to the waiter
-                return
-        self._free += 1
-
-
-def make_session(
-    resolver: VettedResolver,
-    *,
-    limit: int = 100,
-    max_line_size: int = 8190,
-    max_field_size: int = 8190,
-    ssl_context: ssl.SSLContext | None = None,
-    max_targets: int = 8192,
-) -> HttpSession:
-    """The one HTTP session of a process; close it on shutdown.
-
-    ``ssl_context`` defaults to the system trust store with host name checks; pass one only to
-    trust another CA (tests, a private CA).
-    """
-    return HttpSession(
-        resolver,
-        limit=limit,
-        limits=Limits(max_line_size=max_line_size, max_field_size=max_field_size),
-        # One context for all checks: building one per request costs milliseconds of CPU each.
-        ssl_context=ssl_context if ssl_context is not None else ssl.create_default_context(),
-        max_targets=max_targets,
-    )
 
 
 class _Failed(Exception):
@@ -203,7 +110,7 @@ async def fetch(
     A body larger than ``max_body_bytes`` fails the check ("response body exceeds N bytes"); the
     status is still reported.
     """
-    if session._closed:
+    if session.closed:
         raise RuntimeError("fetch on a closed session")
     started = time.perf_counter()
     # Filled in as the fetch goes, so a failure or timeout mid-way reports the hop it stopped on.
@@ -218,10 +125,8 @@ async def fetch(
         loop = asyncio.get_running_loop()
         deadline = _Deadline(loop, timeout)
         try:
-            if session._free > 0 and not session._waiting:
-                session._free -= 1
-            else:
-                await session._acquire()
+            if not session.try_acquire():
+                await session.acquire()
             try:
                 got.body = await _follow(
                     session,
@@ -235,7 +140,7 @@ async def fetch(
                     max_body_bytes=max_body_bytes,
                 )
             finally:
-                session._release()
+                session.release()
         except _Failed as exc:
             error, got.blocked = exc.message, exc.blocked
         except asyncio.CancelledError:
@@ -339,11 +244,11 @@ async def _hop(
                 head_only=method == "HEAD",
                 skip_redirect_body=follow_redirects,
             )
-            session._open.add(exchange)
+            session.track(exchange)
             try:
                 transport, _ = await loop.create_connection(exchange, address, target.port)
             except OSError as exc:
-                session._open.discard(exchange)
+                session.forget(exchange)
                 error = exc
                 continue
             got.peer = address
@@ -359,7 +264,7 @@ async def _hop(
         failure = await exchange.done
     finally:
         if exchange is not None:
-            session._open.discard(exchange)
+            session.forget(exchange)
             if not exchange.finished:  # cancelled: drop the socket with us
                 exchange.finish("cancelled")
             got.status, got.location = exchange.status, exchange.location

@@ -1,0 +1,119 @@
+"""The check client's shared state: one ``HttpSession`` per process, created by ``make_session``.
+
+What every fetch shares (resolver, TLS context, limits, parsed targets, the bound on fetches in
+flight) lives here; ``client.fetch`` does the work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import ssl
+
+from .http1 import Exchange, Limits
+from .resolver import VettedResolver
+from .target import Target
+
+
+class HttpSession:
+    """The check client of a process. Holds no connection between fetches (each check dials
+    afresh); ``close`` aborts the ones in flight. Closing the session does not close the
+    resolver: its owner does that.
+
+    ``limit`` bounds fetches in flight. ``max_targets`` bounds the parsed-URL memo
+    (``target.Target``, a few hundred bytes each); past it, the newest entry makes room, so a
+    rotation over more URLs than fit still finds most of them.
+    """
+
+    def __init__(
+        self,
+        resolver: VettedResolver,
+        *,
+        limit: int,
+        limits: Limits,
+        ssl_context: ssl.SSLContext,
+        max_targets: int,
+    ) -> None:
+        self.resolver = resolver
+        self.limits = limits
+        self.ssl_context = ssl_context
+        self.closed = False
+        self._free = limit
+        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._targets: dict[str, Target] = {}
+        self._max_targets = max_targets
+        self._open: set[Exchange] = set()
+
+    async def close(self) -> None:
+        self.closed = True
+        for exchange in list(self._open):
+            exchange.finish("session closed")
+        self._open.clear()
+        self._targets.clear()
+
+    def target(self, url: str) -> Target:
+        """The parsed target for ``url``, from the memo when it is there. Raises InvalidTarget."""
+        target = self._targets.get(url)
+        if target is None:
+            target = Target.parse(url)
+            if len(self._targets) >= self._max_targets:
+                self._targets.popitem()
+            self._targets[url] = target
+        return target
+
+    def track(self, exchange: Exchange) -> None:
+        self._open.add(exchange)
+
+    def forget(self, exchange: Exchange) -> None:
+        self._open.discard(exchange)
+
+    # A semaphore whose uncontended path is one integer test without a coroutine:
+    # asyncio.Semaphore costs more than that on every check, and a check rarely waits here.
+    def try_acquire(self) -> bool:
+        """Take a slot if one is free now; otherwise ``await acquire()``. Then ``release()``."""
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            return True
+        return False
+
+    async def acquire(self) -> None:
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # the slot was handed over as we were cancelled: pass it on
+            raise
+
+    def release(self) -> None:
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # the slot goes straight to the waiter
+                return
+        self._free += 1
+
+
+def make_session(
+    resolver: VettedResolver,
+    *,
+    limit: int = 100,
+    max_line_size: int = 8190,
+    max_field_size: int = 8190,
+    ssl_context: ssl.SSLContext | None = None,
+    max_targets: int = 8192,
+) -> HttpSession:
+    """The one HTTP session of a process; close it on shutdown.
+
+    ``ssl_context`` defaults to the system trust store with host name checks; pass one only to
+    trust another CA (tests, a private CA).
+    """
+    return HttpSession(
+        resolver,
+        limit=limit,
+        limits=Limits(max_line_size=max_line_size, max_field_size=max_field_size),
+        # One context for all checks: building one per request costs milliseconds of CPU each.
+        ssl_context=ssl_context if ssl_context is not None else ssl.create_default_context(),
+        max_targets=max_targets,
+    )
