@@ -41,14 +41,19 @@ class Target:
     """One validated URL (``parse``) and the facts derived from it. Immutable once built,
     apart from the memo of the last policy's verdict on an IP literal."""
 
-    __slots__ = ("_get", "_verdict", "host", "literal", "port", "text", "tls", "url")
+    # The yarl URL itself is not kept: its caches make it most of an entry's size, and only a
+    # redirect needs it again (``url``).
+    __slots__ = ("_get", "_verdict", "authority", "host", "literal", "path", "port", "scheme", "text", "tls")
 
     def __init__(self, url: URL) -> None:
-        self.url = url
         self.text = str(url)
+        self.scheme = url.scheme
         self.host = url.raw_host or ""  # IDNA, lower case, no brackets, no trailing dot
-        self.tls = url.scheme == "https"
+        self.tls = self.scheme == "https"
         self.port = url.port or (443 if self.tls else 80)
+        authority = f"[{self.host}]" if ":" in self.host else self.host
+        self.authority = authority if url.is_default_port() else f"{authority}:{self.port}"  # Host
+        self.path = url.raw_path_qs
         # InvalidTarget cannot happen here: parse_target_url has accepted this host already.
         self.literal: IPAddress | None = literal_address(self.host)
         self._get: bytes | None = None
@@ -61,8 +66,12 @@ class Target:
         return cls(parse_target_url(text))
 
     @property
+    def url(self) -> URL:
+        return URL(self.text, encoded=True)
+
+    @property
     def origin(self) -> tuple[str, str, int]:
-        return (self.url.scheme, self.host, self.port)
+        return (self.scheme, self.host, self.port)
 
     def dial_literal(self, policy: AddressPolicy) -> str:
         """The address to dial for an IP literal, or BlockedTarget. An IPv4-mapped literal
@@ -84,17 +93,14 @@ class Target:
         """The request head. A plain GET, every check's case, is formatted once."""
         if method == "GET" and not headers:
             if self._get is None:
-                self._get = build_request("GET", self.url, self.host, {})
+                self._get = build_request("GET", self.path, self.authority, {})
             return self._get
-        return build_request(method, self.url, self.host, headers)
+        return build_request(method, self.path, self.authority, headers)
 
 
-def build_request(method: str, url: URL, host: str, headers: dict[str, str]) -> bytes:
+def build_request(method: str, path: str, authority: str, headers: dict[str, str]) -> bytes:
     """Request line and headers; Host carries the name (and a port that is not the default).
     Caller headers replace Host, Accept and User-Agent; framing headers are ours."""
-    authority = f"[{host}]" if ":" in host else host
-    if not url.is_default_port():
-        authority = f"{authority}:{url.port}"
     given = ""
     names: set[str] = set()
     for name, value in headers.items():
@@ -105,7 +111,7 @@ def build_request(method: str, url: URL, host: str, headers: dict[str, str]) -> 
             raise InvalidRequest(f"invalid header {name[:40]!r}")  # never the value: it may be a secret
         names.add(key)
         given += f"{name}: {value}\r\n"
-    head = f"{method} {url.raw_path_qs} HTTP/1.1\r\n"
+    head = f"{method} {path} HTTP/1.1\r\n"
     if "host" not in names:
         head += f"Host: {authority}\r\n"
     if "accept" not in names:
