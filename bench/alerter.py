@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
 import os
 import shutil
@@ -302,24 +301,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-
-    async def guarded() -> dict[str, Any]:
-        # SIGTERM ends the run like Ctrl-C does: through the finally blocks that stop the alerter.
-        task = asyncio.current_task()
-        assert task is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        return await run(args)
-
-    try:
-        result = asyncio.run(guarded())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("interrupted; the alerter was stopped", file=sys.stderr)
+    result = process.run_and_report(
+        lambda: run(args), render, args.json or RESULTS / f"alerter-{args.events}.json"
+    )
+    if result is None:
         return 130
-    print(render(result))
-    out = args.json or RESULTS / f"alerter-{args.events}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
     return 1 if result["timed_out"] or result["doubled"] or result["order_errors"] else 0
 
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import json
 import signal
 import subprocess
+import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 
@@ -75,3 +78,29 @@ async def wait_for(
         if time.monotonic() > deadline:
             raise RuntimeError(f"{what}: not ready after {within:g} s")
         await asyncio.sleep(0.05)
+
+
+def run_and_report(
+    run: Callable[[], Awaitable[dict[str, Any]]], render: Callable[[dict[str, Any]], str], out: Path
+) -> dict[str, Any] | None:
+    """Run one benchmark, print its report and write its JSON to ``out``; None if interrupted.
+
+    SIGTERM ends the run like Ctrl-C does: through the finally blocks that stop what it started.
+    """
+
+    async def guarded() -> dict[str, Any]:
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        return await run()
+
+    try:
+        result = asyncio.run(guarded())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("interrupted; everything the benchmark started was stopped", file=sys.stderr)
+        return None
+    print(render(result))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
+    return result

@@ -510,24 +510,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-
-    async def guarded() -> dict[str, Any]:
-        # SIGTERM ends the run like Ctrl-C does: through the finally blocks that stop our children.
-        task = asyncio.current_task()
-        assert task is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        return await run(args)
-
-    try:
-        result = asyncio.run(guarded())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("interrupted; everything started was stopped", file=sys.stderr)
+    result = process.run_and_report(
+        lambda: run(args), render, args.json or RESULTS / f"scheduler-{args.monitors}-{args.interval:g}.json"
+    )
+    if result is None:
         return 130
-    print(render(result))
-    out = args.json or RESULTS / f"scheduler-{args.monitors}-{args.interval:g}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
     return 0
 
 
