@@ -40,7 +40,6 @@ import redis.asyncio as aioredis
 
 from bench import database, proc, process
 from bench.nginx import free_port
-from monitor import db
 from monitor.events import Event, publish
 
 REPO = Path(__file__).resolve().parent.parent
@@ -111,8 +110,7 @@ def alerter_env(urls: database.Urls, fake: FakeTelegram, args: argparse.Namespac
 
 async def reset(urls: database.Urls) -> None:
     """The benchmark database made (or remade) and migrated by this tree, then emptied; Redis too."""
-    await database.create(urls, sorted(p.name for p in (REPO / "sql").glob("*.sql")))
-    await db.migrate(urls.database)
+    await database.create_and_migrate(urls)
     conn = await asyncpg.connect(urls.database)
     try:
         await database.reset(conn)

@@ -47,36 +47,17 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 import asyncpg
 
 from bench import api_data, database, proc, process
 from bench.nginx import free_port
-from monitor import db as monitor_db
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BENCH_DB = "monitor_bench_api"
 BENCH_REDIS_DB = 4
 TARGETS_MS = {"stats": 10.0, "uptime": 10.0, "list_page": 500.0}
-
-
-async def prepare_database(urls: database.Urls) -> None:
-    """Create the database if missing, with TimescaleDB, and apply the migrations."""
-    name = urlsplit(urls.database).path.lstrip("/")
-    admin = await asyncpg.connect(urls.admin)
-    try:
-        if not await admin.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
-            await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    conn = await asyncpg.connect(urls.database)
-    try:
-        await conn.execute("CREATE EXTENSION IF NOT EXISTS timescaledb")
-    finally:
-        await conn.close()
-    await monitor_db.migrate(urls.database)
 
 
 async def wait_quiet(within: float, threshold: float = 0.25) -> bool:
@@ -240,7 +221,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     urls = database.service_urls(args.db_name, BENCH_REDIS_DB)
     if args.harness_core is not None:
         os.sched_setaffinity(0, {args.harness_core})
-    await prepare_database(urls)
+    await database.create_and_migrate(urls)
     started = time.monotonic()
     loaded = None
     if args.reuse:

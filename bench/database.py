@@ -75,6 +75,14 @@ async def create(urls: Urls, migrations: list[str]) -> None:
         await conn.close()
 
 
+async def create_and_migrate(urls: Urls) -> None:
+    """The benchmark database made (or remade, see :func:`create`) and migrated by this tree."""
+    from monitor import db as monitor_db
+
+    await create(urls, sorted(p.name for p in (REPO / "sql").glob("*.sql")))
+    await monitor_db.migrate(urls.database)
+
+
 async def _applied(dsn: str) -> list[str]:
     conn = await asyncpg.connect(dsn)
     try:
