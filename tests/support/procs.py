@@ -152,37 +152,35 @@ class MonitorProcess:
         """
         deadline = time.monotonic() + timeout
         while True:
-            exited = not self.running  # read before the log, so a last line is not missed
-            found = self.events(event, **fields)
-            if found:
-                return found[0]
-            if exited:
-                raise AssertionError(
-                    f"{self.name} exited before logging {event!r} {fields}: {self._describe()}"
-                )
-            if time.monotonic() >= deadline:
-                raise AssertionError(
-                    f"{self.name} did not log {event!r} {fields} in {timeout:g}s: {self._describe()}"
-                )
+            found = self._look_for(event, fields, deadline, timeout)
+            if found is not None:
+                return found
             await asyncio.sleep(0.05)
 
     def wait_log_sync(self, event: str, *, timeout: float = DEFAULT_TIMEOUT, **fields: Any) -> dict[str, Any]:
         """:meth:`wait_log` for code outside an event loop (e.g. a module-scoped fixture)."""
         deadline = time.monotonic() + timeout
         while True:
-            exited = not self.running
-            found = self.events(event, **fields)
-            if found:
-                return found[0]
-            if exited:
-                raise AssertionError(
-                    f"{self.name} exited before logging {event!r} {fields}: {self._describe()}"
-                )
-            if time.monotonic() >= deadline:
-                raise AssertionError(
-                    f"{self.name} did not log {event!r} {fields} in {timeout:g}s: {self._describe()}"
-                )
+            found = self._look_for(event, fields, deadline, timeout)
+            if found is not None:
+                return found
             time.sleep(0.05)
+
+    def _look_for(
+        self, event: str, fields: dict[str, Any], deadline: float, timeout: float
+    ) -> dict[str, Any] | None:
+        """One look at the log for ``wait_log``: the line, None for "not yet", or a failure."""
+        exited = not self.running  # read before the log, so a last line is not missed
+        found = self.events(event, **fields)
+        if found:
+            return found[0]
+        if exited:
+            raise AssertionError(f"{self.name} exited before logging {event!r} {fields}: {self._describe()}")
+        if time.monotonic() >= deadline:
+            raise AssertionError(
+                f"{self.name} did not log {event!r} {fields} in {timeout:g}s: {self._describe()}"
+            )
+        return None
 
     # -- stopping ----------------------------------------------------------------------
 
