@@ -11,13 +11,13 @@ a malformed ``Authorization`` header or with a revoked key gets 401 and the JSON
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 import pytest
-from support import ApiClient, ApiResponse, MonitorProcess, ProcessFactory
+from support import ApiClient, ApiResponse, MonitorProcess
 
 from monitor import accounts
 
@@ -48,34 +48,10 @@ async def _created(response: ApiResponse) -> dict[str, Any]:
     return response.json  # type: ignore[no-any-return]
 
 
-@pytest.fixture(scope="module")
-def api_process(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, migrated: str, redis_url: str
-) -> Iterator[MonitorProcess]:
-    """The module's api. Its rate limit is high: the api keeps a token bucket per key id, key ids
-    start again at 1 after each test's reset, and these tests make hundreds of requests."""
-    env = {
-        "MONITOR_DATABASE_URL": migrated,
-        "MONITOR_REDIS_URL": redis_url,
-        "MONITOR_ALLOW_CIDRS": "127.0.0.0/8",
-        "MONITOR_LOG_FORMAT": "json",
-        "MONITOR_API_RATE_PER_SECOND": "100000",
-        "MONITOR_API_RATE_BURST": "100000",
-    }
-    factory = ProcessFactory(tmp_path_factory.mktemp("api-logs"), env)
-    failures_before = request.session.testsfailed
-    try:
-        yield factory.start_sync("api")
-    finally:
-        factory.stop_all_sync()
-        if request.session.testsfailed > failures_before:
-            print(factory.report())
-
-
 @pytest.fixture
-async def world(api_process: MonitorProcess, db: asyncpg.Connection) -> AsyncIterator[World]:
-    assert api_process.running, api_process.tail()
-    base = api_process.base_url
+async def world(api_server: MonitorProcess, db: asyncpg.Connection) -> AsyncIterator[World]:
+    assert api_server.running, api_server.tail()
+    base = api_server.base_url
     key_a = await accounts.create_key(db, await accounts.create_account(db, "alice"), "a")
     key_b = await accounts.create_key(db, await accounts.create_account(db, "bob"), "b")
     async with ApiClient(base, key=key_a.key) as a, ApiClient(base, key=key_b.key) as b:
