@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,12 +24,24 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
 
-async def create_pool(dsn: str, *, min_size: int = 0, max_size: int = 10) -> asyncpg.Pool:
+async def create_pool(
+    dsn: str,
+    *,
+    min_size: int = 0,
+    max_size: int = 10,
+    init: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
+) -> asyncpg.Pool:
     """A pool that opens connections on demand (min_size 0 by default): it starts, and keeps
     no "connection floor" to restore, while the database is away; callers see the outage as
-    errors on use and retry."""
+    errors on use and retry. ``init`` runs on each new connection, after our codecs are set."""
+
+    async def setup(conn: asyncpg.Connection) -> None:
+        await _init_connection(conn)
+        if init is not None:
+            await init(conn)
+
     pool = await asyncpg.create_pool(
-        dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=30
+        dsn, min_size=min_size, max_size=max_size, init=setup, command_timeout=30
     )
     assert pool is not None
     return pool

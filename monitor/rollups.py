@@ -1,17 +1,17 @@
-"""Hourly rollups of check results, with a fixed latency histogram per row.
+"""Hourly and daily rollups of check results, with a fixed latency histogram per row.
 
 The histogram's buckets are the same for every row, so the rows of many hours add up
-to the histogram of the whole span, and percentiles of any span come from it.
+to the histogram of the whole span, and percentiles of any span come from it. The
+scheduler's batch statement (``writer.WRITE_BATCH``) adds each batch's new rows to them
+in the database (:func:`upsert_from`); :class:`Rollup` and :func:`percentile` read them.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-
-import asyncpg
 
 # Upper bounds (ms) of the latency buckets; one more bucket holds everything above.
 BUCKETS_MS: tuple[float, ...] = (
@@ -54,22 +54,6 @@ class Rollup:
         self.hist = [a + b for a, b in zip(self.hist, other.hist, strict=True)]
 
 
-def hour_of(value: datetime) -> datetime:
-    return value.replace(minute=0, second=0, microsecond=0)
-
-
-def aggregate(rows: Iterable[tuple[int, datetime, bool, float | None]]) -> dict[tuple[int, datetime], Rollup]:
-    """(monitor_id, time, ok, latency_ms) rows -> one rollup per (monitor, hour)."""
-    out: dict[tuple[int, datetime], Rollup] = {}
-    for monitor_id, at, ok, latency in rows:
-        key = (monitor_id, hour_of(at))
-        rollup = out.get(key)
-        if rollup is None:
-            rollup = out[key] = Rollup()
-        rollup.add(ok, latency)
-    return out
-
-
 def percentile(hist: Sequence[int], q: float, latency_max: float | None) -> float | None:
     """The q-quantile (0..1) from a histogram, interpolated linearly inside its bucket."""
     total = sum(hist)
@@ -87,25 +71,36 @@ def percentile(hist: Sequence[int], q: float, latency_max: float | None) -> floa
     return latency_max
 
 
-def _upsert_sql(table: str, key: str) -> str:
-    # One statement per batch: the histograms travel flattened in one int[] and are cut back
-    # into rows by ordinality, which costs far less than a statement per (monitor, period).
-    return f"""
-INSERT INTO {table} AS h
-    (monitor_id, {key}, checks, checks_up, latency_n, latency_sum, latency_max, latency_hist)
-SELECT u.monitor_id, u.period, u.checks, u.checks_up, u.latency_n, u.latency_sum, u.latency_max,
-       ($8::int[])[(u.i - 1) * {N_BUCKETS} + 1 : u.i * {N_BUCKETS}]
-FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::int[], $5::int[], $6::float8[], $7::float8[])
-     WITH ORDINALITY AS u(monitor_id, period, checks, checks_up, latency_n, latency_sum, latency_max, i)
-ON CONFLICT (monitor_id, {key}) DO UPDATE SET
-    checks = h.checks + excluded.checks,
-    checks_up = h.checks_up + excluded.checks_up,
-    latency_n = h.latency_n + excluded.latency_n,
-    latency_sum = h.latency_sum + excluded.latency_sum,
-    latency_max = greatest(h.latency_max, excluded.latency_max),
-    latency_hist = (SELECT array_agg(a + b ORDER BY i)
-                    FROM unnest(h.latency_hist, excluded.latency_hist) WITH ORDINALITY AS t(a, b, i))
-"""
+def _histogram(column: str) -> str:
+    """SQL: the fixed latency histogram of ``column`` over a group, as int[] (bucket i holds
+    BUCKETS_MS[i-1] < latency <= BUCKETS_MS[i], as :func:`bucket_of`; NULLs count nowhere)."""
+    edges = [None, *BUCKETS_MS, None]
+    counts = []
+    for low, high in itertools.pairwise(edges):
+        terms = [f"{column} > {low:g}" if low is not None else None]
+        terms.append(f"{column} <= {high:g}" if high is not None else None)
+        counts.append(f"count(*) FILTER (WHERE {' AND '.join(t for t in terms if t)})")
+    return f"ARRAY[{', '.join(counts)}]::integer[]"
+
+
+def upsert_from(source: str, table: str, key: str, width: str) -> str:
+    """SQL: add the rows of ``source`` (monitor_id, time, ok, latency_ms), grouped per monitor
+    and UTC ``width`` bucket, to the rollup ``table`` keyed by ``key``. One statement per batch;
+    a (monitor, period) appears once in it, as ON CONFLICT DO UPDATE requires."""
+    return f"""INSERT INTO {table} AS h
+        (monitor_id, {key}, checks, checks_up, latency_n, latency_sum, latency_max, latency_hist)
+    SELECT monitor_id, date_bin('{width}', time, 'epoch'::timestamptz), count(*),
+           count(*) FILTER (WHERE ok), count(latency_ms), coalesce(sum(latency_ms), 0),
+           max(latency_ms), {_histogram("latency_ms")}
+    FROM {source} GROUP BY 1, 2
+    ON CONFLICT (monitor_id, {key}) DO UPDATE SET
+        checks = h.checks + excluded.checks,
+        checks_up = h.checks_up + excluded.checks_up,
+        latency_n = h.latency_n + excluded.latency_n,
+        latency_sum = h.latency_sum + excluded.latency_sum,
+        latency_max = greatest(h.latency_max, excluded.latency_max),
+        latency_hist = (SELECT array_agg(a + b ORDER BY i)
+                        FROM unnest(h.latency_hist, excluded.latency_hist) WITH ORDINALITY AS t(a, b, i))"""
 
 
 # Days rebuilt from hours (after loading hourly rows directly: fixtures, benchmarks, backfills).
@@ -121,47 +116,3 @@ ON CONFLICT (monitor_id, day) DO UPDATE SET
     latency_sum = excluded.latency_sum, latency_max = excluded.latency_max,
     latency_hist = excluded.latency_hist
 """
-UPSERT_HOURLY = _upsert_sql("checks_hourly", "hour")
-UPSERT_DAILY = _upsert_sql("checks_daily", "day")
-
-
-def day_of(value: datetime) -> datetime:
-    return value.replace(hour=0, minute=0, second=0, microsecond=0)
-
-
-def by_day(hourly: dict[tuple[int, datetime], Rollup]) -> dict[tuple[int, datetime], Rollup]:
-    """The hourly rollups of a batch, merged per (monitor, UTC day)."""
-    out: dict[tuple[int, datetime], Rollup] = {}
-    for (monitor_id, hour), rollup in hourly.items():
-        key = (monitor_id, day_of(hour))
-        if key in out:
-            out[key].merge(rollup)
-        else:
-            out[key] = Rollup(
-                rollup.checks, rollup.checks_up, rollup.latency_n, rollup.latency_sum, rollup.latency_max,
-                list(rollup.hist),
-            )  # fmt: skip
-    return out
-
-
-async def _upsert(conn: asyncpg.Connection, sql: str, rollups: dict[tuple[int, datetime], Rollup]) -> None:
-    items = list(rollups.items())
-    await conn.execute(
-        sql,
-        [mid for (mid, _), _ in items],
-        [period for (_, period), _ in items],
-        [r.checks for _, r in items],
-        [r.checks_up for _, r in items],
-        [r.latency_n for _, r in items],
-        [r.latency_sum for _, r in items],
-        [r.latency_max for _, r in items],
-        [count for _, r in items for count in r.hist],
-    )
-
-
-async def upsert(conn: asyncpg.Connection, rollups: dict[tuple[int, datetime], Rollup]) -> None:
-    """Add a batch's hourly rollups to checks_hourly, and their days to checks_daily."""
-    if not rollups:
-        return
-    await _upsert(conn, UPSERT_HOURLY, rollups)
-    await _upsert(conn, UPSERT_DAILY, by_day(rollups))

@@ -27,7 +27,7 @@ from monitor.models import MonitorSpec
 from monitor.net.client import HttpSession, make_session
 from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver
-from monitor.scheduler import retention
+from monitor.scheduler import retention, writer
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
 from monitor.scheduler.state import State
@@ -67,7 +67,7 @@ class Scheduler:
         policy = AddressPolicy(s.allow_cidrs)
         if s.allow_cidrs:
             log.warning("ssrf.allow_cidrs", networks=s.allow_cidrs)
-        self._pool = await db.create_pool(s.dsn, min_size=0, max_size=6)
+        self._pool = await db.create_pool(s.dsn, min_size=0, max_size=6, init=writer.prepare_connection)
         self._redis = aioredis.Redis.from_url(s.redis_dsn, socket_timeout=5, socket_connect_timeout=5)
         self._resolver = VettedResolver(policy, s.dns_servers)
         self._session = make_session(self._resolver, limit=s.check_concurrency)

@@ -1,6 +1,14 @@
 """Batched writer: check rows by COPY, plus the state, incidents and outbox rows of
 confirmed changes, all in one transaction per batch.
 
+A batch is copied into a session-local staging table (``checks_batch``, made by
+:func:`prepare_connection` on every pool connection) and moved on by one statement
+(:data:`WRITE_BATCH`): into the hypertable (rows already there are skipped, so a batch
+sent twice after a lost commit cannot double), into the hourly and daily rollups (only the
+rows that were new), and the latest state of each monitor into ``monitor_state``. The
+database does the aggregation; the scheduler's CPU per check is its own work plus the
+COPY encoding.
+
 Checks never wait on the database: :meth:`Writer.add` only appends to memory.
 While the database is unreachable the batch grows up to ``max_buffered`` rows
 (the oldest check rows are dropped beyond it, with a log line; state changes are
@@ -10,6 +18,7 @@ never dropped) and is written when the database returns.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import uuid
 from collections import deque
 from collections.abc import Callable
@@ -26,6 +35,51 @@ from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.state import State, Transition
 
 log = mlog.get(__name__)
+
+# A staged row: the check's columns, then the monitor's state after it.
+STAGE_COLUMNS = (*CheckResult.COLUMNS, "status", "failures", "streak_started_at")
+
+CREATE_STAGE = """
+CREATE TEMP TABLE IF NOT EXISTS checks_batch (
+    LIKE checks,
+    status text NOT NULL,
+    failures integer NOT NULL,
+    streak_started_at timestamptz
+) ON COMMIT DELETE ROWS"""
+
+_CHECK_COLUMNS = ", ".join(CheckResult.COLUMNS)
+WRITE_BATCH = f"""
+WITH new AS (
+    INSERT INTO checks ({_CHECK_COLUMNS}) SELECT {_CHECK_COLUMNS} FROM checks_batch
+    ON CONFLICT DO NOTHING
+    RETURNING monitor_id, time, ok, latency_ms
+), hourly AS (
+    {rollups.upsert_from("new", "checks_hourly", "hour", "1 hour")}
+), daily AS (
+    {rollups.upsert_from("new", "checks_daily", "day", "1 day")}
+)
+INSERT INTO monitor_state AS s (
+    monitor_id, status, consecutive_failures, streak_started_at,
+    last_check_at, last_ok, last_error, last_status_code, last_latency_ms)
+SELECT DISTINCT ON (b.monitor_id) b.monitor_id, b.status, b.failures, b.streak_started_at,
+       b.time, b.ok, b.error, b.status_code, b.latency_ms
+FROM checks_batch b
+-- A monitor deleted while its check ran has no state row to keep.
+WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = b.monitor_id)
+ORDER BY b.monitor_id, b.time DESC
+ON CONFLICT (monitor_id) DO UPDATE SET
+    changed_at = CASE WHEN s.status <> excluded.status
+                      THEN excluded.last_check_at ELSE s.changed_at END,
+    status = excluded.status, consecutive_failures = excluded.consecutive_failures,
+    streak_started_at = excluded.streak_started_at, last_check_at = excluded.last_check_at,
+    last_ok = excluded.last_ok, last_error = excluded.last_error,
+    last_status_code = excluded.last_status_code, last_latency_ms = excluded.last_latency_ms
+WHERE s.last_check_at IS NULL OR s.last_check_at <= excluded.last_check_at"""
+
+
+async def prepare_connection(conn: asyncpg.Connection) -> None:
+    """Pool ``init`` hook of a pool the writer uses: the session's staging table."""
+    await conn.execute(CREATE_STAGE)
 
 
 @dataclass
@@ -62,8 +116,6 @@ class Writer:
         self._interval = interval
         self._max_buffered = max_buffered
         self._rows: deque[tuple[Any, ...]] = deque()
-        # Latest state per monitor since the last flush: one upsert per monitor per batch.
-        self._states: dict[int, tuple[State, CheckResult]] = {}
         self._transitions: list[Pending] = []
         self._wake = asyncio.Event()
         self._on_transitions = on_transitions
@@ -80,8 +132,7 @@ class Writer:
     def add(
         self, spec: MonitorSpec, result: CheckResult, state: State, transition: Transition | None
     ) -> None:
-        self._rows.append(result.record())
-        self._states[spec.id] = (state, result)
+        self._rows.append((*result.record(), state.status, state.failures, state.streak_started_at))
         if transition is not None:
             self._transitions.append(Pending(spec, transition, result))
         overflow = len(self._rows) - self._max_buffered
@@ -112,12 +163,12 @@ class Writer:
 
     async def flush(self) -> bool:
         """Write what is buffered; False (and nothing lost) if the database failed."""
-        while self._rows or self._transitions or self._states:
-            rows = [self._rows[i] for i in range(min(len(self._rows), self._batch_rows * 10))]
-            transitions = list(self._transitions)
-            states = dict(self._states)
+        while self._rows or self._transitions:
+            rows = list(itertools.islice(self._rows, self._batch_rows * 10))
+            # Changes go with the batch that ends the backlog, after the states they follow.
+            transitions = list(self._transitions) if len(rows) == len(self._rows) else []
             try:
-                await self._write(rows, states, transitions)
+                await self._write(rows, transitions)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
                 self.stats.failures += 1
                 self._metrics.write_failures.inc()
@@ -128,9 +179,6 @@ class Writer:
             for _ in rows:
                 self._rows.popleft()
             del self._transitions[: len(transitions)]
-            for monitor_id, value in states.items():
-                if self._states.get(monitor_id) is value:
-                    del self._states[monitor_id]
             self.stats.rows_written += len(rows)
             self.stats.batches += 1
             self._metrics.batch_rows.observe(len(rows))
@@ -138,41 +186,13 @@ class Writer:
                 self._on_transitions()
         return True
 
-    async def _write(
-        self,
-        rows: list[tuple[Any, ...]],
-        states: dict[int, tuple[State, CheckResult]],
-        transitions: list[Pending],
-    ) -> None:
+    async def _write(self, rows: list[tuple[Any, ...]], transitions: list[Pending]) -> None:
         async with self._pool.acquire(timeout=5) as conn, conn.transaction():
             if rows:
-                written = await self._copy(conn, rows)
-                await rollups.upsert(conn, rollups.aggregate((r[1], r[0], r[2], r[4]) for r in written))
-            if states:
-                await _upsert_states(conn, states)
+                await conn.copy_records_to_table("checks_batch", records=rows, columns=STAGE_COLUMNS)
+                await conn.execute(WRITE_BATCH)
             for pending in transitions:
                 await _apply_transition(conn, pending)
-
-    async def _copy(self, conn: asyncpg.Connection, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-        """COPY the rows; returns the rows that were new (what the rollups must count)."""
-        # A batch whose commit was lost in transit may be sent again; the primary
-        # key would reject the whole COPY, so that rare case takes the slower path
-        # that skips rows already there.
-        try:
-            async with conn.transaction():
-                await conn.copy_records_to_table("checks", records=rows, columns=CheckResult.COLUMNS)
-            return rows
-        except asyncpg.UniqueViolationError:
-            columns = ", ".join(CheckResult.COLUMNS)
-            await conn.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS checks_retry (LIKE checks) ON COMMIT DELETE ROWS"
-            )
-            await conn.copy_records_to_table("checks_retry", records=rows, columns=CheckResult.COLUMNS)
-            inserted = await conn.fetch(
-                f"""INSERT INTO checks ({columns}) SELECT {columns} FROM checks_retry
-                    ON CONFLICT DO NOTHING RETURNING {columns}"""
-            )
-            return [tuple(r) for r in inserted]
 
     async def close(self) -> None:
         """Stop the timer and write what is left (one last attempt)."""
@@ -186,47 +206,6 @@ class Writer:
             # A pool that lived through an outage may hand out a dead connection first.
             await asyncio.sleep(0.2 * (attempt + 1))
         log.error("writer.unflushed_at_exit", rows=len(self._rows), transitions=len(self._transitions))
-
-
-async def _upsert_states(conn: asyncpg.Connection, states: dict[int, tuple[State, CheckResult]]) -> None:
-    await conn.execute(
-        """INSERT INTO monitor_state AS s (
-               monitor_id, status, consecutive_failures, streak_started_at,
-               last_check_at, last_ok, last_error, last_status_code, last_latency_ms)
-           SELECT u.* FROM unnest($1::bigint[], $2::text[], $3::int[], $4::timestamptz[],
-                                  $5::timestamptz[], $6::bool[], $7::text[], $8::int[], $9::float8[])
-                AS u(monitor_id, status, failures, streak, at, ok, error, code, latency)
-           -- A monitor deleted while its check ran has no state row to keep.
-           WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = u.monitor_id)
-           ON CONFLICT (monitor_id) DO UPDATE SET
-               changed_at = CASE WHEN s.status <> excluded.status
-                                 THEN excluded.last_check_at ELSE s.changed_at END,
-               status = excluded.status, consecutive_failures = excluded.consecutive_failures,
-               streak_started_at = excluded.streak_started_at, last_check_at = excluded.last_check_at,
-               last_ok = excluded.last_ok, last_error = excluded.last_error,
-               last_status_code = excluded.last_status_code, last_latency_ms = excluded.last_latency_ms
-           WHERE s.last_check_at IS NULL OR s.last_check_at <= excluded.last_check_at""",
-        *map(
-            list,
-            zip(
-                *(
-                    (
-                        mid,
-                        st.status,
-                        st.failures,
-                        st.streak_started_at,
-                        res.time,
-                        res.ok,
-                        res.error,
-                        res.status_code,
-                        res.latency_ms,
-                    )
-                    for mid, (st, res) in states.items()
-                ),
-                strict=True,
-            ),
-        ),
-    )
 
 
 async def _apply_transition(conn: asyncpg.Connection, pending: Pending) -> None:

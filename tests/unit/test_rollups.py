@@ -1,36 +1,16 @@
 """Hourly rollups: aggregation, merging and percentiles from the fixed histogram."""
 
-from datetime import UTC, datetime, timedelta
-
 import pytest
 
 from monitor import rollups
 
-T = datetime(2026, 1, 1, 10, 17, tzinfo=UTC)
 
-
-def test_aggregate_by_monitor_and_hour() -> None:
-    rows = [
-        (1, T, True, 12.0),
-        (1, T, False, None),
-        (2, T, True, 700.0),
-        (1, T + timedelta(hours=1), True, 3.0),
-    ]
-    out = rollups.aggregate(rows)
-    first = out[(1, T.replace(minute=0))]
-    assert (first.checks, first.checks_up, first.latency_n, first.latency_sum, first.latency_max) == (
-        2,
-        1,
-        1,
-        12.0,
-        12.0,
-    )
-    assert sum(first.hist) == 1 and first.hist[rollups.bucket_of(12.0)] == 1
-    assert set(out) == {
-        (1, T.replace(minute=0)),
-        (2, T.replace(minute=0)),
-        (1, T.replace(minute=0) + timedelta(hours=1)),
-    }
+def test_add_counts_checks_and_latencies() -> None:
+    r = rollups.Rollup()
+    r.add(True, 12.0)
+    r.add(False, None)
+    assert (r.checks, r.checks_up, r.latency_n, r.latency_sum, r.latency_max) == (2, 1, 1, 12.0, 12.0)
+    assert sum(r.hist) == 1 and r.hist[rollups.bucket_of(12.0)] == 1
 
 
 def test_merge_adds_histograms() -> None:
