@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 from yarl import URL
 
+from monitor.aio import Deadline
+
 from .http1 import REDIRECT_STATUSES, Exchange
 from .policy import AddressPolicy, BlockedTarget, InvalidTarget
 from .resolver import ResolutionError, VettedResolver
@@ -66,39 +68,13 @@ class _Failed(Exception):
         self.blocked = blocked
 
 
-class _Deadline:
-    """``asyncio.timeout``'s contract (cancel the task at the deadline, turn that cancellation
-    and only that one into a timeout) for a third of its cost, which every check pays."""
-
-    __slots__ = ("_cancelling", "_handle", "_task", "expired")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, delay: float) -> None:
-        task = asyncio.current_task(loop)
-        assert task is not None, "fetch() runs in a task"
-        self._task = task
-        self._cancelling = task.cancelling()
-        self.expired = False
-        self._handle = loop.call_later(delay, self._expire)
-
-    def _expire(self) -> None:
-        self.expired = True
-        self._task.cancel()
-
-    def cancel(self) -> None:
-        self._handle.cancel()
-
-    def caused(self) -> bool:
-        """Call on CancelledError: True if the deadline (and nothing else) cancelled the task."""
-        return self.expired and self._task.uncancel() <= self._cancelling
-
-
 async def fetch(
     session: HttpSession,
     policy: AddressPolicy,
     url: str,
     *,
     method: str = "GET",
-    timeout: float,  # noqa: ASYNC109 - the check's own budget, applied by _Deadline below
+    timeout: float,  # noqa: ASYNC109 - the check's own budget, applied by Deadline below
     follow_redirects: bool = False,
     max_redirects: int = 5,
     headers: Mapping[str, str] | None = None,
@@ -123,10 +99,10 @@ async def fetch(
     else:
         got.final_url = target.text
         loop = asyncio.get_running_loop()
-        deadline = _Deadline(loop, timeout)
+        deadline = Deadline(loop, timeout)
         try:
-            if not session.try_acquire():
-                await session.acquire()
+            if not session.slots.try_acquire():
+                await session.slots.acquire()
             try:
                 got.body = await _follow(
                     session,
@@ -140,7 +116,7 @@ async def fetch(
                     max_body_bytes=max_body_bytes,
                 )
             finally:
-                session.release()
+                session.slots.release()
         except _Failed as exc:
             error, got.blocked = exc.message, exc.blocked
         except asyncio.CancelledError:

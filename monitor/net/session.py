@@ -6,9 +6,9 @@ flight) lives here; ``client.fetch`` does the work.
 
 from __future__ import annotations
 
-import asyncio
-import collections
 import ssl
+
+from monitor.aio import Slots
 
 from .http1 import Exchange, Limits
 from .resolver import VettedResolver
@@ -38,8 +38,7 @@ class HttpSession:
         self.limits = limits
         self.ssl_context = ssl_context
         self.closed = False
-        self._free = limit
-        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
+        self.slots = Slots(limit)  # fetches in flight
         self._targets: dict[str, Target] = {}
         self._max_targets = max_targets
         self._open: set[Exchange] = set()
@@ -66,33 +65,6 @@ class HttpSession:
 
     def forget(self, exchange: Exchange) -> None:
         self._open.discard(exchange)
-
-    # A semaphore whose uncontended path is one integer test without a coroutine:
-    # asyncio.Semaphore costs more than that on every check, and a check rarely waits here.
-    def try_acquire(self) -> bool:
-        """Take a slot if one is free now; otherwise ``await acquire()``. Then ``release()``."""
-        if self._free > 0 and not self._waiting:
-            self._free -= 1
-            return True
-        return False
-
-    async def acquire(self) -> None:
-        waiter = asyncio.get_running_loop().create_future()
-        self._waiting.append(waiter)
-        try:
-            await waiter
-        except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled():
-                self.release()  # the slot was handed over as we were cancelled: pass it on
-            raise
-
-    def release(self) -> None:
-        while self._waiting:
-            waiter = self._waiting.popleft()
-            if not waiter.done():
-                waiter.set_result(None)  # the slot goes straight to the waiter
-                return
-        self._free += 1
 
 
 def make_session(

@@ -20,6 +20,7 @@ from aiohttp import web
 
 from monitor import db, probes
 from monitor import logging as mlog
+from monitor.aio import Slots
 from monitor.checks import CheckContext
 from monitor.config import Settings
 from monitor.health import ping_database, ping_redis, watch_loop
@@ -84,7 +85,7 @@ class Scheduler:
             ctx=CheckContext(session=self._session, policy=policy),
             sink=self.writer.add,
             metrics=self.metrics,
-            limit=asyncio.Semaphore(s.check_concurrency),
+            limit=Slots(s.check_concurrency),
         )
         self.metrics.monitors.set_function(lambda: len(self.tickers))
         # Bind the listener before any work starts: a port in use fails the start cleanly.

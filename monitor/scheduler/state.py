@@ -41,10 +41,14 @@ class Transition:
     at: datetime
 
 
+UNKNOWN = State()
+UP = State("up", 0, None)
+
+
 def step(state: State, ok: bool, at: datetime, confirm_after: int) -> tuple[State, Transition | None]:
     if ok:
-        transition = Transition("up", at) if state.status == "down" else None
-        return State("up", 0, None), transition
+        # States are immutable: every monitor that is up shares one.
+        return UP, Transition("up", at) if state.status == "down" else None
     failures = state.failures + 1
     streak_started_at = state.streak_started_at or at
     if state.status != "down" and failures >= confirm_after:

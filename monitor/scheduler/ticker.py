@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from monitor import logging as mlog
+from monitor.aio import Deadline, Slots
 from monitor.checks import REGISTRY, CheckContext
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.metrics import SchedulerMetrics
-from monitor.scheduler.state import State, Transition, step
+from monitor.scheduler.state import UNKNOWN, State, Transition, step
 
 log = mlog.get(__name__)
 
@@ -47,7 +48,7 @@ class TickerShared:
     ctx: CheckContext
     sink: ResultSink
     metrics: SchedulerMetrics
-    limit: asyncio.Semaphore
+    limit: Slots  # checks in flight
     # Per-monitor state, kept across a ticker's replacement when its monitor is edited,
     # so a check still in flight from before the edit updates the same state.
     states: dict[int, State] = field(default_factory=dict)
@@ -55,13 +56,21 @@ class TickerShared:
 
 
 class MonitorTicker:
-    __slots__ = ("_current", "_shared", "_task", "spec")
+    """A monitor's ticks as a chain of loop timers (``call_at``), one pending at a time: no
+    task, coroutine or future waits between ticks, so a monitor costs little memory while it
+    waits and one timer callback when its tick comes. Each check runs in a task of its own."""
+
+    __slots__ = ("_current", "_handle", "_k", "_loop", "_mono_minus_wall", "_offset", "_shared", "spec")
 
     def __init__(self, spec: MonitorSpec, shared: TickerShared) -> None:
         self.spec = spec
         self._shared = shared
         self._current: asyncio.Task[None] | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self._k = 0
+        self._offset = 0.0
+        self._mono_minus_wall = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def start(self, since: float | None = None) -> None:
         """Start ticking from the first tick due at or after ``since`` (epoch seconds, default now).
@@ -69,61 +78,83 @@ class MonitorTicker:
         A scheduler that is still loading its monitors passes its own start time, so every
         monitor's first check falls within one interval of the start however long loading took.
         """
-        self._task = asyncio.create_task(self._run(time.time() if since is None else since))
+        loop = self._loop = asyncio.get_running_loop()
+        interval = self.spec.interval_seconds
+        self._offset = stable_offset(self.spec.id, interval)
+        # Map epoch due times onto the loop's monotonic clock once, so wall-clock
+        # jumps do not bunch or stall ticks.
+        self._mono_minus_wall = loop.time() - time.time()
+        self._k = first_tick(time.time() if since is None else since, self._offset, interval)
+        self._schedule()
 
     def stop(self) -> None:
         """Stop ticking; a check in flight runs to its end and is still written."""
-        if self._task is not None:
-            self._task.cancel()
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
 
-    async def _run(self, since: float) -> None:
-        loop = asyncio.get_running_loop()
-        interval = self.spec.interval_seconds
-        offset = stable_offset(self.spec.id, interval)
-        # Map epoch due times onto the loop's monotonic clock once, so wall-clock
-        # jumps do not bunch or stall ticks.
-        mono_minus_wall = loop.time() - time.time()
-        k = first_tick(since, offset, interval)
-        while True:
-            due_wall = offset + k * interval
-            delay = due_wall + mono_minus_wall - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            current = self._current
-            if current is not None and not current.done():
-                self._shared.metrics.skipped.inc()
-                log.warning("check.skipped", monitor_id=self.spec.id, reason="previous check still running")
-            else:
-                current = self._current = asyncio.create_task(self._check(due_wall))
-                self._shared.in_flight.add(current)
-                current.add_done_callback(self._shared.in_flight.discard)
-            k += 1
-            # A loop that fell more than a tick behind skips the missed ticks rather than bursting.
-            behind = first_tick(time.time() - interval, offset, interval)
-            if behind > k:
-                self._shared.metrics.skipped.inc(behind - k)
+    def _schedule(self) -> None:
+        assert self._loop is not None
+        due_wall = self._offset + self._k * self.spec.interval_seconds
+        self._handle = self._loop.call_at(due_wall + self._mono_minus_wall, self._tick)
+
+    def _tick(self) -> None:
+        loop, spec, shared = self._loop, self.spec, self._shared
+        assert loop is not None
+        interval = spec.interval_seconds
+        due_wall = self._offset + self._k * interval
+        current = self._current
+        if current is not None and not current.done():
+            shared.metrics.skipped.inc()
+            log.warning("check.skipped", monitor_id=spec.id, reason="previous check still running")
+        else:
+            current = self._current = loop.create_task(self._check(due_wall))
+            shared.in_flight.add(current)
+            current.add_done_callback(shared.in_flight.discard)
+        self._k += 1
+        # A loop that fell more than a tick behind skips the missed ticks rather than bursting.
+        if loop.time() - (due_wall + self._mono_minus_wall) > interval:
+            behind = first_tick(time.time() - interval, self._offset, interval)
+            if behind > self._k:
+                shared.metrics.skipped.inc(behind - self._k)
                 log.warning(
-                    "check.skipped", monitor_id=self.spec.id, reason="scheduler fell behind", ticks=behind - k
+                    "check.skipped",
+                    monitor_id=spec.id,
+                    reason="scheduler fell behind",
+                    ticks=behind - self._k,
                 )
-                k = behind
+                self._k = behind
+        self._schedule()
 
     async def _check(self, due_wall: float) -> None:
         spec, shared = self.spec, self._shared
-        async with shared.limit:
+        limit = shared.limit
+        if not limit.try_acquire():
+            await limit.acquire()
+        try:
             started = time.time()
             lateness = max(0.0, started - due_wall)
             at = datetime.fromtimestamp(started, UTC)
+            # The check bounds itself by its timeout; this cuts off one that fails to.
+            deadline = Deadline(
+                self._loop or asyncio.get_running_loop(), spec.timeout_seconds + HARD_TIMEOUT_MARGIN
+            )
             try:
-                async with asyncio.timeout(spec.timeout_seconds + HARD_TIMEOUT_MARGIN):
-                    result = await REGISTRY.get(spec.type).run(spec, shared.ctx, at)
-            except TimeoutError:
+                result = await REGISTRY.get(spec.type).run(spec, shared.ctx, at)
+            except asyncio.CancelledError:
+                if not deadline.caused():
+                    raise
                 result = CheckResult(
                     spec.id, at, ok=False, error=f"timed out after {spec.timeout_seconds:g}s"
                 )
             except Exception as exc:  # a bug in a check must not kill the ticker
                 log.exception("check.crashed", monitor_id=spec.id)
                 result = CheckResult(spec.id, at, ok=False, error=f"internal error: {type(exc).__name__}")
+            finally:
+                deadline.cancel()
             duration = time.time() - started
+        finally:
+            limit.release()
         result.lateness_ms = round(lateness * 1000, 3)
         metrics = shared.metrics
         metrics.lateness.observe(lateness)
@@ -134,7 +165,7 @@ class MonitorTicker:
             metrics.checks_blocked.inc()
         else:
             metrics.checks_down.inc()
-        state, transition = step(shared.states.get(spec.id, State()), result.ok, at, spec.confirm_after)
+        state, transition = step(shared.states.get(spec.id, UNKNOWN), result.ok, at, spec.confirm_after)
         shared.states[spec.id] = state
         shared.sink(spec, result, state, transition)
         if transition is not None:
