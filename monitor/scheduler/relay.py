@@ -20,6 +20,11 @@ from monitor.scheduler.metrics import SchedulerMetrics
 log = mlog.get(__name__)
 
 BATCH = 500
+# New rows wake the relay (the writer, and the outbox's NOTIFY for rows others insert); the
+# poll only catches a wake-up that was missed.
+POLL_SECONDS = 30.0
+RETRY_FIRST_SECONDS = 1.0
+RETRY_MAX_SECONDS = 10.0
 
 
 class Relay:
@@ -28,7 +33,7 @@ class Relay:
         pool: asyncpg.Pool,
         redis: aioredis.Redis,
         *,
-        poll_interval: float = 1.0,
+        poll_interval: float = POLL_SECONDS,
         metrics: SchedulerMetrics | None = None,
     ) -> None:
         self._pool = pool
@@ -47,14 +52,17 @@ class Relay:
         self._task = asyncio.create_task(self._run(), name="relay")
 
     async def _run(self) -> None:
-        delay = self._poll
+        delay, retry = self._poll, RETRY_FIRST_SECONDS
         while not self._closing:
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=delay)
             except TimeoutError:
                 pass
             self._wake.clear()
-            delay = self._poll if await self.relay_once() else min(delay * 2, 10.0)
+            if await self.relay_once():
+                delay, retry = self._poll, RETRY_FIRST_SECONDS
+            else:  # Redis or the database is away: try again soon, then less often
+                delay, retry = retry, min(retry * 2, RETRY_MAX_SECONDS)
 
     async def relay_once(self) -> bool:
         """Publish everything pending; False if Redis or the database failed (rows wait)."""

@@ -38,6 +38,7 @@ from monitor.scheduler.writer import Writer
 log = mlog.get(__name__)
 
 CHANNEL = "monitors_changed"
+OUTBOX_CHANNEL = "outbox_added"
 
 
 class Scheduler:
@@ -163,7 +164,12 @@ class Scheduler:
     async def _listen(self) -> None:
         self._listener = await db.connect(self.settings.dsn)
         await self._listener.add_listener(CHANNEL, self._on_notify)
+        await self._listener.add_listener(OUTBOX_CHANNEL, self._on_outbox)
         self._listener.add_termination_listener(lambda _conn: self._changed.put_nowait(None))
+
+    def _on_outbox(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
+        if self.relay is not None:
+            self.relay.wake()
 
     def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         if payload.isdigit():
@@ -176,6 +182,8 @@ class Scheduler:
                 if monitor_id is None:  # the LISTEN connection died: reconnect, then compare all
                     await self._relisten()
                     await self.reconcile()
+                    if self.relay is not None:
+                        self.relay.wake()  # outbox rows announced while nobody listened
                 else:
                     await self._reload(monitor_id)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
