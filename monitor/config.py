@@ -58,6 +58,7 @@ class Settings(BaseModel):
     alerter_http_port: int = Field(8082, ge=0, le=65535)
     # Scheduler
     check_concurrency: int = Field(500, ge=1)
+    tick_slot_ms: float = Field(100.0, ge=0, le=60_000)
     write_batch_rows: int = Field(1000, ge=1)
     write_interval_seconds: float = Field(1.0, gt=0)
     write_buffer_max_rows: int = Field(1_000_000, ge=1)

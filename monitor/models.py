@@ -45,7 +45,10 @@ class MonitorSpec:
         )
 
     def expects(self, status: int) -> bool:
-        return any(lo <= status <= hi for lo, hi in self.expected_status)
+        for lo, hi in self.expected_status:
+            if lo <= status <= hi:
+                return True
+        return False
 
 
 @dataclass

@@ -105,6 +105,7 @@ async def fetch(
                 await session.slots.acquire()
             try:
                 got.body = await _follow(
+                    loop,
                     session,
                     policy,
                     target,
@@ -141,6 +142,7 @@ def _clip(text: str, limit: int = 300) -> str:
 
 
 async def _follow(
+    loop: asyncio.AbstractEventLoop,
     session: HttpSession,
     policy: AddressPolicy,
     target: Target,
@@ -160,6 +162,7 @@ async def _follow(
             got.status = got.location = got.peer = None
             got.timings = dict.fromkeys(_TIMING_KEYS)
         body = await _hop(
+            loop,
             session,
             policy,
             target,
@@ -181,6 +184,7 @@ async def _follow(
 
 
 async def _hop(
+    loop: asyncio.AbstractEventLoop,
     session: HttpSession,
     policy: AddressPolicy,
     target: Target,
@@ -205,7 +209,6 @@ async def _hop(
         request = target.request(method, headers)
     except InvalidRequest as exc:
         raise _Failed(f"invalid request to {target.text}: {exc}") from exc
-    loop = asyncio.get_running_loop()
     exchange: Exchange | None = None
     error: OSError | None = None
     connecting = time.perf_counter()

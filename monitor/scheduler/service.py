@@ -87,6 +87,7 @@ class Scheduler:
             sink=self.writer.add,
             metrics=self.metrics,
             limit=Slots(s.check_concurrency),
+            slot=s.tick_slot_ms / 1000,
         )
         self.metrics.monitors.set_function(lambda: len(self.tickers))
         # Bind the listener before any work starts: a port in use fails the start cleanly.
