@@ -161,17 +161,22 @@ async def _follow(
             got.final_url = target.text
             got.status = got.location = got.peer = None
             got.timings = dict.fromkeys(_TIMING_KEYS)
-        body = await _hop(
-            loop,
-            session,
-            policy,
-            target,
-            got,
-            method=method,
-            headers=headers,
-            max_body_bytes=max_body_bytes,
-            follow_redirects=follow_redirects,
-        )
+        try:
+            body = await _hop(
+                loop,
+                session,
+                policy,
+                target,
+                got,
+                method=method,
+                headers=headers,
+                max_body_bytes=max_body_bytes,
+                follow_redirects=follow_redirects,
+            )
+        except _Failed as exc:
+            if hop and exc.blocked:  # name the hop: the monitor's own URL was allowed
+                raise _Failed(f"{exc.message} after a redirect to {target.text}", blocked=True) from exc
+            raise
         if not (follow_redirects and got.status in REDIRECT_STATUSES and got.location):
             return body
         next_target = _next_hop(target, got.location)

@@ -329,23 +329,47 @@ def redirect_cases(port: int) -> list[Case]:
     def case(path: str, error: str | None) -> Case:
         return Case(path, f"http://127.0.0.2:{{port}}{path}", error, follow_redirects=True)
 
+    def hop(error: str, url: str) -> str:  # a hop refused by address names the hop
+        return f"{error} after a redirect to {url.format(port=port)}"
+
+    loopback = "http://127.0.0.1:{port}/"
     return [
         case("/r/allowed", None),
-        case("/r/loopback", f"blocked: 127.0.0.1 ({LOOPBACK_V4})"),
-        case("/r/loopback6", f"blocked: ::1 ({LOOPBACK_V6})"),
+        case("/r/loopback", hop(f"blocked: 127.0.0.1 ({LOOPBACK_V4})", loopback)),
+        case("/r/loopback6", hop(f"blocked: ::1 ({LOOPBACK_V6})", "http://[::1]:{port}/")),
         case(
             "/r/decimal", redirect_refused(f"http://2130706433:{port}/", non_canonical_reason("2130706433"))
         ),
-        case("/r/mapped", f"blocked: ::ffff:127.0.0.1 (IPv4-mapped 127.0.0.1, {LOOPBACK_V4})"),
+        case(
+            "/r/mapped",
+            hop(
+                f"blocked: ::ffff:127.0.0.1 (IPv4-mapped 127.0.0.1, {LOOPBACK_V4})",
+                "http://[::ffff:7f00:1]:{port}/",
+            ),
+        ),
         case("/r/hex", redirect_refused(f"http://0x7f.1:{port}/", non_canonical_reason("0x7f.1"))),
         case("/r/gopher", scheme_refused(f"gopher://127.0.0.1:{port}/_GET%20/")),
         case("/r/file", scheme_refused("file:///etc/passwd")),
         case("/r/ftp", scheme_refused(f"ftp://127.0.0.1:{port}/")),
-        case("/r/name", resolves("loopback.test", "127.0.0.1", LOOPBACK_V4)),
-        case("/r/localhost", resolves("localhost", "127.0.0.1", LOOPBACK_V4)),
-        case("/r/metadata", "blocked: 169.254.169.254 (link-local 169.254.0.0/16)"),
-        case("/r/private-name", resolves("private.test", "10.0.0.5", PRIVATE_10)),
-        case("/r/chain", f"blocked: 127.0.0.1 ({LOOPBACK_V4})"),
+        case(
+            "/r/name",
+            hop(resolves("loopback.test", "127.0.0.1", LOOPBACK_V4), "http://loopback.test:{port}/"),
+        ),
+        case(
+            "/r/localhost", hop(resolves("localhost", "127.0.0.1", LOOPBACK_V4), "http://localhost:{port}/")
+        ),
+        case(
+            "/r/metadata",
+            hop(
+                "blocked: 169.254.169.254 (link-local 169.254.0.0/16)",
+                "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+            ),
+        ),
+        case(
+            "/r/private-name",
+            hop(resolves("private.test", "10.0.0.5", PRIVATE_10), "http://private.test:{port}/"),
+        ),
+        case("/r/chain", hop(f"blocked: 127.0.0.1 ({LOOPBACK_V4})", loopback)),
     ]
 
 
@@ -406,7 +430,11 @@ async def test_rebinding_is_judged_at_every_connection(
     assert dns.protocol.lookups("rebind.test") == len(rows), "one fresh lookup per check"
 
     rows = await checks_of(db, hop["id"])
-    assert [(r["ok"], r["error"]) for r in rows] == [(False, blocked.format("rebind-hop.test"))] * len(rows)
+    # The first check is refused at its second hop (the redirect), every later one at its first.
+    refused = blocked.format("rebind-hop.test")
+    after_redirect = f"{refused} after a redirect to http://rebind-hop.test:{stage.port}/landing"
+    expected = [(False, after_redirect)] + [(False, refused)] * (len(rows) - 1)
+    assert [(r["ok"], r["error"]) for r in rows] == expected
     # The first check reached the origin once (the first hop), and nothing after that.
     assert sorted((r.path, r.host) for r in stage.origin.requests) == [
         ("/first", f"rebind.test:{stage.port}"),
