@@ -63,13 +63,18 @@ class TickerShared:
     metrics: SchedulerMetrics
     limit: Slots  # checks in flight
     slot: float = 0.0  # seconds; see the module docstring
-    # Epoch due times onto the loop's monotonic clock, one mapping for all tickers so that
-    # ticks due at the same instant get the same loop timer deadline (set by the scheduler).
-    mono_minus_wall: float | None = None
+    # Made in the scheduler's running loop: the loop every ticker uses, and one mapping of epoch
+    # due times onto its monotonic clock, taken once so that wall-clock jumps do not bunch or
+    # stall ticks, and shared so that ticks due at the same instant get the same timer deadline.
+    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
+    mono_minus_wall: float = field(init=False)
     # Per-monitor state, kept across a ticker's replacement when its monitor is edited,
     # so a check still in flight from before the edit updates the same state.
     states: dict[int, State] = field(default_factory=dict)
     in_flight: set[asyncio.Task[None]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.mono_minus_wall = self.loop.time() - time.time()
 
 
 class MonitorTicker:
@@ -77,7 +82,7 @@ class MonitorTicker:
     task, coroutine or future waits between ticks, so a monitor costs little memory while it
     waits and one timer callback when its tick comes. Each check runs in a task of its own."""
 
-    __slots__ = ("_current", "_handle", "_k", "_loop", "_mono_minus_wall", "_offset", "_shared", "spec")
+    __slots__ = ("_current", "_handle", "_k", "_offset", "_shared", "spec")
 
     def __init__(self, spec: MonitorSpec, shared: TickerShared) -> None:
         self.spec = spec
@@ -86,8 +91,6 @@ class MonitorTicker:
         self._handle: asyncio.TimerHandle | None = None
         self._k = 0
         self._offset = 0.0
-        self._mono_minus_wall = 0.0
-        self._loop: asyncio.AbstractEventLoop | None = None
 
     def start(self, since: float | None = None) -> None:
         """Start ticking from the first tick due at or after ``since`` (epoch seconds, default now).
@@ -95,15 +98,8 @@ class MonitorTicker:
         A scheduler that is still loading its monitors passes its own start time, so every
         monitor's first check falls within one interval of the start however long loading took.
         """
-        loop = self._loop = asyncio.get_running_loop()
         interval = self.spec.interval_seconds
-        shared = self._shared
-        self._offset = stable_offset(self.spec.id, interval, shared.slot)
-        # Map epoch due times onto the loop's monotonic clock once, so wall-clock
-        # jumps do not bunch or stall ticks.
-        if shared.mono_minus_wall is None:
-            shared.mono_minus_wall = loop.time() - time.time()
-        self._mono_minus_wall = shared.mono_minus_wall
+        self._offset = stable_offset(self.spec.id, interval, self._shared.slot)
         self._k = first_tick(time.time() if since is None else since, self._offset, interval)
         self._schedule()
 
@@ -114,13 +110,13 @@ class MonitorTicker:
             self._handle = None
 
     def _schedule(self) -> None:
-        assert self._loop is not None
+        shared = self._shared
         due_wall = self._offset + self._k * self.spec.interval_seconds
-        self._handle = self._loop.call_at(due_wall + self._mono_minus_wall, self._tick)
+        self._handle = shared.loop.call_at(due_wall + shared.mono_minus_wall, self._tick)
 
     def _tick(self) -> None:
-        loop, spec, shared = self._loop, self.spec, self._shared
-        assert loop is not None
+        spec, shared = self.spec, self._shared
+        loop = shared.loop
         interval = spec.interval_seconds
         due_wall = self._offset + self._k * interval
         current = self._current
@@ -133,7 +129,7 @@ class MonitorTicker:
             current.add_done_callback(shared.in_flight.discard)
         self._k += 1
         # A loop that fell more than a tick behind skips the missed ticks rather than bursting.
-        if loop.time() - (due_wall + self._mono_minus_wall) > interval:
+        if loop.time() - (due_wall + shared.mono_minus_wall) > interval:
             behind = first_tick(time.time() - interval, self._offset, interval)
             if behind > self._k:
                 shared.metrics.skipped.inc(behind - self._k)
@@ -156,9 +152,7 @@ class MonitorTicker:
             lateness = max(0.0, started - due_wall)
             at = datetime.fromtimestamp(started, UTC)
             # The check bounds itself by its timeout; this cuts off one that fails to.
-            deadline = Deadline(
-                self._loop or asyncio.get_running_loop(), spec.timeout_seconds + HARD_TIMEOUT_MARGIN
-            )
+            deadline = Deadline(shared.loop, spec.timeout_seconds + HARD_TIMEOUT_MARGIN)
             try:
                 result = await REGISTRY.get(spec.type).run(spec, shared.ctx, at)
             except asyncio.CancelledError:
