@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import ssl
 from collections.abc import Mapping
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -58,6 +59,15 @@ class Settings(BaseModel):
     alerter_http_port: int = Field(8082, ge=0, le=65535)
     # Scheduler
     check_concurrency: int = Field(500, ge=1)
+    # HTTP checks: a response head as large as browsers take (Chrome: 256 KiB in all), and the
+    # upper bound of a monitor's max_body_bytes (the body read for its assertions).
+    http_max_head_bytes: int = Field(256 * 1024, ge=16 * 1024, le=16 * 1024 * 1024)
+    http_max_headers: int = Field(1000, ge=100, le=100_000)
+    http_max_body_bytes: int = Field(10 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
+    # A PEM file of CAs trusted in addition to the system's (a private CA of internal sites).
+    ca_file: str | None = None
+    # Lets monitors set tls_verify false (their results then say the certificate was not checked).
+    allow_insecure_tls: bool = False
     tick_slot_ms: float = Field(100.0, ge=0, le=60_000)
     write_batch_rows: int = Field(1000, ge=1)
     write_interval_seconds: float = Field(1.0, gt=0)
@@ -82,6 +92,17 @@ class Settings(BaseModel):
                 ipaddress.ip_network(item, strict=False)
             except ValueError as exc:
                 raise ValueError(f"{item!r} is not a network in CIDR notation") from exc
+        return value
+
+    @field_validator("ca_file")
+    @classmethod
+    def _ca_file(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        try:
+            ssl.create_default_context().load_verify_locations(cafile=value)
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(f"cannot load CA certificates from {value!r}: {exc}") from exc
         return value
 
     @field_validator("telegram_api_base")

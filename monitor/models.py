@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,9 +29,12 @@ class MonitorSpec:
     confirm_after: int
     follow_redirects: bool
     paused: bool
+    # The check type's runtime options (``Check.options``: for http, ``HttpOptions``); None
+    # for a monitor with default settings, so 100,000 plain monitors pay nothing for them.
+    options: Any = None
 
     @classmethod
-    def from_row(cls, row: Any) -> MonitorSpec:
+    def from_row(cls, row: Any, options: Any = None) -> MonitorSpec:
         return cls(
             id=row["id"],
             name=row["name"],
@@ -42,6 +46,7 @@ class MonitorSpec:
             confirm_after=int(row["confirm_after"]),
             follow_redirects=bool(row["follow_redirects"]),
             paused=bool(row["paused"]),
+            options=options,
         )
 
     def expects(self, status: int) -> bool:
@@ -62,6 +67,9 @@ class CheckResult:
     location: str | None = None
     lateness_ms: float | None = None
     timings: dict[str, float | None] = field(default_factory=dict)
+    # Type-specific observations (assertion outcomes, body cut, certificate not checked);
+    # None for a plain check. The ``checks.details`` JSONB column.
+    details: dict[str, Any] | None = None
 
     # Column order of the ``checks`` table, for COPY.
     COLUMNS = (
@@ -77,6 +85,7 @@ class CheckResult:
         "connect_ms",
         "tls_ms",
         "ttfb_ms",
+        "details",
     )
 
     def record(self) -> tuple[Any, ...]:
@@ -94,4 +103,5 @@ class CheckResult:
             t.get("connect_ms"),
             t.get("tls_ms"),
             t.get("ttfb_ms"),
+            json.dumps(self.details, separators=(",", ":")) if self.details is not None else None,
         )

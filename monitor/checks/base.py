@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from monitor.models import CheckResult, MonitorSpec
 from monitor.net.client import HttpSession
@@ -21,6 +21,12 @@ class CheckContext:
 
 class Check:
     kind: ClassVar[str]
+
+    def options(self, settings: dict[str, Any] | None, secrets: dict[str, Any] | None) -> Any:
+        """The runtime form of a monitor's stored settings and secrets, built once when the
+        scheduler loads it (None: the type's defaults). Raises ValueError for stored settings
+        this version cannot run."""
+        return None
 
     async def run(self, monitor: MonitorSpec, ctx: CheckContext, started: datetime) -> CheckResult:
         raise NotImplementedError

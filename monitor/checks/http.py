@@ -1,37 +1,165 @@
-"""HTTP(S) check: one GET through the SSRF-safe client, judged by expected statuses."""
+"""HTTP(S) check: one request through the SSRF-safe client, judged as a visitor would.
+
+Up means: the response arrived (its head; its body too when an assertion needs it), its status
+is one of the monitor's expected statuses, and every assertion holds (``assertions.Judge``).
+The cause of a down names what failed and what was found, and travels with the result to the
+alert ("keyword "Welcome" not found in the first 1 MiB").
+
+A status check reads no body: it ends at the response head, so a large download, an
+encoding we cannot decode or a body cut short does not fail it (issue 10's false downs). With
+a body assertion, at most ``max_body_bytes`` are read and judged; a longer body is cut there,
+which the result notes (``details.body_truncated``) but which is no failure by itself.
+
+``HttpOptions`` is the runtime form of a monitor's stored settings (``monitors.settings``) and
+secrets (``monitor_secrets``), built once when the scheduler loads the monitor; a monitor with
+none of them has ``http = None`` and costs no memory for them.
+"""
 
 from __future__ import annotations
 
+import base64
+from dataclasses import dataclass
 from datetime import datetime
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from monitor.checks.assertions import ASSERTIONS, Judge, Observed, Outcome
 from monitor.checks.base import Check, CheckContext
 from monitor.models import CheckResult, MonitorSpec
-from monitor.net.client import fetch
+from monitor.net.client import FetchResult, fetch
+
+DEFAULT_MAX_BODY_BYTES = 1_048_576
+
+
+@dataclass(frozen=True, slots=True)
+class HttpOptions:
+    """What to send and how to judge it, beyond a plain GET judged by its status."""
+
+    method: str = "GET"
+    headers: tuple[tuple[str, str], ...] = ()
+    # Auth and sensitive headers: sent to the monitor's own origin only, never logged.
+    credentials: tuple[tuple[str, str], ...] = ()
+    body: bytes | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    tls_verify: bool = True
+    judge: Judge | None = None
+
+    @property
+    def needs_body(self) -> bool:
+        return self.judge is not None and self.judge.needs_body
+
+    @classmethod
+    def from_stored(
+        cls, settings: dict[str, Any] | None, secrets: dict[str, Any] | None
+    ) -> HttpOptions | None:
+        """The options of stored ``settings`` and ``secrets`` (formats in sql/006); None when
+        both say nothing (a plain GET)."""
+        settings = settings or {}
+        secrets = secrets or {}
+        if not settings and not secrets:
+            return None
+        headers = [(str(k), str(v)) for k, v in settings.get("headers", ())]
+        body = settings.get("body")
+        if body is not None and settings.get("content_type"):
+            headers.append(("Content-Type", str(settings["content_type"])))
+        credentials = [(str(k), str(v)) for k, v in secrets.get("headers", ())]
+        auth = secrets.get("auth")
+        if auth:
+            credentials.append(("Authorization", authorization(auth)))
+        assertions = ASSERTIONS.validate_python(settings.get("assertions", []))
+        return cls(
+            method=str(settings.get("method", "GET")),
+            headers=tuple(headers),
+            credentials=tuple(credentials),
+            body=body.encode() if body is not None else None,
+            max_body_bytes=int(settings.get("max_body_bytes", DEFAULT_MAX_BODY_BYTES)),
+            tls_verify=bool(settings.get("tls_verify", True)),
+            judge=Judge(assertions) if assertions else None,
+        )
+
+
+def authorization(auth: dict[str, Any]) -> str:
+    """The Authorization value of stored auth settings."""
+    if auth.get("type") == "bearer":
+        return f"Bearer {auth['token']}"
+    pair = f"{auth.get('username', '')}:{auth.get('password', '')}".encode()
+    return f"Basic {base64.b64encode(pair).decode()}"
+
+
+PLAIN = HttpOptions()
 
 
 class HttpCheck(Check):
     kind: ClassVar[str] = "http"
 
+    def options(self, settings: dict[str, Any] | None, secrets: dict[str, Any] | None) -> HttpOptions | None:
+        return HttpOptions.from_stored(settings, secrets)
+
     async def run(self, monitor: MonitorSpec, ctx: CheckContext, started: datetime) -> CheckResult:
+        options: HttpOptions = monitor.options or PLAIN
+        judge = options.judge
         got = await fetch(
             ctx.session,
             ctx.policy,
             monitor.url,
+            method=options.method,
             timeout=monitor.timeout_seconds,
             follow_redirects=monitor.follow_redirects,
+            headers=options.headers,
+            credentials=options.credentials,
+            body=options.body,
+            read_body=options.needs_body,
+            max_body_bytes=options.max_body_bytes,
+            tls_verify=options.tls_verify,
+            header_names=judge.header_names if judge is not None else frozenset(),
         )
         error = got.error
-        ok = error is None and got.status is not None and monitor.expects(got.status)
-        if error is None and not ok:
-            error = f"unexpected status {got.status}"
+        causes: list[str] = []
+        details: dict[str, Any] | None = None
+        if error is None:
+            if got.status is None or not monitor.expects(got.status):
+                causes.append(f"unexpected status {got.status}")
+            if judge is not None:
+                outcomes = judge.judge(_observed(got, options))
+                causes += [o.message or o.assertion for o in outcomes if not o.ok]
+                details = {"assertions": [_outcome(o) for o in outcomes]}
+            if causes:
+                error = _clip("; ".join(causes))
+        if got.truncated:
+            details = {**(details or {}), "body_truncated": True, "body_bytes": len(got.body)}
+        if not got.tls_verified:
+            details = {**(details or {}), "tls_verified": False}
         return CheckResult(
             monitor_id=monitor.id,
             time=started,
-            ok=ok,
+            ok=error is None,
             status_code=got.status,
             latency_ms=round(got.elapsed_ms, 3),
             error=error,
             location=got.location,
             timings=got.timings,
+            details=details,
         )
+
+
+def _outcome(outcome: Outcome) -> dict[str, Any]:
+    got: dict[str, Any] = {"assertion": outcome.assertion, "ok": outcome.ok}
+    if outcome.message:
+        got["message"] = outcome.message
+    return got
+
+
+def _clip(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _observed(got: FetchResult, options: HttpOptions) -> Observed:
+    return Observed(
+        status=got.status,
+        headers=got.headers or {},
+        body=got.body if options.needs_body else None,
+        body_truncated=got.truncated,
+        body_cap=options.max_body_bytes,
+        body_error=None,
+        elapsed_ms=got.elapsed_ms,
+        content_type=got.content_type,
+    )

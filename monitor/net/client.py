@@ -11,8 +11,17 @@ policy), then dials exactly a vetted address; TLS is started on that socket with
 for SNI and the certificate check.
 
 Timings, in ms from the start of each hop (``time.perf_counter`` marks): ``dns_ms`` (names
-only), ``connect_ms`` (TCP), ``tls_ms`` (the handshake, https only), ``ttfb_ms`` (first response
-byte), ``total_ms`` (response complete).
+only), ``connect_ms`` (TCP), ``tls_ms`` (the handshake, https only), ``ttfb_ms`` (first byte of
+the final response head, after any 1xx), ``total_ms`` (response complete, or its head when the
+body is not read).
+
+A timeout names the phase it cut (resolving, connecting, the TLS handshake, waiting for the
+response head, reading the body): "timed out" alone does not tell a user whether nothing
+answered or a body stalled after its 200.
+
+Credentials (``credentials``: auth and sensitive headers) go to the URL's own origin only; a
+redirect to another origin drops them for the rest of the fetch, as ``Authorization`` and
+``Cookie`` given in ``headers`` are.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from yarl import URL
@@ -37,6 +46,7 @@ __all__ = ["FetchResult", "HttpSession", "fetch", "make_session"]
 
 # Credentials are meant for the origin the user configured, never for whoever it redirects to.
 _ORIGIN_BOUND_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization", "host"})
+_NONE: frozenset[bytes] = frozenset()
 _TIMING_KEYS = ("dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms")
 
 
@@ -44,9 +54,12 @@ _TIMING_KEYS = ("dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms")
 class FetchResult:
     """What one fetch saw.
 
-    ``ok_transport`` is True only when a complete response (status, headers and a body within
-    the cap) arrived; ``error`` is then None. ``status`` can be set with an error too (body over
-    the cap). ``body`` holds at most ``max_body_bytes``; ``peer`` is the IP actually dialled.
+    ``ok_transport`` is True only when a complete response head arrived, and the body too
+    when it was read; ``error`` is then None. ``status`` can be set with an error too (a body
+    that broke off). ``body`` holds at most ``max_body_bytes`` decoded bytes (``truncated``:
+    there was more); ``headers`` the values of the fields asked for by name (lower case);
+    ``tls_verified`` is False when an https certificate was not checked (``tls_verify=False``);
+    ``peer`` is the IP actually dialled.
     """
 
     status: int | None
@@ -59,6 +72,11 @@ class FetchResult:
     blocked: bool
     body: bytes = b""
     peer: str | None = None
+    truncated: bool = False
+    headers: dict[str, tuple[str, ...]] | None = None
+    content_type: str | None = None
+    tls_verified: bool = True
+    phase: str = ""  # where the fetch is, for a timeout's message
 
 
 class _Failed(Exception):
@@ -77,14 +95,21 @@ async def fetch(
     timeout: float,  # noqa: ASYNC109 - the check's own budget, applied by Deadline below
     follow_redirects: bool = False,
     max_redirects: int = 5,
-    headers: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+    credentials: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+    body: bytes | None = None,
+    read_body: bool = True,
     max_body_bytes: int = 1_048_576,
+    tls_verify: bool = True,
+    header_names: frozenset[str] = frozenset(),
 ) -> FetchResult:
     """Fetch ``url`` once (or along its redirects) and report what happened; never raises for
     anything the target does. ``timeout`` bounds the whole fetch, redirects and body included.
 
-    A body larger than ``max_body_bytes`` fails the check ("response body exceeds N bytes"); the
-    status is still reported.
+    ``read_body=False`` stops at the final response head (a status check needs no more).
+    Otherwise at most ``max_body_bytes`` of the decoded body are read; a longer body is cut
+    there (``truncated``), which is not an error. ``header_names`` (lower case): response
+    fields whose values to report. ``tls_verify=False`` skips the certificate check.
     """
     if session.closed:
         raise RuntimeError("fetch on a closed session")
@@ -102,6 +127,7 @@ async def fetch(
         deadline = Deadline(loop, timeout)
         try:
             if not session.slots.try_acquire():
+                got.phase = "waiting for a free check slot"
                 await session.slots.acquire()
             try:
                 got.body = await _follow(
@@ -110,11 +136,18 @@ async def fetch(
                     policy,
                     target,
                     got,
-                    method=method.upper(),
+                    _Request(
+                        method=method.upper(),
+                        headers=dict(headers) if headers else {},
+                        credentials=dict(credentials) if credentials else {},
+                        body=body,
+                        read_body=read_body,
+                        max_body=max_body_bytes,
+                        ssl_context=session.ssl_context if tls_verify else session.insecure_ssl_context,
+                        header_names=frozenset(n.encode() for n in header_names) if header_names else _NONE,
+                    ),
                     follow_redirects=follow_redirects,
                     max_redirects=max_redirects,
-                    headers=dict(headers) if headers else {},
-                    max_body_bytes=max_body_bytes,
                 )
             finally:
                 session.slots.release()
@@ -123,7 +156,7 @@ async def fetch(
         except asyncio.CancelledError:
             if not deadline.caused():
                 raise
-            error = f"timed out after {timeout:g}s"
+            error = f"timed out after {timeout:g}s {got.phase}".rstrip()
         finally:
             deadline.cancel()
     if error is not None:
@@ -141,19 +174,33 @@ def _clip(text: str, limit: int = 300) -> str:
     return clean if len(clean) <= limit else clean[: limit - 3] + "..."
 
 
+@dataclass(slots=True)
+class _Request:
+    """What to send, and how to read the answer; ``method``, ``body`` and the headers change
+    along redirects."""
+
+    method: str
+    headers: dict[str, str]
+    credentials: dict[str, str]  # sent to the first origin only
+    body: bytes | None
+    read_body: bool
+    max_body: int
+    ssl_context: ssl.SSLContext
+    header_names: frozenset[bytes]
+
+
 async def _follow(
     loop: asyncio.AbstractEventLoop,
     session: HttpSession,
     policy: AddressPolicy,
     target: Target,
     got: FetchResult,
+    request: _Request,
     *,
-    method: str,
     follow_redirects: bool,
     max_redirects: int,
-    headers: dict[str, str],
-    max_body_bytes: int,
 ) -> bytes:
+    method = request.method
     if method != "GET" and not TOKEN.fullmatch(method):
         raise _Failed(f"invalid request to {target.text}: invalid method {method!r}")
     for hop in range(max_redirects + 1):
@@ -162,17 +209,7 @@ async def _follow(
             got.status = got.location = got.peer = None
             got.timings = dict.fromkeys(_TIMING_KEYS)
         try:
-            body = await _hop(
-                loop,
-                session,
-                policy,
-                target,
-                got,
-                method=method,
-                headers=headers,
-                max_body_bytes=max_body_bytes,
-                follow_redirects=follow_redirects,
-            )
+            body = await _hop(loop, session, policy, target, got, request, follow_redirects=follow_redirects)
         except _Failed as exc:
             if hop and exc.blocked:  # name the hop: the monitor's own URL was allowed
                 raise _Failed(f"{exc.message} after a redirect to {target.text}", blocked=True) from exc
@@ -181,9 +218,15 @@ async def _follow(
             return body
         next_target = _next_hop(target, got.location)
         if next_target.origin != target.origin:
-            headers = {k: v for k, v in headers.items() if k.lower() not in _ORIGIN_BOUND_HEADERS}
-        if got.status == 303 or (got.status in (301, 302) and method == "POST"):
-            method = "GET" if method != "HEAD" else method
+            request.credentials = {}
+            request.headers = {
+                k: v for k, v in request.headers.items() if k.lower() not in _ORIGIN_BOUND_HEADERS
+            }
+        if got.status == 303 or (got.status in (301, 302) and request.method == "POST"):
+            if request.method != "HEAD":
+                request.method = "GET"
+            request.body = None  # as browsers do: the new request has no body, nor its type
+            request.headers = {k: v for k, v in request.headers.items() if k.lower() != "content-type"}
         target = next_target
     raise _Failed(f"too many redirects (more than {max_redirects})")
 
@@ -194,10 +237,8 @@ async def _hop(
     policy: AddressPolicy,
     target: Target,
     got: FetchResult,
+    request: _Request,
     *,
-    method: str,
-    headers: dict[str, str],
-    max_body_bytes: int,
     follow_redirects: bool,
 ) -> bytes:
     """One request to ``target``: judge, resolve, dial, send, read. Raises _Failed."""
@@ -209,9 +250,11 @@ async def _hop(
         except BlockedTarget as exc:
             raise _Failed(f"blocked: {exc.reason}", blocked=True) from exc
     else:
+        got.phase = f"resolving {target.host}"
         addresses = await _resolve(session.resolver, target.host, marks)
     try:
-        request = target.request(method, headers)
+        headers = {**request.headers, **request.credentials} if request.credentials else request.headers
+        data = target.request(request.method, headers, request.body)
     except InvalidRequest as exc:
         raise _Failed(f"invalid request to {target.text}: {exc}") from exc
     exchange: Exchange | None = None
@@ -221,12 +264,15 @@ async def _hop(
         # In order, the first that connects. No happy eyeballs: the check reports the address
         # that answered, and its timeout bounds a blackholed one.
         for address in addresses:
+            got.phase = f"connecting to {address} port {target.port}"
             exchange = Exchange(
                 loop,
                 session.limits,
-                max_body=max_body_bytes,
-                head_only=method == "HEAD",
+                max_body=request.max_body,
+                read_body=request.read_body,
+                head_only=request.method == "HEAD",
                 skip_redirect_body=follow_redirects,
+                header_names=request.header_names,
             )
             session.track(exchange)
             try:
@@ -242,22 +288,41 @@ async def _hop(
         connected = time.perf_counter()
         marks["connect_ms"] = (connected - connecting) * 1000
         if target.tls:
-            exchange.transport = await _start_tls(loop, transport, exchange, session.ssl_context, target.host)
+            got.phase = f"in the TLS handshake with {target.host}"
+            exchange.transport = await _start_tls(loop, transport, exchange, request.ssl_context, target.host)
             marks["tls_ms"] = (time.perf_counter() - connected) * 1000
-        exchange.transport.write(request)  # type: ignore[union-attr]  # set by connection_made
+            got.tls_verified = request.ssl_context.verify_mode != ssl.CERT_NONE
+        got.phase = ""  # from here on, the exchange's state tells (below)
+        exchange.transport.write(data)  # type: ignore[union-attr]  # set by connection_made
         failure = await exchange.done
     finally:
         if exchange is not None:
             session.forget(exchange)
-            if not exchange.finished:  # cancelled: drop the socket with us
+            if not exchange.finished:  # cancelled: say where, and drop the socket with us
+                if not got.phase:
+                    got.phase = _reading_phase(exchange)
                 exchange.finish("cancelled")
             got.status, got.location = exchange.status, exchange.location
+            got.content_type, got.truncated = exchange.content_type, exchange.truncated
+            if exchange.headers:
+                got.headers = {
+                    k.decode("latin-1"): tuple(v.decode("latin-1") for v in values)
+                    for k, values in exchange.headers.items()
+                }
             if exchange.first_byte:
                 marks["ttfb_ms"] = (exchange.first_byte - started) * 1000
     if failure is not None:
         raise _Failed(failure)
     marks["total_ms"] = (time.perf_counter() - started) * 1000
     return exchange.body
+
+
+def _reading_phase(exchange: Exchange) -> str:
+    if exchange.in_head:
+        if exchange.first_byte:
+            return "waiting for the rest of the response head"
+        return "waiting for the response head (nothing received)"
+    return f"reading the body (after a {exchange.status} response head, {exchange.body_bytes} bytes read)"
 
 
 async def _resolve(resolver: VettedResolver, host: str, marks: dict[str, float | None]) -> list[str]:
@@ -290,13 +355,22 @@ async def _start_tls(
     try:
         tls = await loop.start_tls(transport, exchange, context, server_hostname=host)  # type: ignore[arg-type]
     except ssl.SSLCertVerificationError as exc:
-        raise _Failed(f"TLS certificate error: {exc}") from exc
+        raise _Failed(f"TLS certificate error: {exc.verify_message or exc}") from exc
     except ssl.SSLError as exc:
+        reason = exc.reason or ""
+        if "NO_APPLICATION_PROTOCOL" in reason:
+            raise _Failed("the server answered in HTTP/2 only (its TLS does not offer http/1.1)") from exc
+        if reason == "WRONG_VERSION_NUMBER":
+            raise _Failed("TLS error: the server did not answer in TLS (plain HTTP? try http://)") from exc
         raise _Failed(f"TLS error: {exc}") from exc
     except OSError as exc:
         raise _Failed(f"connection failed: {exc}") from exc
     if tls is None:
         raise _Failed("TLS error: the connection closed during the handshake")
+    tls_object = tls.get_extra_info("ssl_object")
+    protocol = tls_object.selected_alpn_protocol() if tls_object is not None else None
+    if protocol not in (None, "http/1.1"):  # we offer only http/1.1; a server that picks h2 anyway
+        raise _Failed(f"the server answered in HTTP/2 only (TLS ALPN chose {protocol!r})")
     return tls
 
 

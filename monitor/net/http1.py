@@ -6,9 +6,18 @@ afterwards, so there is no pool, no stream and no task per connection: the respo
 when the response is complete or has failed. That keeps a check close to the cost of the socket
 calls themselves (see issue 4's budget).
 
-Every limit a hostile server could push against is checked before bytes are kept: line length
-and header count while the head arrives (httptools itself buffers a header without bound), the
-declared Content-Length at the end of the head, and the body, after decoding, as it arrives.
+What it accepts is what a browser accepts (issue 10: a check's verdict is a visitor's):
+- A response head is held until it is complete (at most ``Limits.max_head_bytes``, 256 KiB like
+  Chrome, and ``max_headers`` fields), then checked and parsed whole; the same holds for every
+  interim (1xx) head. A head line has no limit of its own: a 40 KB cookie is fine in a browser.
+- The status line must be ``HTTP/1.0`` or ``HTTP/1.1`` (llhttp also takes RTSP/ and ICE/); an
+  HTTP/2 frame, a TLS record or another protocol's banner is named as such.
+- Lenient where browsers are: chunked wins over Content-Length; identical duplicate
+  Content-Length fields count once (llhttp refuses them; we parse the head again without them).
+- A check that needs no body (``read_body=False``) ends at the final head. One that does reads
+  at most ``max_body`` bytes after decoding (gzip, deflate, br) and stops there: a cap reached is
+  ``truncated``, not a failure. An encoding is decoded only when the body is read.
+- ``first_byte`` is the first byte of the *final* response's head, not of a 103 before it.
 """
 
 from __future__ import annotations
@@ -16,40 +25,36 @@ from __future__ import annotations
 import asyncio
 import time
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+import brotli
 import httptools
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-_WANTED = frozenset({b"location", b"content-length", b"content-encoding", b"transfer-encoding"})
+_WANTED = frozenset(
+    {b"location", b"content-length", b"content-encoding", b"transfer-encoding", b"content-type"}
+)
 _WANTED_LENGTHS = frozenset(len(name) for name in _WANTED)
+_STATUS_PREFIXES = (b"HTTP/1.1 ", b"HTTP/1.0 ")
+_BLANK = b"\r\n"
 
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Caps on what one response may make us hold. The line and header defaults are aiohttp's,
-    so targets that passed before still pass; the head total is what browsers accept."""
+    """Caps on one response head, browser-sized (Chrome: 256 KiB for the whole head)."""
 
-    max_line_size: int = 8190  # the status line
-    max_field_size: int = 8190  # one header line
-    max_headers: int = 128
     max_head_bytes: int = 256 * 1024
-    # A head shorter than this breaks no length limit, whatever its lines (derived).
-    short_head: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "short_head", min(self.max_line_size, self.max_field_size, self.max_head_bytes)
-        )
+    max_headers: int = 1000
 
 
 class Inflater:
-    """Incremental gzip/deflate decoding that never produces more than it is asked for."""
+    """Incremental gzip/deflate/br decoding that never produces more than it is asked for."""
 
     def __init__(self, encoding: str) -> None:
         self._encoding = encoding
         self._zlib: Any = None
+        self._brotli: Any = brotli.Decompressor() if encoding == "br" else None
 
     @classmethod
     def for_encoding(cls, value: bytes) -> Inflater | None:
@@ -57,24 +62,27 @@ class Inflater:
         encoding = value.strip().lower().decode("latin-1")
         if encoding in ("", "identity"):
             return None
-        if encoding in ("gzip", "x-gzip", "deflate"):
+        if encoding in ("gzip", "x-gzip", "deflate", "br"):
             return cls(encoding)
-        raise Abort(f"invalid response body: unsupported Content-Encoding {encoding!r}")
+        shown = value.strip().decode("latin-1")[:40]
+        raise Abort(f"cannot decode the body: unsupported Content-Encoding {shown!r}")
 
     def decode(self, data: bytes, limit: int) -> bytes:
         """At most ``limit`` (>= 1) decoded bytes of ``data``; reaching it means "more than
         the caller can take", so the input left over does not matter."""
-        if self._zlib is None:
-            if self._encoding == "deflate":
-                # RFC 9110 deflate is zlib-wrapped; some servers send raw deflate (browsers accept both).
-                wbits = zlib.MAX_WBITS if data[0] & 0x0F == 8 else -zlib.MAX_WBITS
-            else:
-                wbits = 16 + zlib.MAX_WBITS
-            self._zlib = zlib.decompressobj(wbits)
         try:
+            if self._brotli is not None:
+                return bytes(self._brotli.process(data, output_buffer_limit=limit))[:limit]
+            if self._zlib is None:
+                if self._encoding == "deflate":
+                    # RFC 9110 deflate is zlib-wrapped; some servers send raw deflate (browsers accept both).
+                    wbits = zlib.MAX_WBITS if data[0] & 0x0F == 8 else -zlib.MAX_WBITS
+                else:
+                    wbits = 16 + zlib.MAX_WBITS
+                self._zlib = zlib.decompressobj(wbits)
             return bytes(self._zlib.decompress(data, limit))
-        except zlib.error as exc:
-            raise Abort(f"invalid response body: cannot decode {self._encoding}: {exc}") from exc
+        except (zlib.error, brotli.error) as exc:
+            raise Abort(f"cannot decode the body: invalid {self._encoding} data ({exc})") from exc
 
     def flush(self) -> bytes:
         return bytes(self._zlib.flush()) if self._zlib is not None else b""
@@ -88,37 +96,95 @@ class Abort(Exception):
         self.message = message
 
 
+def not_http(start: bytes) -> str:
+    """The error for a response that does not begin with an HTTP/1.x status line."""
+    if len(start) >= 9 and start[0] == 0 and start[3] in (0x04, 0x07):  # an h2 SETTINGS/GOAWAY frame
+        return "the server answered in HTTP/2 only (it does not speak HTTP/1.1)"
+    if start[:1] == b"\x15" and start[1:2] == b"\x03":  # a TLS alert record
+        return "the server answered with TLS: use an https:// URL"
+    line = start.split(b"\n", 1)[0].rstrip(b"\r")
+    shown = "".join(ch if ch.isprintable() else "?" for ch in line[:40].decode("latin-1"))
+    if line.startswith(b"HTTP/2") or line.startswith(b"HTTP/3"):
+        return "the server answered in HTTP/2 only (it does not speak HTTP/1.1)"
+    if line.startswith(b"HTTP/"):
+        return f"invalid response: unsupported HTTP version in {shown!r}"
+    return f"invalid response: not HTTP (the server sent {shown!r})"
+
+
+def _may_be_http(buf: bytes | bytearray, start: int) -> bool:
+    prefix = buf[start : start + 9]
+    return _STATUS_PREFIXES[0].startswith(prefix) or _STATUS_PREFIXES[1].startswith(prefix)
+
+
+def _head_end(buf: bytes | bytearray, start: int) -> int:
+    """The index just past the blank line that ends the head in ``buf`` (searched from
+    ``start``, past any blank lines before the status line), or -1."""
+    crlf = buf.find(b"\n\r\n", start)
+    lf = buf.find(b"\n\n", start, crlf + 2 if crlf >= 0 else len(buf))
+    if lf >= 0:
+        return lf + 2
+    return crlf + 3 if crlf >= 0 else -1
+
+
+def _without_duplicate_lengths(head: bytes) -> bytes:
+    """The head with repeated Content-Length fields dropped, when they all agree (Chrome and
+    Firefox accept that); Abort when they differ (both browsers refuse that)."""
+    kept: list[bytes] = []
+    length: bytes | None = None
+    for line in head.split(b"\n"):
+        name, colon, value = line.partition(b":")
+        if colon and name.strip().lower() == b"content-length":
+            value = value.strip()
+            if length is not None:
+                if value != length:
+                    shown = f"{length.decode('latin-1')[:20]} and {value.decode('latin-1')[:20]}"
+                    raise Abort(f"invalid response: conflicting Content-Length values ({shown})")
+                continue
+            length = value
+        kept.append(line)
+    return b"\n".join(kept)
+
+
 class Exchange(asyncio.Protocol):
     """Reads one response. ``done`` resolves to None (complete) or the error text, never to an
     exception, so an abandoned exchange cannot leave an unretrieved one behind.
 
-    After ``done``: ``status``, ``location``, ``body`` (at most ``max_body`` bytes, decoded),
-    and ``first_byte`` (a ``time.perf_counter()`` mark, 0.0 if nothing arrived).
-    ``skip_body`` (HEAD, or a redirect the caller will follow) ends the exchange at the head.
+    After ``done``: ``status``, ``location``, ``content_type``, ``headers`` (the values of the
+    fields named in ``header_names``, lower-case names), ``body`` (at most ``max_body`` bytes,
+    decoded, when ``read_body``), ``truncated`` (the body went on past ``max_body``) and
+    ``first_byte`` (a ``time.perf_counter()`` mark of the final head's first byte, 0.0 if
+    nothing arrived). ``head_only`` (HEAD) and ``skip_redirect_body`` (a redirect the caller
+    will follow) end the exchange at the head, as ``read_body=False`` does for any response.
     """
 
     __slots__ = (
         "_body_len",
         "_chunks",
+        "_counted",
         "_fields",
-        "_head_bytes",
-        "_head_lines",
+        "_head",
         "_head_only",
+        "_header_names",
         "_in_head",
         "_inflater",
-        "_leading",
         "_limits",
+        "_lines",
+        "_loop",
         "_max_body",
         "_parser",
-        "_partial",
+        "_read_body",
+        "_scan_from",
         "_skip_redirect_body",
         "_until_close",
+        "content_type",
         "done",
         "finished",
         "first_byte",
+        "headers",
         "location",
         "status",
         "transport",
+        "truncated",
     )
 
     def __init__(
@@ -127,37 +193,50 @@ class Exchange(asyncio.Protocol):
         limits: Limits,
         *,
         max_body: int,
+        read_body: bool = True,
         head_only: bool = False,
         skip_redirect_body: bool = False,
+        header_names: frozenset[bytes] = frozenset(),
     ) -> None:
         self.done: asyncio.Future[str | None] = loop.create_future()
         self.finished = False
         self.transport: asyncio.Transport | None = None
         self.status: int | None = None
         self.location: str | None = None
+        self.content_type: str | None = None
+        self.headers: dict[bytes, list[bytes]] = {}
+        self.truncated = False
         self.first_byte = 0.0
+        self._loop = loop
         self._limits = limits
         self._max_body = max_body
+        self._read_body = read_body and not head_only
         self._head_only = head_only
         self._skip_redirect_body = skip_redirect_body
-        self._parser = httptools.HttpResponseParser(self)
-        # Tolerate what aiohttp's parser tolerated, so targets that passed before still pass.
-        self._parser.set_dangerous_leniencies(
-            lenient_headers=True, lenient_optional_cr_before_lf=True, lenient_spaces_after_chunk_size=True
-        )
-        self._reset_head()
+        self._header_names = header_names
+        self._parser = self._new_parser()
+        self._head = bytearray()  # the part of a head that has arrived so far
+        self._scan_from = 0  # where to look for its end next time
+        self._counted = 0  # how much of it has had its lines counted, and how many there were
+        self._lines = 0
+        self._in_head = True
+        self._fields: dict[bytes, bytes] = {}  # the headers in _WANTED, lower-case names
         self._chunks: list[bytes] = []
         self._body_len = 0
         self._inflater: Inflater | None = None
         self._until_close = False
 
-    def _reset_head(self) -> None:
-        self._in_head = True
-        self._head_bytes = 0
-        self._head_lines = 0  # complete lines so far, the status line included
-        self._leading = 0  # blank lines before the status line
-        self._partial = 0  # length of the line still arriving
-        self._fields: dict[bytes, bytes] = {}  # the headers in _WANTED, lower-case names
+    def _new_parser(self) -> httptools.HttpResponseParser:
+        parser = httptools.HttpResponseParser(self)
+        # lenient_chunked_length: "Transfer-Encoding: chunked" wins over a Content-Length, as
+        # in browsers. The others tolerate what aiohttp's parser did (LF-only lines, obs-fold).
+        parser.set_dangerous_leniencies(
+            lenient_headers=True,
+            lenient_chunked_length=True,
+            lenient_optional_cr_before_lf=True,
+            lenient_spaces_after_chunk_size=True,
+        )
+        return parser
 
     def __call__(self) -> Exchange:
         """Its own protocol factory: ``create_connection`` wants one, and this protocol exists
@@ -168,6 +247,14 @@ class Exchange(asyncio.Protocol):
     def body(self) -> bytes:
         return b"".join(self._chunks)
 
+    @property
+    def in_head(self) -> bool:
+        return self._in_head
+
+    @property
+    def body_bytes(self) -> int:
+        return self._body_len
+
     # -- asyncio.Protocol ----------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -176,12 +263,11 @@ class Exchange(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.finished:
             return
-        if not self.first_byte:
-            self.first_byte = time.perf_counter()
         try:
             if self._in_head:
-                self._check_head(data)
-            self._parser.feed_data(data)
+                data = self._take_heads(data)
+            if data and not self.finished:
+                self._parser.feed_data(data)
         except Abort as exc:
             self.finish(exc.message)
         except httptools.HttpParserCallbackError as exc:
@@ -204,10 +290,16 @@ class Exchange(asyncio.Protocol):
         if self.finished:
             return
         if self._in_head:
-            if exc is None:
-                self.finish("server closed the connection without a response")
-            else:
+            if exc is not None:
                 self.finish(f"connection failed: {exc}")
+            elif self._head.strip(_BLANK):
+                start = len(self._head) - len(self._head.lstrip(_BLANK))
+                if not _may_be_http(self._head, start):
+                    self.finish(not_http(bytes(self._head[start:])))
+                else:
+                    self.finish("invalid response: the connection closed in the middle of the response head")
+            else:
+                self.finish("server closed the connection without a response")
         elif self._until_close and exc is None:
             # No Content-Length and not chunked: the close is the end of the body.
             self._complete()
@@ -215,15 +307,78 @@ class Exchange(asyncio.Protocol):
             detail = f": {exc}" if exc is not None else ""
             self.finish(f"invalid response body: connection closed before the body was complete{detail}")
 
+    # -- heads ---------------------------------------------------------------------
+
+    def _take_heads(self, data: bytes) -> bytes:
+        """Hold ``data`` until a head is complete; check and parse each complete head (interim
+        ones and the final one). Returns what follows the final head (body bytes)."""
+        limits = self._limits
+        while self._in_head and data:
+            if not self._head:
+                self.first_byte = time.perf_counter()  # a head starts here
+                buf: bytes | bytearray = data
+            else:
+                self._head += data  # a bytearray: a head dripping in is not copied again each read
+                buf = self._head
+            start = 0
+            while start < len(buf) and buf[start] in _BLANK:  # blank lines before a status line
+                start += 1
+            if not _may_be_http(buf, start):
+                # Refused at once, but named from its first line (or an h2 frame's header).
+                first = buf[start]
+                if b"\n" in buf[start:] or len(buf) - start >= (9 if first in (0, 0x15) else 64):
+                    raise Abort(not_http(bytes(buf[start:])))
+            end = _head_end(buf, max(start, self._scan_from))
+            if end < 0:
+                if len(buf) > limits.max_head_bytes:
+                    raise Abort(f"invalid response: the response head exceeds {limits.max_head_bytes} bytes")
+                self._lines += buf.count(b"\n", max(start, self._counted))
+                self._counted = len(buf)
+                if self._lines - 1 > limits.max_headers:  # less the status line
+                    raise Abort(f"invalid response: more than {limits.max_headers} header fields")
+                if buf is not self._head:
+                    self._head += buf
+                self._scan_from = max(start, len(buf) - 2)
+                return b""
+            if end == len(buf) and isinstance(buf, bytes):
+                head, data = buf, b""  # the usual case: a whole head, alone in one read
+            else:
+                head, data = bytes(buf[:end]), bytes(buf[end:])
+            self._head, self._scan_from, self._counted, self._lines = bytearray(), 0, 0, 0
+            if end > limits.max_head_bytes:
+                raise Abort(f"invalid response: the response head exceeds {limits.max_head_bytes} bytes")
+            if head.count(b"\n", start) - 2 > limits.max_headers:  # less the status and blank lines
+                raise Abort(f"invalid response: more than {limits.max_headers} header fields")
+            self._parse_head(head)
+        return data
+
+    def _parse_head(self, head: bytes) -> None:
+        try:
+            self._parser.feed_data(head)
+        except httptools.HttpParserError as exc:
+            if isinstance(exc, httptools.HttpParserCallbackError):
+                raise
+            if "Duplicate Content-Length" not in str(exc):
+                raise
+            # The callbacks have seen only the fields before the second Content-Length.
+            self._fields = {}
+            self.headers = {}
+            self._parser = self._new_parser()
+            self._parser.feed_data(_without_duplicate_lengths(head))
+
     # -- httptools callbacks -------------------------------------------------------
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        # Only the headers this client acts on are kept, the first of duplicates as aiohttp's
-        # ``headers.get`` did; the length test spares lower() for all the others.
+        # Only the headers this client acts on are kept, the first of duplicates; the length
+        # test spares lower() for all the others. Those an assertion asks for keep every value.
         if len(name) in _WANTED_LENGTHS:
             key = name.lower()
             if key in _WANTED and key not in self._fields:
                 self._fields[key] = value
+        if self._header_names:
+            key = name.lower()
+            if key in self._header_names:
+                self.headers.setdefault(key, []).append(value)
 
     def on_headers_complete(self) -> None:
         if self.finished:
@@ -237,7 +392,14 @@ class Exchange(asyncio.Protocol):
         location = fields.get(b"location")
         if location is not None:
             self.location = location.decode("utf-8", "replace")
-        if self._head_only or (self._skip_redirect_body and status in REDIRECT_STATUSES and self.location):
+        content_type = fields.get(b"content-type")
+        if content_type is not None:
+            self.content_type = content_type.decode("latin-1")
+        if (
+            not self._read_body
+            or self._head_only
+            or (self._skip_redirect_body and status in REDIRECT_STATUSES and self.location)
+        ):
             self.finish(None)
             raise Abort("")  # stop the parser; done already holds the result
         declared = None
@@ -246,8 +408,6 @@ class Exchange(asyncio.Protocol):
                 declared = int(length)
             except ValueError:
                 raise Abort("invalid response: invalid Content-Length") from None
-        if declared is not None and declared > self._max_body:
-            raise Abort(f"response body exceeds {self._max_body} bytes")
         encoding = fields.get(b"content-encoding")
         if encoding is not None:
             self._inflater = Inflater.for_encoding(encoding)
@@ -258,28 +418,35 @@ class Exchange(asyncio.Protocol):
     def on_body(self, data: bytes) -> None:
         if not data or self.finished:
             return
+        room = self._max_body - self._body_len
         if self._inflater is not None:
-            data = self._inflater.decode(data, self._max_body - self._body_len + 1)
+            data = self._inflater.decode(data, room + 1)
+        if len(data) > room:  # the cap: judge on what fits, and stop reading
+            self._chunks.append(data[:room])
+            self._body_len = self._max_body
+            self.truncated = True
+            self.finish(None)
+            raise Abort("")
         self._body_len += len(data)
-        if self._body_len > self._max_body:
-            raise Abort(f"response body exceeds {self._max_body} bytes")
         self._chunks.append(data)
 
     def on_message_complete(self) -> None:
-        if self._in_head:  # an interim response ended; parse the next head from scratch
-            self._reset_head()
+        if self._in_head:  # an interim response ended; the next head is parsed from scratch
+            self._fields = {}
+            self.headers = {}
             return
         self._complete()  # done is set: data_received ignores anything after this
 
     # -- internals -----------------------------------------------------------------
 
     def _complete(self) -> None:
-        if self._inflater is not None:
+        if self._inflater is not None and not self.finished:
             tail = self._inflater.flush()
-            if self._body_len + len(tail) > self._max_body:
-                self.finish(f"response body exceeds {self._max_body} bytes")
-                return
+            room = self._max_body - self._body_len
+            if len(tail) > room:
+                tail, self.truncated = tail[:room], True
             self._chunks.append(tail)
+            self._body_len += len(tail)
         self.finish(None)
 
     def finish(self, error: str | None) -> None:
@@ -298,40 +465,3 @@ class Exchange(asyncio.Protocol):
                 self.transport.close()
             else:
                 self.transport.abort()
-
-    def _check_head(self, data: bytes) -> None:
-        """Refuse an over-long line or too many headers before the parser buffers them."""
-        limits = self._limits
-        seen = self._head_bytes
-        self._head_bytes = seen + len(data)
-        if seen == 0 and data.startswith(b"HTTP/"):
-            # Fast path, the usual case: the whole head in the first read and shorter than any
-            # line limit, so no line in it can be too long; only the header count is left.
-            end = data.find(b"\r\n\r\n")
-            if 0 <= end < limits.short_head:
-                if data.count(b"\n", 0, end) > limits.max_headers:
-                    raise Abort("invalid response: Too many headers received")
-                return
-        start = 0
-        while True:
-            newline = data.find(b"\n", start)
-            length = self._partial + (len(data) if newline < 0 else newline) - start
-            status_line = self._head_lines == self._leading
-            limit = limits.max_line_size if status_line else limits.max_field_size
-            if length > limit:
-                what = "the status line" if status_line else "a header line"
-                raise Abort(f"invalid response: Got more than {limit} bytes when reading {what}")
-            if newline < 0:
-                self._partial = length
-                return
-            self._partial = 0
-            start = newline + 1
-            if length <= 1:  # "" or "\r"
-                if self._head_lines > self._leading:
-                    return  # the blank line that ends the head
-                self._leading += 1  # before the status line: tolerated, and counted as a line
-            self._head_lines += 1
-            if self._head_lines > limits.max_headers + 1:
-                raise Abort("invalid response: Too many headers received")
-            if seen + start > limits.max_head_bytes:
-                raise Abort(f"invalid response: headers exceed {limits.max_head_bytes} bytes")

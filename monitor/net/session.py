@@ -37,6 +37,9 @@ class HttpSession:
         self.resolver = resolver
         self.limits = limits
         self.ssl_context = ssl_context
+        # For monitors with tls_verify off (only where the operator allows it): encrypted, but
+        # the certificate is not checked, and each result says so.
+        self.insecure_ssl_context = insecure_context()
         self.closed = False
         self.slots = Slots(limit)  # fetches in flight
         self._targets: dict[str, Target] = {}
@@ -67,25 +70,45 @@ class HttpSession:
         self._open.discard(exchange)
 
 
+def tls_context(ca_file: str | None = None) -> ssl.SSLContext:
+    """The system's trust store with host name checks, plus the operator's CA file if given
+    (added to the system's roots, not instead of them), offering only ALPN http/1.1: the
+    check speaks HTTP/1.1, and a server that can only answer in HTTP/2 should say so in the
+    handshake rather than in bytes we cannot read."""
+    context = ssl.create_default_context()
+    if ca_file:
+        context.load_verify_locations(cafile=ca_file)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+def insecure_context() -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
 def make_session(
     resolver: VettedResolver,
     *,
     limit: int = 100,
-    max_line_size: int = 8190,
-    max_field_size: int = 8190,
+    max_head_bytes: int = 256 * 1024,
+    max_headers: int = 1000,
     ssl_context: ssl.SSLContext | None = None,
     max_targets: int = 8192,
 ) -> HttpSession:
     """The one HTTP session of a process; close it on shutdown.
 
-    ``ssl_context`` defaults to the system trust store with host name checks; pass one only to
-    trust another CA (tests, a private CA).
+    ``ssl_context`` defaults to :func:`tls_context` (the system trust store with host name
+    checks); pass one only to trust another CA (tests, a private CA).
     """
     return HttpSession(
         resolver,
         limit=limit,
-        limits=Limits(max_line_size=max_line_size, max_field_size=max_field_size),
+        limits=Limits(max_head_bytes=max_head_bytes, max_headers=max_headers),
         # One context for all checks: building one per request costs milliseconds of CPU each.
-        ssl_context=ssl_context if ssl_context is not None else ssl.create_default_context(),
+        ssl_context=ssl_context if ssl_context is not None else tls_context(),
         max_targets=max_targets,
     )

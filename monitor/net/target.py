@@ -18,7 +18,7 @@ from monitor import __version__
 
 from .policy import AddressPolicy, BlockedTarget, IPAddress, literal_address, parse_target_url
 
-# Framing is ours: one request without a body on a connection closed after the response.
+# Framing is ours: one request (and its body, if any) on a connection closed after the response.
 _FRAMING_HEADERS = frozenset(
     {"connection", "content-length", "transfer-encoding", "keep-alive", "upgrade", "te", "expect"}
 )
@@ -89,18 +89,20 @@ class Target:
             raise BlockedTarget(verdict[2])  # a new one each time: a re-raised one grows its traceback
         return verdict[1]
 
-    def request(self, method: str, headers: dict[str, str]) -> bytes:
-        """The request head. A plain GET, every check's case, is formatted once."""
-        if method == "GET" and not headers:
+    def request(self, method: str, headers: dict[str, str], body: bytes | None = None) -> bytes:
+        """The request. A plain GET, every status check's case, is formatted once."""
+        if method == "GET" and not headers and body is None:
             if self._get is None:
                 self._get = build_request("GET", self.path, self.authority, {})
             return self._get
-        return build_request(method, self.path, self.authority, headers)
+        return build_request(method, self.path, self.authority, headers, body)
 
 
-def build_request(method: str, path: str, authority: str, headers: dict[str, str]) -> bytes:
-    """Request line and headers; Host carries the name (and a port that is not the default).
-    Caller headers replace Host, Accept and User-Agent; framing headers are ours."""
+def build_request(
+    method: str, path: str, authority: str, headers: dict[str, str], body: bytes | None = None
+) -> bytes:
+    """Request line, headers and body; Host carries the name (and a port that is not the
+    default). Caller headers replace Host, Accept and User-Agent; framing headers are ours."""
     given = ""
     names: set[str] = set()
     for name, value in headers.items():
@@ -118,6 +120,9 @@ def build_request(method: str, path: str, authority: str, headers: dict[str, str
         given += _ACCEPT
     if "user-agent" not in names:
         given += _USER_AGENT
-    if method not in _BODYLESS_METHODS:
+    if body is not None:
+        given += f"Content-Length: {len(body)}\r\n"
+    elif method not in _BODYLESS_METHODS:
         given += "Content-Length: 0\r\n"
-    return f"{head}{given}Connection: close\r\n\r\n".encode()
+    request = f"{head}{given}Connection: close\r\n\r\n".encode()
+    return request + body if body else request

@@ -21,13 +21,14 @@ from aiohttp import web
 from monitor import db, probes
 from monitor import logging as mlog
 from monitor.aio import Slots
-from monitor.checks import CheckContext
+from monitor.checks import REGISTRY, CheckContext
 from monitor.config import Settings
 from monitor.health import ping_database, ping_redis, watch_loop
 from monitor.models import MonitorSpec
 from monitor.net.client import HttpSession, make_session
 from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver
+from monitor.net.session import tls_context
 from monitor.scheduler import retention, writer
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
@@ -72,7 +73,13 @@ class Scheduler:
         self._pool = await db.create_pool(s.dsn, min_size=0, max_size=6, init=writer.prepare_connection)
         self._redis = aioredis.Redis.from_url(s.redis_dsn, socket_timeout=5, socket_connect_timeout=5)
         self._resolver = VettedResolver(policy, s.dns_servers)
-        self._session = make_session(self._resolver, limit=s.check_concurrency)
+        self._session = make_session(
+            self._resolver,
+            limit=s.check_concurrency,
+            max_head_bytes=s.http_max_head_bytes,
+            max_headers=s.http_max_headers,
+            ssl_context=tls_context(s.ca_file),
+        )
         self.relay = Relay(self._pool, self._redis, metrics=self.metrics)
         self.writer = Writer(
             self._pool,
@@ -242,8 +249,9 @@ class Scheduler:
         assert self._pool is not None and self._shared is not None
         shared = self._shared
         rows = await self._pool.fetch(
-            """SELECT m.*, s.status, s.consecutive_failures, s.streak_started_at
+            """SELECT m.*, s.status, s.consecutive_failures, s.streak_started_at, x.secrets
                FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
+               LEFT JOIN monitor_secrets x ON x.monitor_id = m.id
                WHERE m.id = ANY($1::bigint[])""",
             ids,
         )
@@ -253,7 +261,12 @@ class Scheduler:
             self._stop(row["id"])
             if row["paused"]:
                 continue
-            spec = MonitorSpec.from_row(row)
+            try:
+                options = REGISTRY.get(row["type"]).options(row["settings"], row["secrets"])
+            except ValueError as exc:  # stored by a newer version, or by hand: say so, skip it
+                log.error("monitor.unloadable", monitor_id=row["id"], error=str(exc)[:300])
+                continue
+            spec = MonitorSpec.from_row(row, options)
             if spec.id not in shared.states and row["status"] is not None:
                 shared.states[spec.id] = State(
                     row["status"], row["consecutive_failures"], row["streak_started_at"]

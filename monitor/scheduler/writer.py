@@ -39,18 +39,22 @@ log = mlog.get(__name__)
 # A staged row: the check's columns, then the monitor's state after it.
 STAGE_COLUMNS = (*CheckResult.COLUMNS, "status", "failures", "streak_started_at")
 
+# ``details`` is staged as JSON text: COPY's binary format has no encoder for our jsonb codec,
+# and the text is what the codec would produce anyway. The insert below casts it.
 CREATE_STAGE = """
 CREATE TEMP TABLE IF NOT EXISTS checks_batch (
     LIKE checks,
     status text NOT NULL,
     failures integer NOT NULL,
     streak_started_at timestamptz
-) ON COMMIT DELETE ROWS"""
+) ON COMMIT DELETE ROWS;
+ALTER TABLE checks_batch ALTER COLUMN details TYPE text"""
 
 _CHECK_COLUMNS = ", ".join(CheckResult.COLUMNS)
+_STAGED_COLUMNS = _CHECK_COLUMNS.replace("details", "details::jsonb")
 WRITE_BATCH = f"""
 WITH new AS (
-    INSERT INTO checks ({_CHECK_COLUMNS}) SELECT {_CHECK_COLUMNS} FROM checks_batch
+    INSERT INTO checks ({_CHECK_COLUMNS}) SELECT {_STAGED_COLUMNS} FROM checks_batch
     ON CONFLICT DO NOTHING
     RETURNING monitor_id, time, ok, latency_ms
 ), hourly AS (
