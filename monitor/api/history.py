@@ -71,6 +71,7 @@ def _render_check(row: asyncpg.Record) -> dict[str, Any]:
             "tls_ms": row["tls_ms"],
             "ttfb_ms": row["ttfb_ms"],
         },
+        "details": row["details"],
     }
 
 

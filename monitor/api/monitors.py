@@ -9,8 +9,9 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from monitor import logging as mlog
+from monitor.api import schemas_http as http
 from monitor.api.context import POOL, RESOLVER, SETTINGS
-from monitor.api.errors import ApiError, from_validation, not_found
+from monitor.api.errors import ApiError, not_found
 from monitor.api.guard import account_id
 from monitor.api.params import (
     decode_cursor,
@@ -40,11 +41,11 @@ COLUMNS = (
     "paused",
     "tags",
 )
-SELECT = """
+SELECT = f"""
 SELECT m.*, s.status, s.last_check_at, s.last_ok, s.last_error, s.last_status_code,
-       s.last_latency_ms, s.changed_at,
+       s.last_latency_ms, s.changed_at, {http.SECRET_VIEW},
        coalesce((SELECT array_agg(mc.channel_id ORDER BY mc.channel_id) FROM monitor_channels mc
-                 WHERE mc.monitor_id = m.id), '{}') AS channel_ids,
+                 WHERE mc.monitor_id = m.id), '{{}}') AS channel_ids,
        (SELECT c.config ->> 'chat_id' FROM monitor_channels mc JOIN channels c ON c.id = mc.channel_id
         WHERE mc.monitor_id = m.id AND c.kind = 'telegram' ORDER BY c.id LIMIT 1) AS telegram_chat_id
 FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
@@ -79,6 +80,7 @@ def render(row: asyncpg.Record) -> dict[str, Any]:
         "expected_status": render_status_ranges(row["expected_status"]),
         "confirm_after": row["confirm_after"],
         "follow_redirects": row["follow_redirects"],
+        **http.render(row["settings"], row["secret_view"]),
         "telegram_chat_id": row["telegram_chat_id"],
         "channel_ids": list(row["channel_ids"]),
         "tags": list(row["tags"]),
@@ -111,7 +113,44 @@ async def _vet_target(request: web.Request, url: str) -> None:
 
 
 def _validation_context(request: web.Request) -> dict[str, Any]:
-    return {"min_interval_seconds": request.app[SETTINGS].min_interval_seconds}
+    settings = request.app[SETTINGS]
+    return {
+        "min_interval_seconds": settings.min_interval_seconds,
+        "http_max_body_bytes": settings.http_max_body_bytes,
+        "allow_insecure_tls": settings.allow_insecure_tls,
+    }
+
+
+async def _store_secrets(conn: asyncpg.Connection, monitor_id: int, secrets: dict[str, Any] | None) -> None:
+    """The monitor's one row of secrets, written or (none left) deleted."""
+    if secrets is None:
+        await conn.execute("DELETE FROM monitor_secrets WHERE monitor_id = $1", monitor_id)
+    else:
+        await conn.execute(
+            """INSERT INTO monitor_secrets (monitor_id, secrets) VALUES ($1, $2)
+               ON CONFLICT (monitor_id) DO UPDATE SET secrets = EXCLUDED.secrets""",
+            monitor_id,
+            secrets,
+        )
+
+
+async def _changed_options(
+    conn: asyncpg.Connection, request: web.Request, current: asyncpg.Record, patch: MonitorPatch
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The stored form of the monitor's request options as the PATCH changes them, validated
+    whole (a body needs a method that sends one, whichever of the two changed)."""
+    given = patch.model_dump(include=patch.model_fields_set & set(http.FIELDS), mode="json")
+    stored = http.from_stored(
+        current["settings"],
+        await conn.fetchval("SELECT secrets FROM monitor_secrets WHERE monitor_id = $1", current["id"]),
+    )
+    try:
+        options = http.RequestOptions.model_validate(
+            {**stored, **http.unmask(given, stored)}, context=_validation_context(request)
+        )
+    except ValidationError as exc:
+        raise http.invalid(exc) from None
+    return http.to_stored(options.model_dump(mode="json"))
 
 
 async def _set_channels(
@@ -173,12 +212,15 @@ async def create_monitor(request: web.Request) -> web.Response:
     try:
         spec = MonitorCreate.model_validate(body, context=_validation_context(request))
     except ValidationError as exc:
-        raise from_validation(exc) from None
+        raise http.invalid(exc) from None
+    options = http.unmask(spec.model_dump(include=set(http.FIELDS), mode="json"), {})
+    settings, secrets = http.to_stored(options)
     await _vet_target(request, spec.url)
     values = spec.model_dump(include=set(COLUMNS))
     values["expected_status"] = parse_status_ranges(values["expected_status"])
-    columns = ", ".join(COLUMNS)
-    placeholders = ", ".join(f"${i}" for i in range(2, len(COLUMNS) + 2))
+    values["settings"] = settings
+    columns = ", ".join(values)
+    placeholders = ", ".join(f"${i}" for i in range(2, len(values) + 2))
     quota = request.app[SETTINGS].account_monitor_quota
     async with request.app[POOL].acquire() as conn, conn.transaction():
         # Serialise creations of one account, so two at once cannot both slip under the quota.
@@ -188,9 +230,11 @@ async def create_monitor(request: web.Request) -> web.Response:
         new_id = await conn.fetchval(
             f"INSERT INTO monitors (account_id, {columns}) VALUES ($1, {placeholders}) RETURNING id",
             account,
-            *(values[c] for c in COLUMNS),
+            *values.values(),
         )
         await conn.execute("INSERT INTO monitor_state (monitor_id) VALUES ($1)", new_id)
+        if secrets is not None:
+            await _store_secrets(conn, new_id, secrets)
         if spec.paused:
             await conn.execute(
                 "INSERT INTO monitor_pauses (monitor_id, started_at) VALUES ($1, now())", new_id
@@ -270,7 +314,7 @@ async def patch_monitor(request: web.Request) -> web.Response:
     try:
         patch = MonitorPatch.model_validate(body, context=_validation_context(request))
     except ValidationError as exc:
-        raise from_validation(exc) from None
+        raise http.invalid(exc) from None
     values = patch.model_dump(include=set(COLUMNS), exclude_unset=True)
     if "url" in values:
         await _vet_target(request, values["url"])
@@ -283,6 +327,11 @@ async def patch_monitor(request: web.Request) -> web.Response:
         expected = request.headers.get("If-Match")
         if expected is not None and expected.strip() not in ("*", etag(current)):
             raise ApiError(412, "precondition_failed", "the monitor changed since you read it (ETag differs)")
+        if patch.model_fields_set & set(http.FIELDS):
+            # One UPDATE of settings, whatever changed (secrets too): updated_at moves, and the
+            # scheduler's NOTIFY trigger reloads the monitor.
+            values["settings"], secrets = await _changed_options(conn, request, current, patch)
+            await _store_secrets(conn, current["id"], secrets)
         if values:
             assignments = ", ".join(f"{c} = ${i}" for i, c in enumerate(values, start=2))
             await conn.execute(

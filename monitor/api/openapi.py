@@ -2,15 +2,16 @@
 
 Schemas come from pydantic: the request models that validate input (``schemas.py``) and
 the response models that describe each answer (``responses.py``); only the paths are
-written here. The document is built once per minimum interval (the one limit that
-depends on configuration) and served from that cache.
+written here. The document is built once per set of the limits that depend on configuration
+(the minimum interval, the largest body cap, whether tls_verify may be false) and served
+from that cache.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from aiohttp import web
 from pydantic import BaseModel
@@ -23,6 +24,8 @@ from monitor.api.context import SETTINGS
 from monitor.api.history import BUCKETS
 from monitor.api.monitors import STATUSES, UPTIME_INCLUDES
 from monitor.api.params import MAX_ID
+from monitor.api.schemas_http import DEFAULT_HTTP_MAX_BODY_BYTES
+from monitor.config import Settings
 
 REF = "#/components/schemas/{model}"
 JSON = "application/json"
@@ -53,17 +56,24 @@ def _refuse_null(schema: dict[str, Any], model: type[BaseModel]) -> None:
             field["anyOf"] = branches
 
 
-def _components(min_interval_seconds: float) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+def _components(limits: Limits) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """(the JSON schemas by name, a ``$ref`` by model name)."""
     refs, top = models_json_schema(MODELS, ref_template=REF)
     found = top["$defs"]
     for model in (schemas.MonitorPatch, schemas.ChannelPatch):
         _refuse_null(found[model.__name__], model)
-    # The minimum interval is a setting (a validation context), so pydantic cannot know it.
+    # These limits are settings (a validation context), so pydantic cannot know them.
     for name in ("MonitorCreate", "MonitorPatch"):
-        found[name]["properties"]["interval_seconds"].update(
-            minimum=min_interval_seconds, maximum=schemas.MAX_INTERVAL_SECONDS
+        fields = found[name]["properties"]
+        fields["interval_seconds"].update(
+            minimum=limits.min_interval_seconds, maximum=schemas.MAX_INTERVAL_SECONDS
         )
+        fields["max_body_bytes"]["maximum"] = limits.http_max_body_bytes
+        if not limits.allow_insecure_tls:
+            fields["tls_verify"]["const"] = True
+            fields["tls_verify"]["description"] += (
+                "; this server does not allow false (MONITOR_ALLOW_INSECURE_TLS)"
+            )
     return found, {model.__name__: ref for (model, _), ref in refs.items()}
 
 
@@ -187,7 +197,8 @@ class _Builder:
 
 
 MONITOR_EXAMPLE = {"name": "Home page", "url": "https://example.com/", "interval_seconds": 60,
-                   "expected_status": ["200-399"], "tags": ["prod"]}  # fmt: skip
+                   "expected_status": ["200-399"], "tags": ["prod"],
+                   "assertions": [{"type": "keyword", "keyword": "Welcome"}]}  # fmt: skip
 MONITOR_OPS = ("getMonitor", "updateMonitor", "deleteMonitor", "listChecks", "listIncidents", "getUptime",
                "getStats")  # fmt: skip
 
@@ -268,14 +279,26 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return b.paths
 
 
+class Limits(NamedTuple):
+    """The limits of the request schemas that are settings."""
+
+    min_interval_seconds: float
+    http_max_body_bytes: int = DEFAULT_HTTP_MAX_BODY_BYTES
+    allow_insecure_tls: bool = False
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        return cls(settings.min_interval_seconds, settings.http_max_body_bytes, settings.allow_insecure_tls)
+
+
 @functools.cache
-def document_bytes(min_interval_seconds: float) -> bytes:
-    """The document, serialised once per minimum interval."""
-    return json.dumps(document(min_interval_seconds), separators=(",", ":")).encode()
+def document_bytes(limits: Limits) -> bytes:
+    """The document, serialised once per set of limits."""
+    return json.dumps(document(limits), separators=(",", ":")).encode()
 
 
-def document(min_interval_seconds: float) -> dict[str, Any]:
-    found, refs = _components(min_interval_seconds)
+def document(limits: Limits) -> dict[str, Any]:
+    found, refs = _components(limits)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -299,7 +322,7 @@ def document(min_interval_seconds: float) -> dict[str, Any]:
 
 
 async def openapi(request: web.Request) -> web.Response:
-    body = document_bytes(request.app[SETTINGS].min_interval_seconds)
+    body = document_bytes(Limits.of(request.app[SETTINGS]))
     return web.Response(body=body, content_type=JSON)
 
 

@@ -9,13 +9,15 @@ forbids extra fields, which makes an undocumented field a schema violation too.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from monitor.api.schemas import TelegramSettings
+from monitor.api.schemas_http import MASK, Method
+from monitor.checks.assertions import Assertion
 
 
 class _Out(BaseModel):
@@ -51,6 +53,17 @@ class LastCheck(_Out):
     error: str | None
 
 
+class BasicAuthShown(_Out):
+    type: Literal["basic"]
+    username: str
+    password: Literal["********"] = Field(description="always the mask: the password is never shown")
+
+
+class BearerAuthShown(_Out):
+    type: Literal["bearer"]
+    token: Literal["********"] = Field(description="always the mask: the token is never shown")
+
+
 class Monitor(_Out):
     id: int
     name: str
@@ -61,6 +74,16 @@ class Monitor(_Out):
     expected_status: list[int | str] = Field(description="status codes, 'low-high' ranges or 'Nxx' classes")
     confirm_after: int
     follow_redirects: bool
+    method: Method
+    headers: dict[str, str] = Field(description=f"the values of sensitive headers read as {MASK!r}")
+    body: str | None
+    content_type: str | None
+    auth: Annotated[BasicAuthShown | BearerAuthShown, Field(discriminator="type")] | None = Field(
+        description=f"credentials read as {MASK!r}; send the mask back to keep them"
+    )
+    max_body_bytes: int
+    tls_verify: bool
+    assertions: list[Assertion]
     telegram_chat_id: str | None = Field(description="the chat of the first Telegram channel attached")
     channel_ids: list[int]
     tags: list[str]
@@ -110,6 +133,12 @@ class Check(_Out):
     error: str | None
     location: str | None
     timings: Timings
+    details: dict[str, Any] | None = Field(
+        description="what the check saw beyond the common fields, null for a plain status check: "
+        '"assertions" (each with "assertion", "ok" and, when it failed, "message"), '
+        '"body_truncated" and "body_bytes" (the body went on past max_body_bytes; the assertions '
+        'judged the first body_bytes), "tls_verified": false (tls_verify was off)'
+    )
 
 
 class CheckList(_Out):

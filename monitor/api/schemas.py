@@ -1,13 +1,15 @@
 """Request schemas: the single place where API input is validated.
 
-Limits that depend on configuration (the minimum interval) come in through
-pydantic's validation context, so the same schema serves every deployment.
+Limits that depend on configuration (the minimum interval, the largest body cap, whether
+tls_verify may be false) come in through pydantic's validation context, so the same schema
+serves every deployment. The HTTP request options have a module of their own,
+``schemas_http.py``.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -19,6 +21,18 @@ from pydantic import (
     field_validator,
 )
 
+from monitor.api.schemas_http import (
+    DEFAULT_MAX_BODY_BYTES,
+    Assertions,
+    Auth,
+    ContentType,
+    Headers,
+    HttpChecks,
+    MaxBodyBytes,
+    Method,
+    RequestBody,
+    TlsVerify,
+)
 from monitor.net.policy import InvalidTarget, parse_target_url
 
 MAX_INTERVAL_SECONDS = 86_400
@@ -115,9 +129,18 @@ class _MonitorFields(_Body):
         return value
 
 
-class MonitorCreate(_MonitorFields):
+class MonitorCreate(_MonitorFields, HttpChecks):
     name: str = Field(min_length=1, max_length=200)
     url: str = Field(min_length=1, max_length=2048)
+    # The request and what "up" means beyond the status (schemas_http.py).
+    method: Method = "GET"
+    headers: Headers = Field(default_factory=dict)
+    body: RequestBody | None = None
+    content_type: ContentType | None = None
+    auth: Auth | None = None
+    max_body_bytes: MaxBodyBytes = DEFAULT_MAX_BODY_BYTES
+    tls_verify: TlsVerify = True
+    assertions: Assertions = Field(default_factory=list)
     type: Literal["http"] = "http"
     interval_seconds: Number = 60
     timeout_seconds: Number = Field(10, gt=0, le=MAX_TIMEOUT_SECONDS)
@@ -130,11 +153,22 @@ class MonitorCreate(_MonitorFields):
     channel_ids: list[ChannelId] = Field(default_factory=list, max_length=20)
 
 
-class MonitorPatch(_MonitorFields):
-    """Every field optional; ``null`` is only meaningful for ``telegram_chat_id``."""
+class MonitorPatch(_MonitorFields, HttpChecks):
+    """Every field optional; ``null`` removes ``telegram_chat_id``, ``body``, ``content_type``
+    and ``auth``. The rules between request options are checked on the options as changed."""
+
+    whole: ClassVar[bool] = False
 
     name: str | None = Field(None, min_length=1, max_length=200)
     url: str | None = Field(None, min_length=1, max_length=2048)
+    method: Method | None = None
+    headers: Headers | None = None
+    body: RequestBody | None = None
+    content_type: ContentType | None = None
+    auth: Auth | None = None
+    max_body_bytes: MaxBodyBytes | None = None
+    tls_verify: TlsVerify | None = None
+    assertions: Assertions | None = None
     type: Literal["http"] | None = None
     interval_seconds: Number | None = None
     timeout_seconds: Number | None = Field(None, gt=0, le=MAX_TIMEOUT_SECONDS)
@@ -158,6 +192,11 @@ class MonitorPatch(_MonitorFields):
         "paused",
         "tags",
         "channel_ids",
+        "method",
+        "headers",
+        "max_body_bytes",
+        "tls_verify",
+        "assertions",
         mode="before",
     )
     @classmethod

@@ -46,7 +46,7 @@ from monitor.checks.observed import (
     compile_path,
     compile_regex,
 )
-from monitor.checks.wording import clip, duration, json_value, printable, quote
+from monitor.checks.wording import clip, duration, json_value, pattern, printable, quote
 
 TEXT_MAX = 1000
 VALUE_JSON_MAX = 4096
@@ -131,7 +131,7 @@ class Regex(_Assertion):
         return value
 
     def describe(self) -> str:
-        return f"body {'does not match' if self.absent else 'matches'} {quote(self.pattern)}"
+        return f"body {'does not match' if self.absent else 'matches'} {pattern(self.pattern)}"
 
 
 JsonOp = Literal["==", "!=", "<", "<=", ">", ">=", "contains", "exists", "not_exists", "empty", "not_empty"]
@@ -223,7 +223,8 @@ class Header(_Assertion):
             return f"header {name} present"
         if self.op == "absent":
             return f"header {name} absent"
-        return f"header {name} {self.op} {quote(str(self.value))}"
+        shown = pattern if self.op == "matches" else quote
+        return f"header {name} {self.op} {shown(str(self.value))}"
 
 
 class ResponseTime(_Assertion):

@@ -24,7 +24,7 @@ from monitor.checks.observed import (
     compile_path,
     compile_regex,
 )
-from monitor.checks.wording import clip, durations, json_type, json_value, printable, quote
+from monitor.checks.wording import clip, durations, json_type, json_value, pattern, printable, quote
 
 if TYPE_CHECKING:
     from monitor.checks.assertions import AnyAssertion, Header, Json, Keyword, Regex, ResponseTime
@@ -105,7 +105,7 @@ class _RegexRule(_BodyRule):
         super().__init__(model)
         self.pattern = compile_regex(model.pattern)
         self.absent = model.absent
-        self.shown = quote(model.pattern)
+        self.shown = pattern(model.pattern)
 
     def check(self, body: Body) -> Outcome:
         try:
@@ -255,12 +255,13 @@ class _HeaderRule(Rule):
             try:
                 hit = self._matches(values)
             except TimeoutError:
-                return self.fail(f"header {self.name}: pattern {quote(self.value)} took too long")
+                return self.fail(f"header {self.name}: pattern {pattern(self.value)} took too long")
         if hit:
             return self.passed
         expected = {"==": "expected", "contains": "expected to contain", "matches": "expected to match"}
         shown = f"{quote(values[0])}{_more(values)}"
-        return self.fail(f"header {self.name} is {shown}, {expected[self.op]} {quote(self.value)}")
+        wanted = pattern(self.value) if self.op == "matches" else quote(self.value)
+        return self.fail(f"header {self.name} is {shown}, {expected[self.op]} {wanted}")
 
     def _matches(self, values: Sequence[str]) -> bool:
         assert self.pattern is not None

@@ -52,6 +52,11 @@ def quote(text: str, limit: int = CLIP) -> str:
     return f'"{printable(clip(text, limit))}"'
 
 
+def pattern(text: str, limit: int = CLIP) -> str:
+    """A regular expression in quotes as written (its backslashes are its own), clipped."""
+    return f'"{printable(clip(text, limit), quotes=False)}"'
+
+
 def json_value(value: Any, limit: int = CLIP) -> str:
     """A JSON value as JSON text, at most about ``limit`` characters, escaped for one line.
 

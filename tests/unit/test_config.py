@@ -21,6 +21,9 @@ def test_defaults_and_secrets_hidden() -> None:
         ({"MONITOR_LOG_FORMAT": "xml"}, "MONITOR_LOG_FORMAT"),
         ({"MONITOR_DATABASE_URL": "mysql://x"}, "MONITOR_DATABASE_URL"),
         ({"MONITOR_INTERVAL": "5"}, "MONITOR_INTERVAL"),
+        ({"MONITOR_CA_FILE": "/nonexistent/ca.pem"}, "MONITOR_CA_FILE"),
+        ({"MONITOR_HTTP_MAX_HEAD_BYTES": "100"}, "MONITOR_HTTP_MAX_HEAD_BYTES"),
+        ({"MONITOR_ALLOW_INSECURE_TLS": "maybe"}, "MONITOR_ALLOW_INSECURE_TLS"),
     ],
 )
 def test_invalid_or_unknown_settings_name_the_variable(env: dict, named: str) -> None:

@@ -14,10 +14,12 @@ import schemathesis
 
 from monitor.api import openapi, schemas
 from monitor.api.app import create_app
+from monitor.api.schemas_http import MASK
 from monitor.config import Settings
 
 MIN_INTERVAL = 30.0
-DOCUMENT = openapi.document(MIN_INTERVAL)
+LIMITS = openapi.Limits(MIN_INTERVAL)
+DOCUMENT = openapi.document(LIMITS)
 OPERATIONS = {
     (method.upper(), path): operation
     for path, item in DOCUMENT["paths"].items()
@@ -46,9 +48,9 @@ def test_every_route_is_documented_and_nothing_else() -> None:
     assert {route for route in routes if route[0] != "HEAD"} == set(OPERATIONS)
 
 
-def test_the_document_is_built_once_per_minimum_interval() -> None:
-    assert openapi.document_bytes(MIN_INTERVAL) is openapi.document_bytes(MIN_INTERVAL)
-    assert json.loads(openapi.document_bytes(MIN_INTERVAL)) == DOCUMENT
+def test_the_document_is_built_once_per_set_of_limits() -> None:
+    assert openapi.document_bytes(LIMITS) is openapi.document_bytes(openapi.Limits(MIN_INTERVAL))
+    assert json.loads(openapi.document_bytes(LIMITS)) == DOCUMENT
 
 
 @pytest.mark.parametrize("key", sorted(OPERATIONS), ids=" ".join)
@@ -101,10 +103,21 @@ def test_request_examples_pass_validation(name: str, example: dict[str, Any]) ->
     BODIES[name].model_validate(example, context={"min_interval_seconds": MIN_INTERVAL})
 
 
-def test_the_minimum_interval_comes_from_the_settings() -> None:
+def test_the_limits_come_from_the_settings() -> None:
+    settings = Settings(min_interval_seconds=5, http_max_body_bytes=2048, allow_insecure_tls=True)
+    document = openapi.document(openapi.Limits.of(settings))
     for name in ("MonitorCreate", "MonitorPatch"):
-        field = openapi.document(5.0)["components"]["schemas"][name]["properties"]["interval_seconds"]
-        assert (field["minimum"], field["maximum"]) == (5.0, schemas.MAX_INTERVAL_SECONDS)
+        fields = document["components"]["schemas"][name]["properties"]
+        assert (fields["interval_seconds"]["minimum"], fields["interval_seconds"]["maximum"]) == (
+            5.0,
+            schemas.MAX_INTERVAL_SECONDS,
+        )
+        assert fields["max_body_bytes"]["maximum"] == 2048
+        assert "const" not in fields["tls_verify"]
+        # By default tls_verify may only be true, and the body cap is 10 MiB at most.
+        default = DOCUMENT["components"]["schemas"][name]["properties"]
+        assert default["tls_verify"]["const"] is True
+        assert default["max_body_bytes"]["maximum"] == 10 * 1024 * 1024
 
 
 def test_patch_fields_that_refuse_null_do_not_offer_it() -> None:
@@ -113,3 +126,36 @@ def test_patch_fields_that_refuse_null_do_not_offer_it() -> None:
     assert {"type": "null"} in patch["telegram_chat_id"]["anyOf"]  # null detaches Telegram
     with pytest.raises(ValueError, match="may not be null"):
         schemas.MonitorPatch.model_validate({"name": None})
+
+
+KINDS = {
+    "keyword": "Keyword",
+    "regex": "Regex",
+    "json": "Json",
+    "header": "Header",
+    "response_time": "ResponseTime",
+}
+
+
+@pytest.mark.parametrize("model", ["MonitorCreate", "MonitorPatch", "Monitor"])
+def test_assertions_are_documented_kind_by_kind(model: str) -> None:
+    found = DOCUMENT["components"]["schemas"]
+    field = found[model]["properties"]["assertions"]
+    items = field["items"] if "items" in field else field["anyOf"][0]["items"]
+    assert items["discriminator"] == {
+        "propertyName": "type",
+        "mapping": {tag: openapi.REF.format(model=name) for tag, name in KINDS.items()},
+    }
+    for name in KINDS.values():
+        assert found[name]["additionalProperties"] is False
+        assert "type" in found[name]["required"] and found[name]["description"]
+
+
+def test_credentials_are_documented_as_masked() -> None:
+    found = DOCUMENT["components"]["schemas"]
+    assert found["BasicAuthShown"]["properties"]["password"]["const"] == MASK
+    assert found["BearerAuthShown"]["properties"]["token"]["const"] == MASK
+    assert MASK in found["Monitor"]["properties"]["headers"]["description"]
+    patch = found["MonitorPatch"]["properties"]
+    assert {"type": "null"} in patch["auth"]["anyOf"] and {"type": "null"} in patch["body"]["anyOf"]
+    assert "anyOf" not in patch["headers"] and "anyOf" not in patch["assertions"]  # null refused

@@ -1,10 +1,15 @@
-"""Request validation: every field names itself in the error."""
+"""Request validation: every field names itself in the error; request options stored and shown."""
+
+from typing import Any, Literal
 
 import pytest
 from pydantic import ValidationError
 
-from monitor.api.errors import from_validation
+from monitor.api import schemas_http as http
+from monitor.api.errors import ApiError, from_validation
+from monitor.api.responses import BasicAuthShown, BearerAuthShown
 from monitor.api.schemas import MonitorCreate, MonitorPatch, parse_status_ranges, render_status_ranges
+from monitor.api.schemas_http import MASK
 
 CTX = {"min_interval_seconds": 30}
 GOOD = {"name": "site", "url": "https://example.com/health", "interval_seconds": 60}
@@ -68,3 +73,240 @@ def test_patch_refuses_null_for_required_fields() -> None:
 def test_status_ranges_round_trip(given: list, ranges: list) -> None:
     assert parse_status_ranges(given) == ranges
     assert parse_status_ranges(render_status_ranges(ranges)) == ranges
+
+
+# -- request options (schemas_http.py) -----------------------------------------------------
+
+HTTP_CTX = {"min_interval_seconds": 30, "http_max_body_bytes": 10 * 1024 * 1024, "allow_insecure_tls": False}
+BASIC = {"type": "basic", "username": "u", "password": "hunter2"}
+
+
+def invalid_field(body: dict[str, Any], model: type = MonitorCreate, context: dict | None = None) -> ApiError:
+    with pytest.raises(ValidationError) as info:
+        model.model_validate(body, context=HTTP_CTX if context is None else context)
+    return http.invalid(info.value)
+
+
+BAD_OPTIONS = [
+    ("method unknown", {"method": "TRACE"}, "method"),
+    ("method in lower case", {"method": "post"}, "method"),
+    ("headers not an object", {"headers": [["X-A", "1"]]}, "headers"),
+    ("header value not a string", {"headers": {"X-A": 1}}, "headers.X-A"),
+    ("header name with a space", {"headers": {"X A": "1"}}, "headers"),
+    ("header name with a colon", {"headers": {"X:A": "1"}}, "headers"),
+    ("header name empty", {"headers": {"": "1"}}, "headers"),
+    ("header value with CR LF", {"headers": {"X-A": "1\r\nX-B: 2"}}, "headers"),
+    ("header value with NUL", {"headers": {"X-A": "1\x00"}}, "headers"),
+    ("header value over 8 KiB", {"headers": {"X-A": "v" * 8193}}, "headers"),
+    ("header given twice in two cases", {"headers": {"X-A": "1", "x-a": "2"}}, "headers"),
+    ("51 headers", {"headers": {f"X-{i}": "v" for i in range(51)}}, "headers"),
+    *((f"framing header {name}", {"headers": {name: "1"}}, "headers")
+      for name in ("Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Upgrade", "TE",
+                   "expect")),
+    ("body with GET", {"body": "x"}, "body"),
+    ("body with HEAD", {"method": "HEAD", "body": "x"}, "body"),
+    ("body over 16 KiB", {"method": "POST", "body": "é" * 8193}, "body"),
+    ("body not a string", {"method": "POST", "body": {"a": 1}}, "body"),
+    ("body with NUL", {"method": "POST", "body": "a\x00"}, "body"),
+    ("content_type without a body", {"content_type": "text/plain"}, "content_type"),
+    ("content_type not a media type", {"method": "POST", "body": "x", "content_type": "json"},
+     "content_type"),
+    ("content_type with CR LF", {"method": "POST", "body": "x", "content_type": "a/b\r\nX: 1"},
+     "content_type"),
+    ("content_type twice",
+     {"method": "POST", "body": "x", "content_type": "a/b", "headers": {"content-type": "a/b"}},
+     "content_type"),
+    ("auth of unknown type", {"auth": {"type": "digest"}}, "auth"),
+    ("auth without type", {"auth": {"username": "u", "password": "p"}}, "auth"),
+    ("auth a string", {"auth": "Bearer t"}, "auth"),
+    ("basic auth without password", {"auth": {"type": "basic", "username": "u"}}, "auth.password"),
+    ("basic auth user with a colon", {"auth": {**BASIC, "username": "a:b"}}, "auth.username"),
+    ("basic auth password with LF", {"auth": {**BASIC, "password": "p\n"}}, "auth.password"),
+    ("basic auth extra field", {"auth": {**BASIC, "realm": "x"}}, "auth.realm"),
+    ("bearer token empty", {"auth": {"type": "bearer", "token": ""}}, "auth.token"),
+    ("bearer token too long", {"auth": {"type": "bearer", "token": "t" * 4097}}, "auth.token"),
+    ("auth and an Authorization header", {"auth": BASIC, "headers": {"authorization": "Basic x"}}, "auth"),
+    ("max_body_bytes zero", {"max_body_bytes": 0}, "max_body_bytes"),
+    ("max_body_bytes over the setting", {"max_body_bytes": 10 * 1024 * 1024 + 1}, "max_body_bytes"),
+    ("max_body_bytes a float", {"max_body_bytes": 1.5}, "max_body_bytes"),
+    ("max_body_bytes a string", {"max_body_bytes": "1024"}, "max_body_bytes"),
+    ("tls_verify false, not allowed", {"tls_verify": False}, "tls_verify"),
+    ("tls_verify a string", {"tls_verify": "false"}, "tls_verify"),
+    ("assertions not a list", {"assertions": {"type": "keyword"}}, "assertions"),
+    ("21 assertions", {"assertions": [{"type": "keyword", "keyword": "a"}] * 21}, "assertions"),
+    ("assertion of unknown type", {"assertions": [{"type": "xpath"}]}, "assertions.0"),
+    ("assertion missing a field", {"assertions": [{"type": "keyword"}]}, "assertions.0.keyword"),
+    ("second assertion's path",
+     {"assertions": [{"type": "keyword", "keyword": "a"}, {"type": "json", "path": "$.", "op": "exists"}]},
+     "assertions.1.path"),
+    ("json value missing", {"assertions": [{"type": "json", "path": "$.a", "op": "=="}]},
+     "assertions.0.value"),
+    ("regex does not compile", {"assertions": [{"type": "regex", "pattern": "("}]}, "assertions.0.pattern"),
+    ("header assertion name", {"assertions": [{"type": "header", "name": "a b", "op": "exists"}]},
+     "assertions.0.name"),
+    ("response time zero", {"assertions": [{"type": "response_time", "below_ms": 0}]},
+     "assertions.0.below_ms"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("change", "field"), [c[1:] for c in BAD_OPTIONS], ids=[c[0] for c in BAD_OPTIONS])
+def test_bad_request_options_are_named(change: dict[str, Any], field: str) -> None:
+    error = invalid_field({**GOOD, **change})
+    assert (error.status, error.field) == (422, field), error.message
+    assert error.message.startswith(f"{field}: "), error.message
+
+
+SECRETS_IN_BAD_INPUT = [
+    {"auth": {"type": "basic", "username": "u", "password": "S3cr3t-pass\n"}},
+    {"auth": {"type": "bearer", "token": "S3cr3t-token" * 400}},
+    {"auth": {"type": "bearer", "token": 12345678901}},
+    {"headers": {"X-Api-Key": "S3cr3t\r\nkey"}},
+    {"headers": {"Authorization": "S3cr3t" * 2000}},
+    {"headers": {"Authorization": "S3cr3t"}, "auth": {"type": "bearer", "token": "S3cr3t"}},
+]
+
+
+@pytest.mark.parametrize("change", SECRETS_IN_BAD_INPUT, ids=str)
+def test_an_error_never_quotes_a_secret(change: dict[str, Any]) -> None:
+    error = invalid_field({**GOOD, **change})
+    assert "S3cr3t" not in error.message and "12345678901" not in error.message, error.message
+
+
+def test_patch_leaves_the_rules_between_fields_to_the_options_as_changed() -> None:
+    patch = MonitorPatch.model_validate({"body": "x", "content_type": "text/plain"}, context=HTTP_CTX)
+    assert patch.body == "x"
+    assert invalid_field({"method": None}, MonitorPatch).field == "method"
+    assert invalid_field({"assertions": None}, MonitorPatch).field == "assertions"
+    assert MonitorPatch.model_validate({"auth": None, "body": None}, context=HTTP_CTX).auth is None
+
+
+def test_limits_come_from_the_validation_context() -> None:
+    allowing = {**HTTP_CTX, "allow_insecure_tls": True, "http_max_body_bytes": 100}
+    spec = MonitorCreate.model_validate(
+        {**GOOD, "tls_verify": False, "max_body_bytes": 100}, context=allowing
+    )
+    assert spec.tls_verify is False and spec.max_body_bytes == 100
+    assert invalid_field({**GOOD, "max_body_bytes": 101}, context=allowing).field == "max_body_bytes"
+    error = invalid_field({**GOOD, "tls_verify": False})
+    assert "MONITOR_ALLOW_INSECURE_TLS" in error.message
+    # Without a context: the defaults (10 MiB, no insecure TLS).
+    assert MonitorCreate.model_validate({**GOOD, "max_body_bytes": 10 * 1024 * 1024}).max_body_bytes > 0
+
+
+def test_the_request_body_keeps_its_whitespace() -> None:
+    spec = MonitorCreate.model_validate({**GOOD, "method": "POST", "body": "  {}\n"}, context=HTTP_CTX)
+    assert spec.body == "  {}\n"
+
+
+SECRET_NAMES = [
+    ("Authorization", True), ("proxy-authorization", True), ("Cookie", True), ("X-Api-Key", True),
+    ("X-API-KEY", True), ("apikey", True), ("Api_Key", True), ("X-Auth-Token", True), ("X-Session-Id", True),
+    ("X-Client-Secret", True), ("X-Password", True), ("passwd", True), ("X-Access-Token", True),
+    ("Accept", False), ("X-Env", False), ("User-Agent", False), ("Content-Type", False), ("Host", False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "secret"), SECRET_NAMES, ids=[n for n, _ in SECRET_NAMES])
+def test_which_headers_are_secret(name: str, secret: bool) -> None:
+    assert http.is_secret_header(name) is secret
+
+
+def stored_of(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    spec = MonitorCreate.model_validate({**GOOD, **body}, context={**HTTP_CTX, "allow_insecure_tls": True})
+    return http.to_stored(http.unmask(spec.model_dump(include=set(http.FIELDS), mode="json"), {}))
+
+
+def test_a_plain_monitor_stores_nothing() -> None:
+    assert stored_of({}) == ({}, None)
+    explicit = {"method": "GET", "headers": {}, "body": None, "content_type": None, "auth": None,
+                "max_body_bytes": 1_048_576, "tls_verify": True, "assertions": []}  # fmt: skip
+    assert stored_of(explicit) == ({}, None)
+
+
+def test_stored_form_splits_secrets_out_and_reads_back_masked() -> None:
+    body = {
+        "method": "POST",
+        "headers": {"X-Env": "prod", "Authorization": "Token abc", "X-Api-Key": "k-1", "Accept": "text/html"},
+        "body": '{"q": 1}',
+        "content_type": "application/json",
+        "auth": None,
+        "max_body_bytes": 4096,
+        "tls_verify": False,
+        "assertions": [{"type": "json", "path": "$.ok", "op": "==", "value": True}],
+    }
+    settings, secrets = stored_of(body)
+    assert settings == {
+        "method": "POST",
+        "body": '{"q": 1}',
+        "content_type": "application/json",
+        "max_body_bytes": 4096,
+        "tls_verify": False,
+        "assertions": [{"type": "json", "path": "$.ok", "op": "==", "value": True}],
+        "headers": [["X-Env", "prod"], ["Accept", "text/html"]],
+    }
+    assert secrets == {"headers": [["Authorization", "Token abc"], ["X-Api-Key", "k-1"]]}
+    view = {"auth": None, "header_names": ["Authorization", "X-Api-Key"]}
+    shown = http.render(settings, view)
+    assert shown["headers"] == {
+        "X-Env": "prod",
+        "Accept": "text/html",
+        "Authorization": MASK,
+        "X-Api-Key": MASK,
+    }
+    assert {k: v for k, v in shown.items() if k != "headers"} == {
+        k: v for k, v in body.items() if k != "headers"
+    }
+    assert http.from_stored(settings, secrets) == body
+
+
+@pytest.mark.parametrize(
+    ("auth", "shown"),
+    [
+        (BASIC, {"type": "basic", "username": "u", "password": MASK}),
+        ({"type": "bearer", "token": "t0k"}, {"type": "bearer", "token": MASK}),
+    ],
+    ids=["basic", "bearer"],
+)
+def test_auth_is_a_secret_and_reads_masked(auth: dict[str, Any], shown: dict[str, Any]) -> None:
+    settings, secrets = stored_of({"auth": auth})
+    assert settings == {} and secrets == {"auth": auth}
+    view = {"auth": {k: v for k, v in auth.items() if k not in ("password", "token")}, "header_names": []}
+    assert http.render(settings, view)["auth"] == shown
+
+
+def test_a_mask_sent_back_keeps_the_stored_secret() -> None:
+    stored = http.from_stored({}, {"auth": BASIC, "headers": [["X-Api-Key", "k-1"]]})
+    given = {
+        "auth": {"type": "basic", "username": "v", "password": MASK},
+        "headers": {"x-api-key": MASK, "X-B": MASK},
+    }
+    assert http.unmask(given, stored) == {
+        "auth": {"type": "basic", "username": "v", "password": "hunter2"},
+        "headers": {"x-api-key": "k-1", "X-B": MASK},  # X-B is not a secret header: the mask is its value
+    }
+
+
+@pytest.mark.parametrize(
+    ("given", "field"),
+    [
+        ({"auth": {"type": "bearer", "token": MASK}}, "auth.token"),  # stored auth is basic
+        ({"auth": {"type": "basic", "username": "u", "password": MASK}}, None),
+        ({"headers": {"X-Token": MASK}}, "headers"),
+    ],
+    ids=["other auth type", "same auth type", "no such secret header"],
+)
+def test_a_mask_with_nothing_to_keep_is_refused(given: dict[str, Any], field: str | None) -> None:
+    stored = http.from_stored({}, {"auth": BASIC})
+    if field is None:
+        assert http.unmask(given, stored)["auth"]["password"] == "hunter2"
+        return
+    with pytest.raises(ApiError) as info:
+        http.unmask(given, stored)
+    assert (info.value.status, info.value.field) == (422, field)
+    with pytest.raises(ApiError):  # nothing is stored on a create
+        http.unmask(dict(given), {})
+
+
+def test_the_shown_auth_models_use_the_mask() -> None:
+    assert BasicAuthShown.model_fields["password"].annotation == Literal[MASK]  # type: ignore[valid-type]
+    assert BearerAuthShown.model_fields["token"].annotation == Literal[MASK]  # type: ignore[valid-type]
