@@ -31,7 +31,7 @@ export MONITOR_DATABASE_URL="$${keep_db:-$$MONITOR_DATABASE_URL}" \
        MONITOR_REDIS_URL="$${keep_redis:-$$MONITOR_REDIS_URL}"
 endef
 
-.PHONY: help venv services services-down status migrate run lint test bench
+.PHONY: help venv services services-down status migrate run lint test bench nginx
 
 help:
 	@echo 'make run            start api, scheduler and alerter (honcho, Ctrl-C stops them)'
@@ -81,7 +81,15 @@ lint: venv
 	$(BIN)/ruff format --check $(LINT_PATHS)
 	$(BIN)/mypy
 
-test: venv services
+# Debian's nginx: the benchmark's target and a server of the HTTP check's conformance table,
+# always run from a prefix of our own (never the system service).
+nginx:
+	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || { \
+	    echo 'installing nginx-light (apt-get)'; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light; }
+
+test: venv services nginx
 	@$(call load_env,test); \
 	echo "monitor migrate (test database)"; \
 	$(BIN)/monitor migrate
@@ -89,11 +97,6 @@ test: venv services
 	@$(call load_env,test); \
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-# The target is Debian's nginx, run from a prefix of the benchmark's own (never the system service).
-bench: venv services
-	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || { \
-	    echo 'installing nginx-light (apt-get)'; \
-	    DEBIAN_FRONTEND=noninteractive apt-get update -q; \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light; }
+bench: venv services nginx
 	@$(call load_env,run); \
 	$(BIN)/python -m bench.scheduler $(BENCH_ARGS)

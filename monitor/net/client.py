@@ -47,6 +47,7 @@ __all__ = ["FetchResult", "HttpSession", "fetch", "make_session"]
 # Credentials are meant for the origin the user configured, never for whoever it redirects to.
 _ORIGIN_BOUND_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization", "host"})
 _NONE: frozenset[bytes] = frozenset()
+TLS_SHUTDOWN_SECONDS = 2.0
 _TIMING_KEYS = ("dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms")
 
 
@@ -258,7 +259,7 @@ async def _hop(
     except InvalidRequest as exc:
         raise _Failed(f"invalid request to {target.text}: {exc}") from exc
     exchange: Exchange | None = None
-    error: OSError | None = None
+    error = ""
     connecting = time.perf_counter()
     try:
         # In order, the first that connects. No happy eyeballs: the check reports the address
@@ -279,7 +280,7 @@ async def _hop(
                 transport, _ = await loop.create_connection(exchange, address, target.port)
             except OSError as exc:
                 session.forget(exchange)
-                error = exc
+                error = _connect_error(exc, address, target.port)
                 continue
             got.peer = address
             break
@@ -317,10 +318,19 @@ async def _hop(
     return exchange.body
 
 
+def _connect_error(exc: OSError, address: str, port: int) -> str:
+    # Python's own text ("Connect call failed ('10.1.2.3', 80)") says less than this.
+    if isinstance(exc, ConnectionRefusedError):
+        return f"refused by {address} port {port}"
+    return f"{address} port {port}: {exc.strerror or exc}"
+
+
 def _reading_phase(exchange: Exchange) -> str:
     if exchange.in_head:
         if exchange.first_byte:
             return "waiting for the rest of the response head"
+        if exchange.interim:
+            return f"waiting for the response head (after an interim {exchange.interim})"
         return "waiting for the response head (nothing received)"
     return f"reading the body (after a {exchange.status} response head, {exchange.body_bytes} bytes read)"
 
@@ -353,7 +363,15 @@ async def _start_tls(
     # TLS on the socket already connected to the vetted address; the name is only for SNI and
     # the certificate check (an IP literal is checked against the certificate's IP addresses).
     try:
-        tls = await loop.start_tls(transport, exchange, context, server_hostname=host)  # type: ignore[arg-type]
+        # A check hangs up after its answer: wait briefly for the server's close_notify, not
+        # asyncio's 30 s, so a server that never sends one cannot pile up our sockets.
+        tls = await loop.start_tls(
+            transport,  # type: ignore[arg-type]
+            exchange,
+            context,
+            server_hostname=host,
+            ssl_shutdown_timeout=TLS_SHUTDOWN_SECONDS,
+        )
     except ssl.SSLCertVerificationError as exc:
         raise _Failed(f"TLS certificate error: {exc.verify_message or exc}") from exc
     except ssl.SSLError as exc:

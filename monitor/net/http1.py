@@ -23,6 +23,7 @@ What it accepts is what a browser accepts (issue 10: a check's verdict is a visi
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 import zlib
 from dataclasses import dataclass
@@ -127,21 +128,26 @@ def _head_end(buf: bytes | bytearray, start: int) -> int:
 
 
 def _without_duplicate_lengths(head: bytes) -> bytes:
-    """The head with repeated Content-Length fields dropped, when they all agree (Chrome and
-    Firefox accept that); Abort when they differ (both browsers refuse that)."""
+    """The head with one Content-Length field of one value, when its repeated fields or its
+    list ("5, 5") all agree, as the Fetch standard and browsers accept; Abort when they
+    differ (browsers refuse that). A value that is no number is left to the parser."""
     kept: list[bytes] = []
     length: bytes | None = None
     for line in head.split(b"\n"):
         name, colon, value = line.partition(b":")
-        if colon and name.strip().lower() == b"content-length":
-            value = value.strip()
-            if length is not None:
-                if value != length:
-                    shown = f"{length.decode('latin-1')[:20]} and {value.decode('latin-1')[:20]}"
-                    raise Abort(f"invalid response: conflicting Content-Length values ({shown})")
-                continue
-            length = value
-        kept.append(line)
+        if not (colon and name.strip().lower() == b"content-length"):
+            kept.append(line)
+            continue
+        first = length is None
+        for item in value.split(b","):
+            item = item.strip()
+            if length is None:
+                length = item
+            elif item != length:
+                shown = f"{length.decode('latin-1')[:20]} and {item.decode('latin-1')[:20]}"
+                raise Abort(f"invalid response: conflicting Content-Length values ({shown})")
+        if first:
+            kept.append(b"Content-Length: %s\r" % length)
     return b"\n".join(kept)
 
 
@@ -181,6 +187,7 @@ class Exchange(asyncio.Protocol):
         "finished",
         "first_byte",
         "headers",
+        "interim",
         "location",
         "status",
         "transport",
@@ -207,6 +214,7 @@ class Exchange(asyncio.Protocol):
         self.headers: dict[bytes, list[bytes]] = {}
         self.truncated = False
         self.first_byte = 0.0
+        self.interim = 0  # the status of the last interim (1xx) response, if one came
         self._loop = loop
         self._limits = limits
         self._max_body = max_body
@@ -290,7 +298,10 @@ class Exchange(asyncio.Protocol):
         if self.finished:
             return
         if self._in_head:
-            if exc is not None:
+            if isinstance(exc, ssl.SSLError) and "CERTIFICATE_REQUIRED" in (exc.reason or ""):
+                # TLS 1.3 sends this alert after the handshake, on the first read.
+                self.finish("TLS error: the server requires a client certificate")
+            elif exc is not None:
                 self.finish(f"connection failed: {exc}")
             elif self._head.strip(_BLANK):
                 start = len(self._head) - len(self._head.lstrip(_BLANK))
@@ -358,9 +369,9 @@ class Exchange(asyncio.Protocol):
         except httptools.HttpParserError as exc:
             if isinstance(exc, httptools.HttpParserCallbackError):
                 raise
-            if "Duplicate Content-Length" not in str(exc):
+            if "Content-Length" not in str(exc):  # Duplicate, or a list ("5, 5")
                 raise
-            # The callbacks have seen only the fields before the second Content-Length.
+            # The callbacks have seen only the fields before the Content-Length at fault.
             self._fields = {}
             self.headers = {}
             self._parser = self._new_parser()
@@ -434,6 +445,8 @@ class Exchange(asyncio.Protocol):
         if self._in_head:  # an interim response ended; the next head is parsed from scratch
             self._fields = {}
             self.headers = {}
+            self.interim = self._parser.get_status_code()
+            self.first_byte = 0.0  # time to first byte is the final response's
             return
         self._complete()  # done is set: data_received ignores anything after this
 

@@ -16,6 +16,7 @@ import ssl
 import tracemalloc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 import trustme
@@ -26,6 +27,7 @@ from yarl import URL
 from monitor.net.client import FetchResult, HttpSession, fetch, make_session
 from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver
+from monitor.net.session import tls_context
 
 ALLOWED = "127.0.0.2"
 CANARY = "127.0.0.1"
@@ -86,7 +88,8 @@ async def canary(raw_server: Callable[..., Awaitable[RawServer]]) -> RawServer:
 
 
 async def _echo(request: web.Request) -> web.Response:
-    seen = {k: request.headers.get(k) for k in ("Authorization", "Cookie", "X-Keep", "Host")}
+    names = ("Authorization", "Cookie", "X-Keep", "Host", "X-Api-Key", "Content-Type")
+    seen = {k: request.headers.get(k) for k in names}
     return web.json_response({"method": request.method, "headers": seen})
 
 
@@ -323,6 +326,15 @@ async def test_credentials_dropped_on_cross_origin_hop(
         assert seen["Authorization"] is None and seen["Cookie"] is None
     else:
         assert seen["Authorization"] == "Bearer s3cret" and seen["Cookie"] == "session=1"
+    # A monitor's credentials (its auth and sensitive headers, whatever their names) likewise.
+    got = await make_client().get(
+        str(url), follow_redirects=True, credentials={"X-Api-Key": "k3y", "Authorization": "Basic eDp5"}
+    )
+    seen = json.loads(got.body)["headers"]
+    if cross_origin:
+        assert seen["X-Api-Key"] is None and seen["Authorization"] is None
+    else:
+        assert seen["X-Api-Key"] == "k3y" and seen["Authorization"] == "Basic eDp5"
 
 
 async def test_303_turns_post_into_get(
@@ -520,6 +532,20 @@ async def test_https_verifies_name_and_dials_vetted_ip(
 
     wrong = await client.get(f"https://other.test:{port}/echo")
     assert wrong.error is not None and wrong.error.startswith("TLS certificate error"), wrong.error
+    assert wrong.tls_verified
+
+    # tls_verify off (where the operator allows it): the answer is read, and the result says
+    # the certificate was not checked.
+    unchecked = await client.get(f"https://other.test:{port}/echo", tls_verify=False)
+    assert (unchecked.status, unchecked.error, unchecked.tls_verified) == (200, None, False)
+
+
+def test_ca_file_adds_to_the_system_trust_store(ca: trustme.CA, tmp_path: Path) -> None:
+    pem = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(pem))
+    system = tls_context().cert_store_stats()["x509_ca"]
+    with_file = tls_context(str(pem)).cert_store_stats()["x509_ca"]
+    assert with_file == system + 1
 
 
 async def test_request_head(

@@ -179,6 +179,12 @@ BROTLI = brotli.compress(b"hello")
             (None, 200, None, b"hello"),
         ),
         (
+            "a Content-Length list of one value is that value",
+            response("HTTP/1.1 200 OK\nContent-Length: 5, 5\n", b"hello"),
+            {},
+            (None, 200, None, b"hello"),
+        ),
+        (
             "different Content-Length fields fail",
             response("HTTP/1.1 200 OK\nContent-Length: 5\nContent-Length: 6\n", b"hello"),
             {},
