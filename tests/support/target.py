@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
@@ -23,6 +23,8 @@ class TargetRequest:
     delay: float
     completed_at: float | None = None
     aborted: bool = False  # the client went away (or the server stopped) before the answer
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
 
     @property
     def in_flight(self) -> bool:
@@ -34,6 +36,7 @@ class Behaviour:
     status: int = 200
     delay: float = 0.0
     body: str = "ok"
+    content_type: str = "text/plain"
 
 
 class TargetServer:
@@ -77,6 +80,7 @@ class TargetServer:
         *,
         delay: float | None = None,
         body: str | None = None,
+        content_type: str | None = None,
         path: str | None = None,
     ) -> None:
         """Change what the target answers from now on (for every path, or for ``path`` only)."""
@@ -85,6 +89,7 @@ class TargetServer:
             current.status if status is None else status,
             current.delay if delay is None else delay,
             current.body if body is None else body,
+            current.content_type if content_type is None else content_type,
         )
         if path is None:
             self.default = new
@@ -112,7 +117,15 @@ class TargetServer:
     async def _handle(self, request: web.Request) -> web.Response:
         path = _norm(request.path)
         behaviour = self.by_path.get(path, self.default)
-        record = TargetRequest(path, request.method, time.time(), behaviour.status, behaviour.delay)
+        record = TargetRequest(
+            path,
+            request.method,
+            time.time(),
+            behaviour.status,
+            behaviour.delay,
+            headers=dict(request.headers),
+            body=await request.read(),
+        )
         self.requests.append(record)
         try:
             if behaviour.delay > 0:
@@ -121,7 +134,7 @@ class TargetServer:
             record.aborted = True
             raise
         record.completed_at = time.time()
-        return web.Response(status=behaviour.status, text=behaviour.body)
+        return web.Response(status=behaviour.status, text=behaviour.body, content_type=behaviour.content_type)
 
 
 def _norm(path: str) -> str:
