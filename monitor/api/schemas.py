@@ -22,7 +22,6 @@ from pydantic import (
 )
 
 from monitor.api.schemas_http import (
-    DEFAULT_MAX_BODY_BYTES,
     Assertions,
     Auth,
     ContentType,
@@ -31,6 +30,7 @@ from monitor.api.schemas_http import (
     MaxBodyBytes,
     Method,
     RequestBody,
+    RequestOptions,
     TlsVerify,
 )
 from monitor.net.policy import InvalidTarget, parse_target_url
@@ -129,18 +129,12 @@ class _MonitorFields(_Body):
         return value
 
 
-class MonitorCreate(_MonitorFields, HttpChecks):
+class MonitorCreate(_MonitorFields, RequestOptions):
+    """A new monitor: its own fields, and (from ``RequestOptions``) the request and what "up"
+    means beyond the status."""
+
     name: str = Field(min_length=1, max_length=200)
     url: str = Field(min_length=1, max_length=2048)
-    # The request and what "up" means beyond the status (schemas_http.py).
-    method: Method = "GET"
-    headers: Headers = Field(default_factory=dict)
-    body: RequestBody | None = None
-    content_type: ContentType | None = None
-    auth: Auth | None = None
-    max_body_bytes: MaxBodyBytes = DEFAULT_MAX_BODY_BYTES
-    tls_verify: TlsVerify = True
-    assertions: Assertions = Field(default_factory=list)
     type: Literal["http"] = "http"
     interval_seconds: Number = 60
     timeout_seconds: Number = Field(10, gt=0, le=MAX_TIMEOUT_SECONDS)

@@ -13,10 +13,14 @@ from monitor.net.policy import AddressPolicy
 
 @dataclass(frozen=True)
 class CheckContext:
-    """What a check may use: the shared session and the address policy; nothing else."""
+    """What a check may use: the shared session, the address policy and the operator's
+    choices that bind every monitor; nothing else."""
 
     session: HttpSession
     policy: AddressPolicy
+    # MONITOR_ALLOW_INSECURE_TLS: without it, a stored tls_verify false (set while the
+    # operator allowed it) is not honoured, and certificates are checked.
+    allow_insecure_tls: bool = False
 
 
 class Check:

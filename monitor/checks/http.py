@@ -109,7 +109,7 @@ class HttpCheck(Check):
             body=options.body,
             read_body=options.needs_body,
             max_body_bytes=options.max_body_bytes,
-            tls_verify=options.tls_verify,
+            tls_verify=options.tls_verify or not ctx.allow_insecure_tls,
             header_names=judge.header_names if judge is not None else frozenset(),
         )
         error = got.error

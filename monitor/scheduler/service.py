@@ -90,7 +90,7 @@ class Scheduler:
             metrics=self.metrics,
         )
         self._shared = TickerShared(
-            ctx=CheckContext(session=self._session, policy=policy),
+            ctx=CheckContext(session=self._session, policy=policy, allow_insecure_tls=s.allow_insecure_tls),
             sink=self.writer.add,
             metrics=self.metrics,
             limit=Slots(s.check_concurrency),

@@ -139,7 +139,7 @@ async def client(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Cli
     resolver = VettedResolver(policy, [lab.dns_server], timeout=5.0)
     session = make_session(resolver, ssl_context=lab.client_tls)
     try:
-        yield Client(CheckContext(session, policy), resolver)
+        yield Client(CheckContext(session, policy, allow_insecure_tls=True), resolver)
     finally:
         await session.close()
         await resolver.close()

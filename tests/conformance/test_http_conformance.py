@@ -15,7 +15,7 @@ every row; ``test_docs_list_every_case`` keeps the two in step.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -941,3 +941,12 @@ def test_docs_list_every_case() -> None:
         "missing from docs/checks.md": sorted(set(_ids()) - listed),
         "in docs/checks.md but not in the table": sorted(listed - set(_ids())),
     }
+
+
+async def test_tls_verify_off_is_not_honoured_unless_the_operator_allows_it(client: Client, lab: Lab) -> None:
+    """A monitor stored with tls_verify false while MONITOR_ALLOW_INSECURE_TLS was on: once the
+    operator turns it off, the scheduler checks the certificate again (and the check says why
+    it fails), rather than keep an exception the operator no longer grants."""
+    strict = Client(replace(client.ctx, allow_insecure_tls=False), client.resolver)
+    result = await check(strict, lab.url("{raw[tls-self-signed]}/"), settings={"tls_verify": False})
+    assert not result.ok and (result.error or "").startswith("TLS certificate error"), result
