@@ -411,8 +411,10 @@ class Exchange(asyncio.Protocol):
             or self._head_only
             or (self._skip_redirect_body and status in REDIRECT_STATUSES and self.location)
         ):
+            # Done. No exception to stop the parser (that costs more than the rest of the
+            # head): it was fed this head alone, and data_received feeds a finished one nothing.
             self.finish(None)
-            raise Abort("")  # stop the parser; done already holds the result
+            return
         declared = None
         if (length := fields.get(b"content-length")) is not None:
             try:
