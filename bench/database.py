@@ -6,10 +6,13 @@ never touches anybody's monitors; Redis uses db 3 of the same server for the sam
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -105,21 +108,40 @@ async def reset(conn: asyncpg.Connection) -> None:
     await conn.execute(f"TRUNCATE {', '.join(r['name'] for r in tables)} RESTART IDENTITY CASCADE")
 
 
+async def has_column(conn: asyncpg.Connection, table: str, column: str) -> bool:
+    return bool(
+        await conn.fetchval(
+            """SELECT 1 FROM information_schema.columns
+               WHERE table_schema = 'public' AND table_name = $1 AND column_name = $2""",
+            table,
+            column,
+        )
+    )
+
+
 async def insert_monitors(
-    conn: asyncpg.Connection, count: int, *, url: str, interval: float, check_timeout: float
+    conn: asyncpg.Connection,
+    count: int,
+    *,
+    url: str,
+    interval: float,
+    check_timeout: float,
+    settings: Mapping[str, Any] | None = None,
 ) -> None:
     """``count`` monitors of ``url`` by COPY (the per-row NOTIFY reaches nobody: no scheduler runs).
 
     Where monitors belong to accounts (migration 002), they belong to an account "bench".
+    ``settings`` is every monitor's ``monitors.settings`` (migration 006; sql/006 has the format).
     """
     columns: tuple[str, ...] = ("name", "url", "interval_seconds", "timeout_seconds")
     extra: tuple[object, ...] = ()
-    if await conn.fetchval(
-        """SELECT 1 FROM information_schema.columns
-           WHERE table_schema = 'public' AND table_name = 'monitors' AND column_name = 'account_id'"""
-    ):
+    if await has_column(conn, "monitors", "account_id"):
         account = await conn.fetchval("INSERT INTO accounts (name) VALUES ('bench') RETURNING id")
         columns, extra = (*columns, "account_id"), (account,)
+    if settings:
+        if not await has_column(conn, "monitors", "settings"):
+            raise RuntimeError("monitors have no settings column here: the code under test predates sql/006")
+        columns, extra = (*columns, "settings"), (*extra, json.dumps(settings))
     await conn.copy_records_to_table(
         "monitors",
         records=((f"bench-{i}", url, interval, check_timeout, *extra) for i in range(1, count + 1)),
@@ -137,13 +159,27 @@ async def count_due(conn: asyncpg.Connection, start: float, end: float) -> int:
 
 # Check rows whose *scheduled* time (start minus lateness) falls in [$1, $2), epoch seconds.
 # The bound on `time` alone lets TimescaleDB skip chunks; lateness over an hour is not a check.
-_WINDOW = """
-    SELECT monitor_id, ok, error, coalesce(lateness_ms, 0) AS lateness_ms
-    FROM checks
-    WHERE time >= to_timestamp($1) AND time < to_timestamp($2) + interval '1 hour'
+_IN_WINDOW = """
+    time >= to_timestamp($1) AND time < to_timestamp($2) + interval '1 hour'
       AND time - coalesce(lateness_ms, 0) * interval '1 millisecond' >= to_timestamp($1)
       AND time - coalesce(lateness_ms, 0) * interval '1 millisecond' < to_timestamp($2)
 """
+_WINDOW = f"""
+    SELECT monitor_id, ok, error, coalesce(lateness_ms, 0) AS lateness_ms
+    FROM checks
+    WHERE {_IN_WINDOW}"""
+
+
+async def count_judged(conn: asyncpg.Connection, start: float, end: float) -> int:
+    """Window checks whose row records assertion outcomes (``checks.details``, migration 006):
+    proof that the assertions ran, not just the status check."""
+    if not await has_column(conn, "checks", "details"):
+        return 0
+    return int(
+        await conn.fetchval(
+            f"SELECT count(*) FROM checks WHERE {_IN_WINDOW} AND details ? 'assertions'", start, end
+        )
+    )
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,17 @@
 """Scheduler benchmark: the real ``monitor scheduler`` on one core against a local nginx.
 
     python -m bench.scheduler --monitors N --interval SECONDS --duration SECONDS
-                              [--warmup SECONDS] [--json PATH] [--profile] ...
+                              [--scenario status|keyword] [--warmup SECONDS] [--json PATH] [--profile] ...
 
 One run: nginx on the target core; the benchmark database reset and N monitors inserted;
 (an empty scheduler started and stopped first, for the baseline RSS); the scheduler started
 on its own core; after the warm-up, a window of ``--duration`` seconds (rounded to whole
 intervals) is measured; then everything started is stopped by PID. bench/README.md
 describes each figure.
+
+Scenarios (``--scenario``): ``status`` (the default), every monitor a plain GET of nginx's
+``200 ok`` judged by its status; ``keyword``, every monitor a GET of a static 100 KiB page with
+a keyword assertion whose keyword sits at the page's end, so each check reads and searches it all.
 """
 
 from __future__ import annotations
@@ -32,12 +36,23 @@ from typing import Any
 import asyncpg
 
 from bench import database, proc, process, pyspy
-from bench.nginx import Nginx, free_port
+from bench.nginx import PAGE_BYTES, PAGE_KEYWORD, Nginx, free_port
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # Why info and not warning: `scheduler.started`, the readiness mark, is logged at info.
 # With every check succeeding the scheduler logs nothing per check at info either.
 DEFAULT_LOG_LEVEL = "info"
+SCENARIOS = {
+    "status": "GET of `200 ok`, judged by its status",
+    "keyword": f"GET of a {PAGE_BYTES // 1024} KiB page, keyword assertion on its last bytes",
+}
+
+
+def monitor_target(scenario: str, nginx: Nginx) -> tuple[str, dict[str, Any] | None]:
+    """Every monitor's URL and ``monitors.settings`` in ``scenario`` (None: the column's default)."""
+    if scenario == "keyword":
+        return nginx.page_url, {"assertions": [{"type": "keyword", "keyword": PAGE_KEYWORD}]}
+    return nginx.url, None
 
 
 @dataclass
@@ -274,8 +289,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             baseline = await measure_empty(
                 env, tmp / "scheduler-empty.log", args.scheduler_core, src, args.start_timeout
             )
+        url, settings = monitor_target(args.scenario, nginx)
         inserted = time.monotonic()
-        await database.insert_monitors(conn, n, url=nginx.url, interval=interval, check_timeout=args.timeout)
+        await database.insert_monitors(
+            conn, n, url=url, interval=interval, check_timeout=args.timeout, settings=settings
+        )
         insert_s = time.monotonic() - inserted
 
         await sched.start(args.start_timeout)
@@ -308,6 +326,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
         await settle(conn, window_start, window_end, patience=args.timeout + 15)
         stats = await database.window_stats(conn, window_start, window_end, per_monitor)
+        # With assertions, the rows must show they were judged, or the run measured a status check.
+        judged = await database.count_judged(conn, window_start, window_end) if settings else None
         first = await database.first_checks(conn, sched.spawned_at)
         profiled: dict[str, object] | None = None
         if sampler is not None:
@@ -360,6 +380,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     accepts = nginx_end.accepts - nginx_start.accepts - 1
     expected_total = n / interval
     result: dict[str, Any] = {
+        "scenario": args.scenario,
         "monitors": n,
         "interval_s": interval,
         "checks_per_s": _round(stats.checks / window),
@@ -376,6 +397,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "rows_written_per_s": _round((rows_end - rows_start) / window),
         "new_conns_per_check": _round(accepts / requests if requests > 0 else None),
         # Extras.
+        "scenario_detail": SCENARIOS[args.scenario],
+        "checks_judged": judged,
         "window_s": window,
         "warmup_s": args.warmup,
         "checks_in_window": stats.checks,
@@ -460,8 +483,11 @@ def render(r: dict[str, Any]) -> str:
         ("skipped / errors", f"{r['skipped']} (in window {r['skipped_in_window']}) / {r['errors']}"),
         ("other work on sched core", f"{num(r['scheduler_core_other_busy_s'])} CPU-s in window"),
     ]
+    if r["checks_judged"] is not None:
+        rows.append(("assertions judged", f"{r['checks_judged']} of {r['checks_in_window']} window checks"))
     head = (
-        f"scheduler: {r['monitors']} monitors every {r['interval_s']:g} s, {r['window_s']:g} s window "
+        f"scheduler, scenario {r['scenario']} ({r['scenario_detail']}): "
+        f"{r['monitors']} monitors every {r['interval_s']:g} s, {r['window_s']:g} s window "
         f"after {r['warmup_s']:g} s warm-up ({r['loop']}, ready in {num(r['ready_after_s'], '.1f')} s)"
     )
     width = max(len(name) for name, _ in rows)
@@ -472,6 +498,12 @@ def render(r: dict[str, Any]) -> str:
         body.append("  error samples: " + "; ".join(f"{e} x{c}" for e, c in r["error_samples"]))
     if r["log_warnings"]:
         body.append("  log warnings: " + ", ".join(f"{e} x{c}" for e, c in r["log_warnings"].items()))
+    if not r["checks_in_window"]:
+        # Checks ran (or not) but no row landed: the figures above measure nothing.
+        body.append("  ERROR: no check of the window reached the checks table; the scheduler logged:")
+        body.extend(f"    {json.dumps(line)[:300]}" for line in r["warning_samples"][:3])
+    elif r["checks_judged"] is not None and r["checks_judged"] < r["checks_in_window"]:
+        body.append("  WARNING: some window checks record no assertion outcome: not all were judged")
     return "\n".join([head, *body])
 
 
@@ -480,6 +512,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add = p.add_argument
     add("--monitors", type=int, required=True, help="number of monitors")
     add("--interval", type=float, required=True, help="check interval of every monitor, s")
+    add(
+        "--scenario", default="status", choices=list(SCENARIOS), help="what each check does (default: status)"
+    )
     add("--duration", type=float, required=True, help="measured window, s (whole intervals)")
     add("--warmup", type=float, default=None, help="before the window, s (5 + 1 interval, max 65)")
     add("--json", type=Path, default=None, help="write the result here (default bench/results/)")
@@ -510,8 +545,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    name = "scheduler" if args.scenario == "status" else f"scheduler-{args.scenario}"
     result = process.run_and_report(
-        lambda: run(args), render, args.json or RESULTS / f"scheduler-{args.monitors}-{args.interval:g}.json"
+        lambda: run(args), render, args.json or RESULTS / f"{name}-{args.monitors}-{args.interval:g}.json"
     )
     if result is None:
         return 130

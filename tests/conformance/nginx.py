@@ -8,10 +8,8 @@ as the system service; bench's ``Nginx`` brings the process handling (spawn, rea
 from __future__ import annotations
 
 import gzip
-import shutil
 from pathlib import Path
 
-from bench import process
 from bench.nginx import Nginx, free_port
 
 # One line each: what the table asks nginx for. Directives are nginx 1.22's (Debian 12).
@@ -154,26 +152,12 @@ class SiteNginx(Nginx):
         self.tls_port = 0
         self.mtls_port = 0
 
-    async def start(self, attempts: int = 3) -> None:
-        binary = shutil.which("nginx") or "/usr/sbin/nginx"
-        (self.root / "tmp").mkdir(parents=True, exist_ok=True)
+    def _prepare(self) -> None:
         self._write_site()
-        for attempt in range(attempts):
-            # A port picked free can be taken before nginx binds it: try again with others.
-            self.port, self.status_port = free_port(), free_port()
-            self.h2c_port, self.tls_port, self.mtls_port = free_port(), free_port(), free_port()
-            conf = self.root / "nginx.conf"
-            conf.write_text(self._config())
-            argv = [binary, "-p", str(self.root), "-e", str(self.root / "error.log"), "-c", str(conf)]
-            self.proc = process.spawn(argv, log=self.root / "nginx.out", core=self.core)
-            try:
-                await process.wait_for(self._answers, within=10, what="nginx", proc=self.proc)
-                return
-            except RuntimeError:
-                self.stop()
-                if attempt == attempts - 1:
-                    tail = (self.root / "error.log").read_text(errors="replace")[-2000:]
-                    raise RuntimeError(f"nginx did not start; error.log ends with:\n{tail}") from None
+
+    def _pick_ports(self) -> None:
+        super()._pick_ports()
+        self.h2c_port, self.tls_port, self.mtls_port = free_port(), free_port(), free_port()
 
     def _config(self) -> str:
         many = "\n".join(
