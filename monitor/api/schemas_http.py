@@ -33,23 +33,20 @@ from pydantic import (
 
 from monitor.api.errors import ApiError, from_validation
 from monitor.checks.assertions import AnyAssertion, Assertion, storable
+from monitor.checks.http import DEFAULT_MAX_BODY_BYTES
 from monitor.checks.observed import HEADER_NAME
 from monitor.checks.wording import quote
+from monitor.net.target import FRAMING_HEADERS  # the check frames the request itself; a monitor may not
 
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 # What a secret reads as. Sent back in a PATCH where a secret is stored, it keeps the secret.
 MASK = "********"
-DEFAULT_MAX_BODY_BYTES = 1_048_576
 # settings.http_max_body_bytes, when the validation context does not say.
 DEFAULT_HTTP_MAX_BODY_BYTES = 10 * 1_048_576
 MAX_HEADERS = 50
 MAX_HEADER_VALUE_BYTES = 8 * 1024
 MAX_REQUEST_BODY_BYTES = 16 * 1024
 MAX_ASSERTIONS = 20
-# The check frames the request itself; a monitor may not.
-FRAMING_HEADERS = frozenset(
-    {"content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "expect"}
-)
 # Headers whose values are credentials: these names, and names with one of the parts in them.
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 SECRET_NAME_PARTS = (
@@ -227,6 +224,17 @@ class HttpChecks(BaseModel):
         limit = int((info.context or {}).get("http_max_body_bytes", DEFAULT_HTTP_MAX_BODY_BYTES))
         if value is not None and value > limit:
             raise ValueError(f"must be between 1 and {limit} (the operator's MONITOR_HTTP_MAX_BODY_BYTES)")
+        return value
+
+    @field_validator("assertions", check_fields=False)
+    @classmethod
+    def _assertions(cls, value: list[Any] | None, info: ValidationInfo) -> list[Any] | None:
+        if value and cls.whole and info.data.get("method") == "HEAD":
+            reading = next((a for a in value if a.needs_body), None)
+            if reading is not None:
+                # Judged on the empty body of a HEAD answer, a keyword check would be always
+                # down and an "absent" one always up.
+                raise ValueError(f"a HEAD answer has no body for a {reading.type} assertion: use GET")
         return value
 
     @field_validator("tls_verify", check_fields=False)

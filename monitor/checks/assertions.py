@@ -228,7 +228,8 @@ class Header(_Assertion):
 
 
 class ResponseTime(_Assertion):
-    """The whole answer arrived in less than `below_ms` milliseconds."""
+    """The check took less than `below_ms` milliseconds: from name resolution to the end of
+    what it read (the response head, or the body too when a body assertion reads it)."""
 
     needs_body: ClassVar[bool] = False
 

@@ -21,6 +21,8 @@ class CheckContext:
     # MONITOR_ALLOW_INSECURE_TLS: without it, a stored tls_verify false (set while the
     # operator allowed it) is not honoured, and certificates are checked.
     allow_insecure_tls: bool = False
+    # MONITOR_HTTP_MAX_BODY_BYTES: the most body any monitor reads, whatever it stored.
+    http_max_body_bytes: int = 10 * 1024 * 1024
 
 
 class Check:

@@ -207,7 +207,8 @@ async def _follow(
     for hop in range(max_redirects + 1):
         if hop:
             got.final_url = target.text
-            got.status = got.location = got.peer = None
+            got.status = got.location = got.peer = got.content_type = None
+            got.headers, got.truncated = None, False
             got.timings = dict.fromkeys(_TIMING_KEYS)
         try:
             body = await _hop(loop, session, policy, target, got, request, follow_redirects=follow_redirects)

@@ -53,7 +53,8 @@ class Inflater:
     """Incremental gzip/deflate/br decoding that never produces more than it is asked for."""
 
     def __init__(self, encoding: str) -> None:
-        self._encoding = encoding
+        self.encoding = encoding
+        self._fed = False
         self._zlib: Any = None
         self._brotli: Any = brotli.Decompressor() if encoding == "br" else None
 
@@ -71,11 +72,12 @@ class Inflater:
     def decode(self, data: bytes, limit: int) -> bytes:
         """At most ``limit`` (>= 1) decoded bytes of ``data``; reaching it means "more than
         the caller can take", so the input left over does not matter."""
+        self._fed = True
         try:
             if self._brotli is not None:
                 return bytes(self._brotli.process(data, output_buffer_limit=limit))[:limit]
             if self._zlib is None:
-                if self._encoding == "deflate":
+                if self.encoding == "deflate":
                     # RFC 9110 deflate is zlib-wrapped; some servers send raw deflate (browsers accept both).
                     wbits = zlib.MAX_WBITS if data[0] & 0x0F == 8 else -zlib.MAX_WBITS
                 else:
@@ -83,10 +85,19 @@ class Inflater:
                 self._zlib = zlib.decompressobj(wbits)
             return bytes(self._zlib.decompress(data, limit))
         except (zlib.error, brotli.error) as exc:
-            raise Abort(f"cannot decode the body: invalid {self._encoding} data ({exc})") from exc
+            raise Abort(f"cannot decode the body: invalid {self.encoding} data ({exc})") from exc
 
     def flush(self) -> bytes:
         return bytes(self._zlib.flush()) if self._zlib is not None else b""
+
+    @property
+    def ended(self) -> bool:
+        """Whether the compressed stream reached its end (a stream cut short has not)."""
+        if not self._fed:
+            return True  # an empty body: nothing was cut
+        if self._brotli is not None:
+            return bool(self._brotli.is_finished())
+        return bool(self._zlib.eof)
 
 
 class Abort(Exception):
@@ -462,6 +473,10 @@ class Exchange(asyncio.Protocol):
                 tail, self.truncated = tail[:room], True
             self._chunks.append(tail)
             self._body_len += len(tail)
+            if not self.truncated and not self._inflater.ended:
+                # A browser shows such a page cut off, or not at all: the body is not whole.
+                self.finish(f"cannot decode the body: the {self._inflater.encoding} data ends early")
+                return
         self.finish(None)
 
     def finish(self, error: str | None) -> None:

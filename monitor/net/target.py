@@ -19,7 +19,7 @@ from monitor import __version__
 from .policy import AddressPolicy, BlockedTarget, IPAddress, literal_address, parse_target_url
 
 # Framing is ours: one request (and its body, if any) on a connection closed after the response.
-_FRAMING_HEADERS = frozenset(
+FRAMING_HEADERS = frozenset(
     {"connection", "content-length", "transfer-encoding", "keep-alive", "upgrade", "te", "expect"}
 )
 # Methods that carry no body; the others get "Content-Length: 0", as aiohttp sent, so servers
@@ -107,7 +107,7 @@ def build_request(
     names: set[str] = set()
     for name, value in headers.items():
         key = name.lower()
-        if key in _FRAMING_HEADERS:
+        if key in FRAMING_HEADERS:
             continue
         if not TOKEN.fullmatch(name) or _BAD_VALUE.search(value):
             raise InvalidRequest(f"invalid header {name[:40]!r}")  # never the value: it may be a secret

@@ -90,7 +90,12 @@ class Scheduler:
             metrics=self.metrics,
         )
         self._shared = TickerShared(
-            ctx=CheckContext(session=self._session, policy=policy, allow_insecure_tls=s.allow_insecure_tls),
+            ctx=CheckContext(
+                session=self._session,
+                policy=policy,
+                allow_insecure_tls=s.allow_insecure_tls,
+                http_max_body_bytes=s.http_max_body_bytes,
+            ),
             sink=self.writer.add,
             metrics=self.metrics,
             limit=Slots(s.check_concurrency),
@@ -263,8 +268,10 @@ class Scheduler:
                 continue
             try:
                 options = REGISTRY.get(row["type"]).options(row["settings"], row["secrets"])
-            except ValueError as exc:  # stored by a newer version, or by hand: say so, skip it
-                log.error("monitor.unloadable", monitor_id=row["id"], error=str(exc)[:300])
+            except Exception as exc:  # stored by a newer version, or by hand: say so, skip it
+                log.error(
+                    "monitor.unloadable", monitor_id=row["id"], error=str(exc)[:300] or type(exc).__name__
+                )
                 continue
             spec = MonitorSpec.from_row(row, options)
             if spec.id not in shared.states and row["status"] is not None:

@@ -950,3 +950,19 @@ async def test_tls_verify_off_is_not_honoured_unless_the_operator_allows_it(clie
     strict = Client(replace(client.ctx, allow_insecure_tls=False), client.resolver)
     result = await check(strict, lab.url("{raw[tls-self-signed]}/"), settings={"tls_verify": False})
     assert not result.ok and (result.error or "").startswith("TLS certificate error"), result
+
+
+async def test_the_operators_body_cap_bounds_every_monitor(client: Client, lab: Lab) -> None:
+    """A monitor stored with a larger max_body_bytes than MONITOR_HTTP_MAX_BODY_BYTES now allows
+    reads no more than the operator's cap."""
+    capped = Client(replace(client.ctx, http_max_body_bytes=64 * 1024), client.resolver)
+    result = await check(
+        capped,
+        lab.url("{nginx}/big.bin"),
+        settings={
+            "max_body_bytes": 2 * 1024 * 1024,
+            "assertions": [{"type": "keyword", "keyword": BIG_TAIL_MARK.decode()}],
+        },
+    )
+    assert not result.ok and "not found in the first 64 KiB" in (result.error or ""), result
+    assert (result.details or {}).get("body_bytes") == 64 * 1024, result

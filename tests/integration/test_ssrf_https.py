@@ -3,9 +3,9 @@
 The scheduler resolves ``secure.test`` through the fake DNS server to the allowed address
 127.0.0.2 and dials that address, while TLS still carries the name: SNI and the Host header say
 ``secure.test`` and the certificate is checked against it. The test CA reaches the scheduler
-the way an operator's private CA does, through ``MONITOR_CA_FILE`` (added to the system's trust
-store); production code has no test hook. The same server by IP address, or under a name its certificate does not
-carry, fails verification.
+the way an operator's private CA does, through ``MONITOR_CA_FILE`` (added to the system's
+trust store); production code has no test hook. The same server by IP address, or under a
+name its certificate does not carry, fails verification.
 """
 
 from __future__ import annotations

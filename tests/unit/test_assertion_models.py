@@ -3,6 +3,7 @@ how it is stored, and the wording helpers its messages use."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -178,3 +179,29 @@ QUOTES = [("plain", '"plain"'), ('a "b"', '"a \\"b\\""'), ("back\\slash", '"back
 @pytest.mark.parametrize(("text", "quoted"), QUOTES, ids=[q[1] for q in QUOTES])
 def test_quotes_are_clipped_and_printable(text: str, quoted: str) -> None:
     assert wording.quote(text) == quoted
+
+
+@pytest.mark.parametrize(
+    ("pattern", "ok"),
+    [
+        (r"\d{3}-\d{4}", True),
+        ("(?:a{100}){100}", True),
+        ("a{20000}", True),
+        # 24 characters that compile to ~300 MB, and worse: refused before compiling.
+        ("(?:(?:a{100}){100}){100}", False),
+        ("((a{1000}){1000}){1000}", False),
+        ("a{20001}", False),
+    ],
+)
+def test_counted_repeats_are_bounded_before_compiling(pattern: str, ok: bool) -> None:
+    models = [
+        {"type": "regex", "pattern": pattern},
+        {"type": "header", "name": "x", "op": "matches", "value": pattern},
+        {"type": "json", "path": f"$[?match(@.a, {json.dumps(pattern)})]", "op": "exists"},
+    ]
+    for model in models:
+        if ok:
+            ASSERTIONS.validate_python([model])
+        else:
+            with pytest.raises(ValidationError, match="counted repeats expand to over 20000 items"):
+                ASSERTIONS.validate_python([model])

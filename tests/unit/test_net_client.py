@@ -665,3 +665,27 @@ def test_fetch_on_uvloop(ca: trustme.CA) -> None:
                 await server.wait_closed()
 
     uvloop.run(main())
+
+
+async def test_headers_asked_for_are_the_final_responses(
+    make_client: ClientFactory, raw_server: Callable[..., Awaitable[RawServer]]
+) -> None:
+    """A header the redirect carried and the final answer does not is not reported: a header
+    assertion judges the response the check ends on."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        if head.startswith(b"GET /final"):
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        else:
+            writer.write(
+                b"HTTP/1.1 302 Found\r\nLocation: /final\r\nX-Frame-Options: DENY\r\n"
+                b"Content-Length: 0\r\n\r\n"
+            )
+        await writer.drain()
+
+    record = await raw_server(handler)
+    got = await make_client().get(
+        f"{record.url}/", follow_redirects=True, header_names=frozenset({"x-frame-options"})
+    )
+    assert (got.status, got.error, got.headers) == (200, None, None)

@@ -159,6 +159,15 @@ BROTLI = brotli.compress(b"hello")
             ("cannot decode the body: invalid gzip data (", 200, None, b""),
         ),
         (
+            "gzip cut short fails when the body is read, though its length matched",
+            response(
+                f"HTTP/1.1 200 OK\nContent-Length: {len(GZIPPED) - 10}\nContent-Encoding: gzip\n",
+                GZIPPED[:-10],
+            ),
+            {},
+            ("cannot decode the body: the gzip data ends early", 200, None, b""),
+        ),
+        (
             "br is decoded",
             response(f"HTTP/1.1 200 OK\nContent-Encoding: br\nContent-Length: {len(BROTLI)}\n", BROTLI),
             {},

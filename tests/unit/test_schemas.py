@@ -105,6 +105,8 @@ BAD_OPTIONS = [
                    "expect")),
     ("body with GET", {"body": "x"}, "body"),
     ("body with HEAD", {"method": "HEAD", "body": "x"}, "body"),
+    ("a body assertion with HEAD", {"method": "HEAD", "assertions": [{"type": "keyword", "keyword": "a"}]},
+     "assertions"),
     ("body over 16 KiB", {"method": "POST", "body": "é" * 8193}, "body"),
     ("body not a string", {"method": "POST", "body": {"a": 1}}, "body"),
     ("body with NUL", {"method": "POST", "body": "a\x00"}, "body"),
