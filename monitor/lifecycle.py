@@ -5,6 +5,13 @@ work), ``drain`` (stop intake and let in-flight work finish) and ``close`` (flus
 release). :func:`serve` runs it until SIGINT or SIGTERM, then drains within the
 shutdown timeout; whatever is still running after that is cancelled and named in
 one summary line.
+
+A second signal never kills the process, nor cuts the drain short: supervisors send
+several at once (honcho passes a terminal's Ctrl-C on to its children and then sends them
+SIGTERM), so hurrying on the second would abandon the checks in flight at every Ctrl-C. It
+is logged and ignored; the shutdown timeout bounds the stop. After the service stopped,
+signals stay ignored until the process exits, so one arriving while the loop closes cannot
+end it with 143 instead of 0.
 """
 
 from __future__ import annotations
@@ -48,6 +55,16 @@ async def serve(service: Service, *, shutdown_timeout: float) -> int:
     log.info(f"{service.name}.started")
     await stop.wait()
     log.info(f"{service.name}.stopping", timeout_s=shutdown_timeout)
+
+    ignored: list[signal.Signals] = []
+
+    def again(sig: signal.Signals) -> None:
+        if not ignored:  # one line, however many a supervisor sends
+            log.info(f"{service.name}.signal_ignored", signal=sig.name, reason="already stopping")
+        ignored.append(sig)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, again, sig)
     started = time.monotonic()
     drained = await _bounded(service.drain, shutdown_timeout)
     abandoned = [] if drained else service.abandoned()
@@ -59,6 +76,10 @@ async def serve(service: Service, *, shutdown_timeout: float) -> int:
         seconds=round(time.monotonic() - started, 3),
         abandoned=abandoned,
     )
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        # Closing the loop would restore the default action (termination) for these.
+        loop.remove_signal_handler(sig)
+        signal.signal(sig, signal.SIG_IGN)
     return 0
 
 
