@@ -171,6 +171,10 @@ async def uptime(request: web.Request) -> web.Response:
                     "monitor_id": monitor["id"],
                     "from": rfc3339(u.start),
                     "to": rfc3339(u.end),
+                    # What the percentage is computed over: the window clipped to the monitor's
+                    # life (creation to now); paused time inside it is left out too.
+                    "observed_from": rfc3339(max(u.start, monitor["created_at"])),
+                    "observed_to": rfc3339(max(min(u.end, now), u.start, monitor["created_at"])),
                     "uptime_percent": u.percent,
                     "downtime_seconds": u.downtime_seconds,
                     "checks": u.checks,

@@ -166,8 +166,15 @@ class Uptime(_Out):
     model_config = ConfigDict(populate_by_name=True)
 
     monitor_id: int
-    from_: datetime = Field(alias="from")
-    to: datetime
+    from_: datetime = Field(alias="from", description="the start asked for")
+    to: datetime = Field(description="the end asked for")
+    observed_from: datetime = Field(
+        description="the start the figures are computed from: `from`, or the monitor's creation if later"
+    )
+    observed_to: datetime = Field(
+        description="the end the figures are computed to: `to`, or now if earlier (paused time "
+        "between observed_from and observed_to is left out as well)"
+    )
     uptime_percent: float | None = Field(description="null when nothing was observed in the window")
     downtime_seconds: float | None
     checks: int

@@ -204,6 +204,9 @@ async def test_outage_is_checked_alerted_once_each_way_and_accounted(
         in_window = [r for r in rows if start <= r["time"] < window_to]
         assert body["monitor_id"] == monitor_id
         assert parse_time(body["from"]) == start and parse_time(body["to"]) == window_to, (label, body)
+        # The span the figures are computed over: the window clipped to the monitor's life.
+        assert parse_time(body["observed_from"]) == max(start, created_at), (label, body)
+        assert parse_time(body["observed_to"]) == window_to, (label, body)
         assert body["checks"] == len(in_window), (label, body)
         assert body["checks_up"] == sum(1 for r in in_window if r["ok"]), (label, body)
         assert body["uptime_percent"] == pytest.approx(percent, abs=1e-6), (label, body, percent)
