@@ -18,8 +18,10 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 PREFIX = "MONITOR_"
-# Read by scripts/services.sh and the Makefile, not by the processes.
-TOOL_VARIABLES = frozenset({"MONITOR_PG_PORT", "MONITOR_REDIS_PORT", "MONITOR_ROOTFS"})
+# Read by scripts/services.sh and the Makefile, not by the processes (the knobs services.sh lists).
+TOOL_VARIABLES = frozenset(
+    {"MONITOR_PG_PORT", "MONITOR_REDIS_PORT", "MONITOR_ROOTFS", "MONITOR_DEBIAN_MIRROR", "MONITOR_STATE_DIR"}
+)
 
 
 class ConfigError(Exception):
@@ -78,6 +80,9 @@ class Settings(BaseModel):
     alert_max_attempts: int = Field(10, ge=1, le=100)
     alert_backoff_base_seconds: float = Field(1.0, gt=0)
     alert_backoff_max_seconds: float = Field(60.0, gt=0)
+    # Alerts older than this (seconds) when they can first be sent (no bot token for a while,
+    # Telegram down for hours) arrive as one summary per chat, not one by one.
+    alert_max_age: float = Field(3600.0, gt=0)
 
     @field_validator("dns_servers", "allow_cidrs", mode="before")
     @classmethod

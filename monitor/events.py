@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -42,6 +42,14 @@ class Event:
     # For "up": the event id of the same incident's "down", which must be delivered first.
     after_event_id: str | None = None
     v: int = SCHEMA_VERSION
+
+    def age_seconds(self, now: datetime | None = None) -> float:
+        """How long ago the change happened (``at``); 0.0 if ``at`` cannot be read."""
+        try:
+            at = datetime.fromisoformat(self.at.replace("Z", "+00:00"))
+        except ValueError:
+            return 0.0
+        return ((now or datetime.now(UTC)) - at).total_seconds()
 
     def telegram_chats(self) -> list[str]:
         """Where this event goes: its telegram channels' chats (and a version-1 chat id), once each."""

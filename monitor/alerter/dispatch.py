@@ -61,6 +61,12 @@ class RetryPolicy:
         return max(backoff, retry_after or 0.0)
 
 
+# Alerts older than the alerter's max age are summed up in one message per chat (the
+# composer's summary): wait until the backlog has stopped arriving, this long without a new
+# item, but never longer than STALE_HOLD_MAX from the first one seen.
+STALE_QUIET = 0.5
+STALE_HOLD_MAX = 5.0
+
 Send = Callable[[str, str], Awaitable[None]]
 Compose = Callable[[list[Event]], tuple[str, int]]
 Outcome = Callable[[list[Item], str, str | None], Awaitable[None]]
@@ -77,6 +83,7 @@ class ChatSender:
         bot_limiter: BotLimiter,
         retry: RetryPolicy,
         on_retry: Callable[[], None] = lambda: None,
+        max_age: float | None = None,
     ) -> None:
         self.chat_id = chat_id
         self._send = send
@@ -87,6 +94,9 @@ class ChatSender:
         self._retry = retry
         self._on_retry = on_retry
         self._items: list[Item] = []
+        self._max_age = max_age
+        self._last_put = 0.0
+        self._stale_since: float | None = None
         self._wake = asyncio.Event()
         self._stopping = False
         self._sending = False
@@ -104,6 +114,7 @@ class ChatSender:
         # Keep stream order even for entries reclaimed from a dead consumer after newer ones arrived.
         keys = [i.order for i in self._items]
         self._items.insert(bisect.bisect_right(keys, item.order), item)
+        self._last_put = time.monotonic()
         self._wake.set()
         if self._task is None:
             # In a copy of the context without the ids of the event that happened to start it,
@@ -160,11 +171,23 @@ class ChatSender:
         if not self.eligible(now):
             await self._sleep_until(min(i.not_before for i in self._items))
             return
-        ready_at = max(self._limiter.ready_at(now), self._bot.ready_at(now))
+        ready_at = max(self._limiter.ready_at(now), self._bot.ready_at(now), self._hold_stale(now))
         if ready_at > now:
             await self._sleep_until(ready_at)
             return
+        self._stale_since = None
         await self._send_once(self.eligible(now))
+
+    def _hold_stale(self, now: float) -> float:
+        """When to send, if the next alert is older than the max age: once the backlog it came
+        in has been read, so that the chat gets one summary rather than several."""
+        if self._max_age is None:
+            return 0.0
+        if self.eligible(now)[0].event.age_seconds() <= self._max_age:
+            return 0.0
+        if self._stale_since is None:
+            self._stale_since = now
+        return min(self._last_put + STALE_QUIET, self._stale_since + STALE_HOLD_MAX)
 
     async def _send_once(self, ready: list[Item]) -> None:
         # A retry goes alone: combined with fresh alerts, its next failure would back them off

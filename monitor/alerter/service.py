@@ -20,6 +20,7 @@ import os
 import socket
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -313,11 +314,12 @@ class Alerter:
             sender = self._senders[chat_id] = ChatSender(
                 chat_id,
                 send=self._send_telegram,
-                compose=telegram.compose,
+                compose=partial(telegram.compose, max_age=self.settings.alert_max_age),
                 on_outcome=self._settle,
                 bot_limiter=self._bot,
                 retry=self._retry,
                 on_retry=self.metrics.retries.inc,
+                max_age=self.settings.alert_max_age,
             )
         return sender
 

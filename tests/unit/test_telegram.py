@@ -1,6 +1,7 @@
 """Telegram channel: pure rendering, and the classification of send failures."""
 
 import re
+from datetime import UTC, datetime
 
 import aiohttp
 import pytest
@@ -94,3 +95,60 @@ async def test_network_error_is_transient_and_hides_token() -> None:
             with pytest.raises(DeliveryError) as info:
                 await telegram.send(session, CONFIG, "42", "hi")
     assert not info.value.permanent and TOKEN not in str(info.value)
+
+
+NOW = datetime(2026, 1, 3, 12, 0, tzinfo=UTC)  # two days after event()'s times
+HOUR = 3600.0
+
+
+@pytest.mark.parametrize(
+    ("name", "events", "covered", "want", "absent"),
+    [
+        (
+            "fresh alerts are sent as ever",
+            [event(at="2026-01-03T11:59:00Z")],
+            1,
+            ["is DOWN"],
+            ["older than"],
+        ),
+        (
+            "one old alert is a summary: a DOWN from days ago must not read as news",
+            [event()],
+            1,
+            ["🕓 1 alerts older than 1h", "&lt;shop&gt; &amp; co</b>: 1 down, 0 up; 🔴 last DOWN since"],
+            ["is DOWN"],
+        ),
+        (
+            "many old alerts of several monitors are one summary, each monitor's end said",
+            [
+                event(),
+                event("up", at="2026-01-01T11:02:03Z"),
+                event(monitor_id=8, monitor_name="api", at="2026-01-02T08:00:00Z"),
+            ],
+            3,
+            [
+                "🕓 3 alerts older than 1h",
+                "(2026-01-01 10:00:00 UTC to 2026-01-02 08:00:00 UTC)",
+                "co</b>: 1 down, 1 up; 🟢 last UP at 2026-01-01 11:02:03 UTC",
+                "<b>api</b>: 1 down, 0 up; 🔴 last DOWN since",
+            ],
+            [],
+        ),
+        (
+            "the old ones go first, alone; the fresh ones follow as usual",
+            [event(), event(monitor_id=8, at="2026-01-03T11:59:00Z")],
+            1,
+            ["🕓 1 alerts older than 1h"],
+            [],
+        ),
+    ],
+)
+def test_old_alerts_are_one_summary(
+    name: str, events: list[Event], covered: int, want: list[str], absent: list[str]
+) -> None:
+    text, count = telegram.compose(events, max_age=HOUR, now=NOW)
+    assert count == covered, name
+    for part in want:
+        assert part in text, (name, part, text)
+    for part in absent:
+        assert part not in text, (name, part, text)

@@ -92,15 +92,27 @@ def _clip(text: str, size: int) -> str:
     return text if len(text) <= size else text[: size - 1] + "…"
 
 
-def compose(events: list[Event]) -> tuple[str, int]:
+def compose(
+    events: list[Event], *, max_age: float | None = None, now: datetime | None = None
+) -> tuple[str, int]:
     """One message for as many of ``events`` (in order) as fit; returns it and how many it covers.
 
     A single event gets the full message; several, waiting for the same chat at once
     (a network outage), get one line each under a count, so the whole picture arrives
-    in a few messages instead of a trickle.
+    in a few messages instead of a trickle. Events older than ``max_age`` seconds at the
+    front (alerts that waited while alerts could not be sent, e.g. no bot token yet) are
+    one summary, however many: a DOWN from days ago must not page anyone as if it were news.
     """
     if not events:
         raise ValueError("nothing to compose")
+    if max_age is not None:
+        stale = 0
+        for event in events:
+            if event.age_seconds(now) <= max_age:
+                break
+            stale += 1
+        if stale:
+            return summary(events[:stale], max_age), stale
     if len(events) == 1:
         return render(events[0]), 1
     lines: list[str] = []
@@ -116,6 +128,31 @@ def compose(events: list[Event]) -> tuple[str, int]:
     down = sum(1 for e in events[: len(lines)] if e.kind == "down")
     header = f"⚠️ {len(lines)} alerts: {down} down, {len(lines) - down} up"
     return truncate("\n".join([header, *lines])), len(lines)
+
+
+def summary(events: list[Event], max_age: float) -> str:
+    """Old alerts of one chat as one message: per monitor, what happened and how it ended."""
+    by_monitor: dict[int | None, list[Event]] = {}
+    for event in events:
+        by_monitor.setdefault(event.monitor_id, []).append(event)
+    lines = []
+    for seen in by_monitor.values():
+        last = seen[-1]
+        name = html.escape(_clip(last.monitor_name, 120))
+        downs = sum(1 for e in seen if e.kind == "down")
+        ups = sum(1 for e in seen if e.kind == "up")
+        if last.kind == "down":
+            state = f"🔴 last DOWN since {_when(last.started_at or last.at)}"
+        elif last.kind == "up":
+            state = f"🟢 last UP at {_when(last.at)}"
+        else:
+            state = f"last {html.escape(last.kind)} at {_when(last.at)}"
+        lines.append(f"<b>{name}</b>: {downs} down, {ups} up; {state}")
+    header = (
+        f"🕓 {len(events)} alerts older than {format_duration(max_age)}, from while alerts could not "
+        f"be sent ({_when(events[0].at)} to {_when(events[-1].at)}):"
+    )
+    return truncate("\n".join([header, *lines]))
 
 
 def truncate(text: str) -> str:
