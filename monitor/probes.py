@@ -9,9 +9,31 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Info,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+
+from monitor import __version__
 
 ReadyCheck = Callable[[], Awaitable[dict[str, bool]]]
+
+
+def new_registry() -> CollectorRegistry:
+    """A process's registry: its own series, plus the process's (``process_*``: CPU, memory,
+    open files, start time), the Python build's (``python_info``) and ours
+    (``monitor_build_info{version}``), so a dashboard can tell what runs where."""
+    registry = CollectorRegistry()
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    Info("monitor_build", "The monitor version this process runs", registry=registry).info(
+        {"version": __version__}
+    )
+    return registry
 
 
 def metrics_response(registry: CollectorRegistry) -> web.Response:

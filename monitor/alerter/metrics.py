@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from monitor.probes import new_registry
+
 
 class AlerterMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
+        self.registry = registry or new_registry()
         r = self.registry
         self.deliveries = Counter(
             "monitor_deliveries",

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from monitor import accounts
 from monitor.api.context import POOL, SETTINGS
 from monitor.api.errors import ApiError
+from monitor.probes import new_registry
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -83,7 +84,7 @@ async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.S
 
 class ApiMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
+        self.registry = registry or new_registry()
         self.requests = Counter(
             "monitor_api_requests",
             "API requests by route, method and status",

@@ -18,6 +18,8 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from monitor.probes import new_registry
+
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -80,7 +82,7 @@ class _Child:
 
 class SchedulerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
+        self.registry = registry or new_registry()
         r = self.registry
         self.checks = LoopCounter(
             "monitor_checks", "Checks completed, by result (up, down, blocked)", "result",

@@ -17,6 +17,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from support import ApiClient, FakeTelegram, MonitorProcess, ProcessFactory, TargetServer, wait_for
 
+from monitor import __version__ as monitor_version
+
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
 CHAT_ID = "-1009876543210"
@@ -103,7 +105,7 @@ async def test_metrics_are_named_and_move_with_checks_and_alerts(
         monitor = await api.create_monitor(
             url=target.url("/metrics-target"),
             interval_seconds=1,
-            timeout_seconds=5,
+            timeout_seconds=1,
             confirm_after=2,
             telegram_chat_id=CHAT_ID,
         )
@@ -167,6 +169,13 @@ async def test_metrics_are_named_and_move_with_checks_and_alerts(
         assert m.value("monitor_api_request_duration_seconds_count", route="/api/v1/monitors") == 1
         assert m.value("monitor_api_request_duration_seconds_count", route="/api/v1/monitors/{id}") == 1
         assert m.value("monitor_api_requests_total", route="/metrics", method="GET", status="200") >= 1
+
+        # -- every process says what it is and what it uses ------------------------------------------
+        for name in ("api", "scheduler", "alerter"):
+            seen = await now(name)
+            assert seen.value("monitor_build_info", version=monitor_version) == 1, name
+            assert seen.value("process_cpu_seconds_total") > 0, name
+            assert seen.value("process_resident_memory_bytes") > 0, name
 
     for proc in processes.values():
         assert not proc.tracebacks(), proc.tail()
