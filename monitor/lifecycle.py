@@ -6,6 +6,9 @@ release). :func:`serve` runs it until SIGINT or SIGTERM, then drains within the
 shutdown timeout; whatever is still running after that is cancelled and named in
 one summary line.
 
+Under systemd (``Type=notify``) it says ``READY=1`` once started, feeds the watchdog from
+the event loop, and says ``STOPPING=1`` when a stop begins (:mod:`monitor.sdnotify`).
+
 A second signal never kills the process, nor cuts the drain short: supervisors send
 several at once (honcho passes a terminal's Ctrl-C on to its children and then sends them
 SIGTERM), so hurrying on the second would abandon the checks in flight at every Ctrl-C. It
@@ -23,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from monitor import logging as mlog
+from monitor.sdnotify import Notifier
 
 log = mlog.get(__name__)
 
@@ -41,7 +45,10 @@ class Service(Protocol):
     async def close(self) -> None: ...
 
 
-async def serve(service: Service, *, shutdown_timeout: float) -> int:
+async def serve(service: Service, *, shutdown_timeout: float, notifier: Notifier | None = None) -> int:
+    """Run ``service`` until a signal, then stop it in order; the exit code. ``notifier``
+    tells systemd (``Type=notify``) when it is ready and stopping, and feeds its watchdog."""
+    notify = notifier or Notifier()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -53,8 +60,11 @@ async def serve(service: Service, *, shutdown_timeout: float) -> int:
         await _bounded(service.close, shutdown_timeout)
         return 1
     log.info(f"{service.name}.started")
+    notify.send("READY=1", f"STATUS={service.name} serving")
+    notify.start_watchdog(loop)
     await stop.wait()
     log.info(f"{service.name}.stopping", timeout_s=shutdown_timeout)
+    notify.send("STOPPING=1", f"STATUS={service.name} stopping")
 
     ignored: list[signal.Signals] = []
 
@@ -76,6 +86,7 @@ async def serve(service: Service, *, shutdown_timeout: float) -> int:
         seconds=round(time.monotonic() - started, 3),
         abandoned=abandoned,
     )
+    notify.stop_watchdog()
     for sig in (signal.SIGINT, signal.SIGTERM):
         # Closing the loop would restore the default action (termination) for these.
         loop.remove_signal_handler(sig)
