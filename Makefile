@@ -31,7 +31,7 @@ export MONITOR_DATABASE_URL="$${keep_db:-$$MONITOR_DATABASE_URL}" \
        MONITOR_REDIS_URL="$${keep_redis:-$$MONITOR_REDIS_URL}"
 endef
 
-.PHONY: help venv services services-down status migrate run lint test bench nginx
+.PHONY: help venv services services-down status migrate run lint test bench nginx dist
 
 help:
 	@echo 'make run            start api, scheduler and alerter (honcho, Ctrl-C stops them)'
@@ -39,6 +39,7 @@ help:
 	@echo 'make lint           ruff check, ruff format --check, mypy'
 	@echo 'make migrate        apply sql/ migrations to the run database'
 	@echo 'make bench          python -m bench.scheduler $$BENCH_ARGS against the run services'
+	@echo 'make dist           build the sdist and the wheel (migrations included) into dist/'
 	@echo 'make venv           $(VENV) with the package and test tools (re-installs when pyproject.toml changes)'
 	@echo 'make services       start local PostgreSQL 17 + TimescaleDB and Redis (idempotent)'
 	@echo 'make services-down  stop them'
@@ -100,3 +101,8 @@ test: venv services nginx
 bench: venv services nginx
 	@$(call load_env,run); \
 	$(BIN)/python -m bench.scheduler $(BENCH_ARGS)
+
+# The sdist, then the wheel built from it (as pip would), so a file the sdist misses fails here.
+dist: venv
+	rm -f dist/monitor-*
+	$(BIN)/python -m build --outdir dist .

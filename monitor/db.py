@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
+import click
 
 from monitor import logging as mlog
 
 log = mlog.get(__name__)
 
-SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
+_PACKAGE_DIR = Path(__file__).resolve().parent
+# Where the migrations are, first match wins: monitor/sql/ in a wheel and an installation from one
+# (the wheel build puts the top-level sql/ there: `sources` in pyproject.toml), else the top-level
+# sql/ of the source tree, where a checkout and the editable install of `make venv` find them.
+SQL_DIRS = (_PACKAGE_DIR / "sql", _PACKAGE_DIR.parent / "sql")
 _MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 # Any fixed number: all migrators of one database serialise on it.
 _MIGRATION_LOCK = 7_302_001
@@ -53,6 +59,14 @@ async def connect(dsn: str) -> asyncpg.Connection:
     return conn
 
 
+class MigrationError(click.ClickException):
+    """Migrating cannot go on, and trying again will not help until files or code change.
+
+    A ``ClickException`` so that ``monitor migrate`` prints just the message and exits 1: a
+    traceback would tell an operator nothing more, and a systemd unit's ``ExecStartPre`` stops.
+    """
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int
@@ -60,25 +74,53 @@ class Migration:
     sql: str
 
 
-def discover(directory: Path = SQL_DIR) -> list[Migration]:
+def find_directory(candidates: Sequence[Path] | None = None) -> Path:
+    """The first of ``candidates`` (``SQL_DIRS``) that holds ``*.sql`` files; fails naming every
+    place looked at."""
+    candidates = SQL_DIRS if candidates is None else candidates
+    for directory in candidates:
+        if any(directory.glob("*.sql")):
+            return directory
+    raise MigrationError(
+        "no migrations found (looked for *.sql in "
+        + ", ".join(str(d) for d in candidates)
+        + "): this installation of monitor is incomplete; reinstall it from a wheel built with "
+        "`make dist`, or run it from a checkout"
+    )
+
+
+def discover(directory: Path | None = None) -> list[Migration]:
+    """Every migration of ``directory`` (by default the first of ``SQL_DIRS`` that has any), by
+    version; fails when there are none, or a file's name or version is wrong."""
+    directory = find_directory() if directory is None else find_directory([directory])
     found: dict[int, Migration] = {}
     for path in sorted(directory.glob("*.sql")):
         match = _MIGRATION_NAME.match(path.name)
         if not match:
-            raise RuntimeError(f"migration file {path.name} is not named NNN_name.sql")
+            raise MigrationError(f"migration file {path} is not named NNN_name.sql")
         version = int(match.group(1))
         if version in found:
-            raise RuntimeError(f"two migrations share version {version:03d}")
+            raise MigrationError(f"two migrations share version {version:03d} in {directory}")
         found[version] = Migration(version, path.name, path.read_text())
     return [found[v] for v in sorted(found)]
 
 
-async def migrate(dsn: str, directory: Path = SQL_DIR) -> list[str]:
+def unknown_applied(applied: Mapping[int, str], known: Sequence[Migration]) -> list[str]:
+    """The migrations the database has applied that are not among ``known`` (``"007_name.sql"``), by
+    version: the database was migrated by a newer monitor than this one."""
+    versions = {m.version for m in known}
+    return [applied[v] for v in sorted(applied) if v not in versions]
+
+
+async def migrate(dsn: str, directory: Path | None = None) -> list[str]:
     """Apply every migration not yet recorded, each in its own transaction.
 
     Safe to run twice and from two processes at once (an advisory lock serialises them).
-    Returns the names applied by this call.
+    Returns the names applied by this call. Refuses (``MigrationError``, nothing applied) when
+    there are no migrations, and when the database has applied one this code does not know:
+    older code must not run on, nor half-migrate, a schema it was not written for.
     """
+    migrations = discover(directory)
     applied: list[str] = []
     conn = await asyncpg.connect(dsn)
     try:
@@ -89,8 +131,18 @@ async def migrate(dsn: str, directory: Path = SQL_DIR) -> list[str]:
                    name text NOT NULL,
                    applied_at timestamptz NOT NULL DEFAULT now())"""
         )
-        done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
-        for migration in discover(directory):
+        recorded = {
+            r["version"]: r["name"] for r in await conn.fetch("SELECT version, name FROM schema_migrations")
+        }
+        unknown = unknown_applied(recorded, migrations)
+        if unknown:
+            raise MigrationError(
+                f"the database is newer than this monitor {_version()}: it has applied "
+                f"{', '.join(unknown)}, which this installation does not have (its latest is "
+                f"{migrations[-1].name}); install the monitor release that added them, or a newer one"
+            )
+        done = set(recorded)
+        for migration in migrations:
             if migration.version in done:
                 continue
             async with conn.transaction():
@@ -105,3 +157,10 @@ async def migrate(dsn: str, directory: Path = SQL_DIR) -> list[str]:
     finally:
         await conn.close()
     return applied
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("monitor")
+    except importlib.metadata.PackageNotFoundError:
+        return "(version unknown)"

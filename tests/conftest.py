@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
@@ -110,6 +112,20 @@ async def redis_client(redis_url: str) -> AsyncIterator[aioredis.Redis]:
 
 
 MonitorFactory = Callable[..., Awaitable[asyncpg.Record]]
+
+
+@pytest.fixture
+async def empty_database(database_url: str) -> AsyncIterator[str]:
+    """The URL of a new, empty database on the test server (no migrations, no extension);
+    dropped at teardown. For what must start from nothing: migrations, an installed wheel."""
+    name = f"monitor_empty_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(database_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
+        yield urlunsplit(urlsplit(database_url)._replace(path="/" + name))
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
 
 
 @pytest.fixture

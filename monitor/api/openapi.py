@@ -56,12 +56,30 @@ def _refuse_null(schema: dict[str, Any], model: type[BaseModel]) -> None:
             field["anyOf"] = branches
 
 
+def _allows_null(schema: dict[str, Any]) -> bool:
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind) or schema.get("const", 0) is None:
+        return True
+    return any(_allows_null(branch) for branch in [*schema.get("anyOf", ()), *schema.get("oneOf", ())])
+
+
+def _drop_null_defaults(schemas_by_name: dict[str, Any]) -> None:
+    """An answer's field left out when it has no value (``SkipJsonSchema[None]``) gets pydantic's
+    ``default: null`` though its type has no null: validators (openapi-spec-validator, Spectral)
+    refuse a default the schema itself does not allow."""
+    for schema in schemas_by_name.values():
+        for field in schema.get("properties", {}).values():
+            if "default" in field and field["default"] is None and not _allows_null(field):
+                del field["default"]
+
+
 def _components(limits: Limits) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """(the JSON schemas by name, a ``$ref`` by model name)."""
     refs, top = models_json_schema(MODELS, ref_template=REF)
     found = top["$defs"]
     for model in (schemas.MonitorPatch, schemas.ChannelPatch):
         _refuse_null(found[model.__name__], model)
+    _drop_null_defaults(found)
     # These limits are settings (a validation context), so pydantic cannot know them.
     for name in ("MonitorCreate", "MonitorPatch"):
         fields = found[name]["properties"]

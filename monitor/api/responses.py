@@ -188,7 +188,10 @@ class UptimeWindows(_Out):
     windows: dict[str, Uptime]
 
 
-class StatsBucket(_Out):
+class StatsPoint(_Out):
+    """One bucket of ``/stats`` (named apart from the ``bucket`` size field, so that client
+    generators that name inline enums ``<Model><Field>`` do not clash with it)."""
+
     start: datetime
     checks: int
     up_share: float | None = Field(description="0..1")
@@ -205,7 +208,7 @@ class Stats(_Out):
     bucket: Literal["1h", "1d"]
     from_: datetime = Field(alias="from")
     to: datetime
-    items: list[StatsBucket] = Field(description="oldest first; buckets without checks are left out")
+    items: list[StatsPoint] = Field(description="oldest first; buckets without checks are left out")
 
 
 # -- account -----------------------------------------------------------------------------
