@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -24,6 +25,12 @@ log = mlog.get(__name__)
 
 MAX_BODY_BYTES = 64 * 1024
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+# Where the request id and start time are kept on the request, for the access line
+# (monitor/api/server.py).
+REQUEST_ID = "request_id"
+STARTED = "started"
+# Methods whose body, when there is one, must be JSON.
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # Errors that mean "the database is not there", answered 503 rather than 500.
 DB_UNAVAILABLE: tuple[type[BaseException], ...] = (
     OSError,
@@ -43,6 +50,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 async def request_id_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     given = request.headers.get("X-Request-ID", "")
     request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+    request[REQUEST_ID] = request_id
+    request[STARTED] = time.perf_counter()
     with structlog.contextvars.bound_contextvars(request_id=request_id):
         try:
             response = await handler(request)
@@ -81,6 +90,28 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return error_response(500, "internal", "internal error; see the server log")
 
 
+def is_json(content_type: str) -> bool:
+    """application/json, or a JSON-based type such as application/merge-patch+json."""
+    main, _, sub = content_type.partition("/")
+    return main == "application" and (sub == "json" or sub.endswith("+json"))
+
+
+@web.middleware
+async def body_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A body is JSON of at most MAX_BODY_BYTES: 413 when its declared length is over (before
+    it is read), 415 when it is not declared JSON (a missing Content-Type included)."""
+    # Only where a route matched: an unknown path or method stays a 404 or 405.
+    if request.method in _BODY_METHODS and request.body_exists and request.match_info.http_exception is None:
+        if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+            raise ApiError(413, "too_large", f"request body exceeds {MAX_BODY_BYTES} bytes")
+        # aiohttp reports a missing Content-Type as application/octet-stream.
+        if "Content-Type" not in request.headers or not is_json(request.content_type):
+            raise ApiError(
+                415, "unsupported_media_type", "the body must be JSON, sent as Content-Type: application/json"
+            )
+    return await handler(request)
+
+
 async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
@@ -106,8 +137,10 @@ def create_app(settings: Settings) -> web.Application:
             error_middleware,
             guard.auth_middleware,
             guard.rate_limit_middleware,
+            body_middleware,
         ],
-        client_max_size=MAX_BODY_BYTES,
+        # aiohttp refuses a body whose length reaches client_max_size; one of MAX_BODY_BYTES passes.
+        client_max_size=MAX_BODY_BYTES + 1,
     )
     app[SETTINGS] = settings
     app[guard.BUCKETS] = guard.TokenBuckets(settings.api_rate_per_second, settings.api_rate_burst)
@@ -116,6 +149,8 @@ def create_app(settings: Settings) -> web.Application:
     async def resources(app: web.Application) -> AsyncIterator[None]:
         # min_size=0: the API starts, and answers 503, even while the database is down.
         app[POOL] = await db.create_pool(settings.dsn, min_size=0, max_size=10)
+        if settings.allow_cidrs:  # as the scheduler does: the exceptions to the SSRF policy, once
+            log.warning("ssrf.allow_cidrs", networks=settings.allow_cidrs)
         app[RESOLVER] = VettedResolver(AddressPolicy(settings.allow_cidrs), settings.dns_servers)
         yield
         await app[RESOLVER].close()

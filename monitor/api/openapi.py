@@ -105,6 +105,7 @@ ERRORS = {
     409: "The account already has its quota of monitors (`quota_exceeded`).",
     412: "`If-Match` does not match the monitor's current `ETag` (`precondition_failed`).",
     413: "The request body is larger than the API accepts (`too_large`; the message says the limit).",
+    415: "The body is not declared JSON: send `Content-Type: application/json` (`unsupported_media_type`).",
     422: "The body breaks the schema (`invalid`); `field` names the field at fault.",
     429: "Too many requests with this key (`rate_limited`); retry after `Retry-After` seconds.",
     503: "The database is unreachable (`database_unavailable`); retry after `Retry-After` seconds.",
@@ -112,7 +113,7 @@ ERRORS = {
 RETRY_AFTER = {"Retry-After": {"required": True, "schema": {"type": "integer", "minimum": 1}}}
 # Every authenticated operation can answer these, whatever it does.
 ALWAYS = (401, 429, 503)
-WITH_BODY = (400, 413, 422)
+WITH_BODY = (400, 413, 415, 422)
 
 
 def _json(ref: dict[str, Any], description: str, headers: dict[str, Any] | None = None) -> dict[str, Any]:
