@@ -10,10 +10,14 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
+from datetime import datetime
 
 import asyncpg
 
+from monitor.names import name_problem
+
 KEY_PREFIX = "mk_"
+MAX_ACCOUNT_NAME = 100  # the accounts.name CHECK constraint (sql/002)
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,40 @@ def generate_key() -> tuple[str, str]:
     return f"{KEY_PREFIX}{prefix}_{secrets.token_urlsafe(32)}", prefix
 
 
+@dataclass(frozen=True)
+class Account:
+    id: int
+    name: str
+    created_at: datetime
+    monitors: int
+    active_keys: int
+
+
+@dataclass(frozen=True)
+class Key:
+    """An API key as listed: never the key, which is not stored."""
+
+    id: int
+    account: str
+    name: str
+    prefix: str  # the key's first characters, as in ``mk_<prefix>_...``
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+def check_account_name(name: str) -> None:
+    """Raise ValueError saying what is wrong with ``name`` as an account name."""
+    if len(name) > MAX_ACCOUNT_NAME:
+        raise ValueError(f"an account name has at most {MAX_ACCOUNT_NAME} characters ({len(name)} given)")
+    problem = name_problem(name)
+    if problem is not None:
+        raise ValueError(f"an account name {problem}")
+
+
 async def create_account(conn: asyncpg.Connection | asyncpg.Pool, name: str) -> int:
+    """The id of a new account ``name``; ValueError if the name is not valid or is taken."""
+    check_account_name(name)
     account_id = await conn.fetchval(
         "INSERT INTO accounts (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id", name
     )
@@ -46,6 +83,49 @@ async def create_account(conn: asyncpg.Connection | asyncpg.Pool, name: str) -> 
 async def account_id_by_name(conn: asyncpg.Connection | asyncpg.Pool, name: str) -> int | None:
     value = await conn.fetchval("SELECT id FROM accounts WHERE name = $1", name)
     return None if value is None else int(value)
+
+
+async def list_accounts(conn: asyncpg.Connection | asyncpg.Pool) -> list[Account]:
+    rows = await conn.fetch(
+        """SELECT a.id, a.name, a.created_at,
+                  (SELECT count(*) FROM monitors m WHERE m.account_id = a.id) AS monitors,
+                  (SELECT count(*) FROM api_keys k WHERE k.account_id = a.id AND k.revoked_at IS NULL)
+                      AS active_keys
+           FROM accounts a ORDER BY a.id"""
+    )
+    return [Account(**dict(row)) for row in rows]
+
+
+async def list_keys(conn: asyncpg.Connection | asyncpg.Pool, account_id: int | None = None) -> list[Key]:
+    """Every key (or every key of one account), revoked ones included, oldest first."""
+    rows = await conn.fetch(
+        """SELECT k.id, a.name AS account, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at
+           FROM api_keys k JOIN accounts a ON a.id = k.account_id
+           WHERE $1::bigint IS NULL OR k.account_id = $1 ORDER BY k.id""",
+        account_id,
+    )
+    return [_key(row) for row in rows]
+
+
+async def revoke_key(conn: asyncpg.Connection | asyncpg.Pool, key_id: int) -> tuple[Key, bool] | None:
+    """Revoke the key ``key_id``: the key as revoked, and whether this call revoked it (False:
+    it was revoked already, and keeps that time); None if there is no such key."""
+    row = await conn.fetchrow(
+        """WITH old AS (SELECT id, revoked_at FROM api_keys WHERE id = $1 FOR UPDATE)
+           UPDATE api_keys k SET revoked_at = coalesce(old.revoked_at, now())
+           FROM old, accounts a WHERE k.id = old.id AND a.id = k.account_id
+           RETURNING k.id, a.name AS account, k.name, k.prefix, k.created_at, k.last_used_at,
+                     k.revoked_at, old.revoked_at IS NULL AS newly""",
+        key_id,
+    )
+    if row is None:
+        return None
+    return _key(row), bool(row["newly"])
+
+
+def _key(row: asyncpg.Record) -> Key:
+    fields = {name: row[name] for name in Key.__dataclass_fields__}
+    return Key(**{**fields, "prefix": f"{KEY_PREFIX}{row['prefix']}"})
 
 
 async def create_key(conn: asyncpg.Connection | asyncpg.Pool, account_id: int, name: str = "") -> NewKey:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -94,6 +97,8 @@ def migrate() -> None:
         applied = asyncio.run(db.migrate(settings.dsn))
     except OSError as exc:
         raise click.ClickException(f"database unreachable: {exc}") from None
+    except db.MigrationError as exc:
+        raise click.ClickException(str(exc)) from None
     click.echo(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ""))
 
 
@@ -193,6 +198,58 @@ def accounts_create(name: str) -> None:
     click.echo(f"created account {name!r} (id {account_id})")
 
 
+def _time(value: datetime | None, *, precise: bool = False) -> str | None:
+    """RFC 3339 in UTC: whole seconds for a table, as stored for JSON."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat(timespec="auto" if precise else "seconds").replace("+00:00", "Z")
+
+
+def _print_rows(items: Sequence[Any], columns: dict[str, str], *, as_json: bool, none: str) -> None:
+    """Dataclass ``items`` as a JSON array (every field; times RFC 3339) or a table of ``columns``
+    (field -> heading; an absent value shows as "-")."""
+    if as_json:
+        plain = [dataclasses.asdict(item) for item in items]
+        click.echo(json.dumps([{k: _time(v, precise=True) if isinstance(v, datetime) else v
+                                for k, v in fields.items()} for fields in plain], indent=2))  # fmt: skip
+        return
+    if not items:
+        click.echo(none)
+        return
+    cells = [list(columns.values())]
+    for item in items:
+        values = [getattr(item, field) for field in columns]
+        cells.append([_cell(v) for v in values])
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    for row in cells:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, datetime):
+        return _time(value) or "-"
+    return "-" if value is None else str(value)
+
+
+_JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of a table.")
+
+
+@accounts_group.command("list")
+@_JSON_OPTION
+def accounts_list(as_json: bool) -> None:
+    """List accounts: id, name, created, monitors, active keys."""
+    from monitor import accounts
+
+    settings = _settings("database_url")
+    try:
+        found = asyncio.run(_with_connection(settings, accounts.list_accounts))
+    except OSError as exc:
+        raise click.ClickException(f"database unreachable: {exc}") from None
+    columns = {"id": "ID", "name": "NAME", "created_at": "CREATED", "monitors": "MONITORS",
+               "active_keys": "ACTIVE KEYS"}  # fmt: skip
+    _print_rows(found, columns, as_json=as_json, none="no accounts (monitor accounts create NAME)")
+
+
 @main.group("keys")
 def keys_group() -> None:
     """Manage API keys (the API manages further keys of the same account: /api/v1/keys)."""
@@ -219,3 +276,53 @@ def keys_create(account_name: str, key_name: str) -> None:
         raise click.ClickException(f"database unreachable: {exc}") from None
     click.echo(new.key)
     click.echo(f"(key id {new.id} of account {account_name!r}; it is shown only this once)", err=True)
+
+
+@keys_group.command("list")
+@click.option("--account", "account_name", default=None, help="Only the keys of this account.")
+@_JSON_OPTION
+def keys_list(account_name: str | None, as_json: bool) -> None:
+    """List API keys, revoked ones too: id, account, name, prefix, created, last used, revoked.
+
+    Keys are stored as SHA-256 hashes: a key itself is shown only when it is created.
+    """
+    from monitor import accounts
+
+    settings = _settings("database_url")
+
+    async def work(conn: Any) -> list[accounts.Key]:
+        account_id = None
+        if account_name is not None:
+            account_id = await accounts.account_id_by_name(conn, account_name)
+            if account_id is None:
+                raise click.ClickException(f"no account named {account_name!r} (monitor accounts list)")
+        return await accounts.list_keys(conn, account_id)
+
+    try:
+        found = asyncio.run(_with_connection(settings, work))
+    except OSError as exc:
+        raise click.ClickException(f"database unreachable: {exc}") from None
+    columns = {"id": "ID", "account": "ACCOUNT", "name": "NAME", "prefix": "PREFIX", "created_at": "CREATED",
+               "last_used_at": "LAST USED", "revoked_at": "REVOKED"}  # fmt: skip
+    _print_rows(found, columns, as_json=as_json, none="no keys (monitor keys create --account NAME)")
+
+
+@keys_group.command("revoke")
+@click.argument("key_id", metavar="ID", type=click.IntRange(1, 2**63 - 1))
+def keys_revoke(key_id: int) -> None:
+    """Revoke the API key ID (see monitor keys list): requests with it get 401 from now on."""
+    from monitor import accounts
+
+    settings = _settings("database_url")
+    try:
+        found = asyncio.run(_with_connection(settings, lambda conn: accounts.revoke_key(conn, key_id)))
+    except OSError as exc:
+        raise click.ClickException(f"database unreachable: {exc}") from None
+    if found is None:
+        raise click.ClickException(f"no key with id {key_id} (monitor keys list)")
+    key, newly = found
+    what = f"key {key.id} ({key.prefix}, {key.name!r} of account {key.account!r})"
+    if newly:
+        click.echo(f"revoked {what}")
+    else:
+        click.echo(f"{what} was revoked already, at {_time(key.revoked_at)}")

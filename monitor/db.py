@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
-import click
 
 from monitor import logging as mlog
 
@@ -59,12 +58,10 @@ async def connect(dsn: str) -> asyncpg.Connection:
     return conn
 
 
-class MigrationError(click.ClickException):
+class MigrationError(RuntimeError):
     """Migrating cannot go on, and trying again will not help until files or code change.
-
-    A ``ClickException`` so that ``monitor migrate`` prints just the message and exits 1: a
-    traceback would tell an operator nothing more, and a systemd unit's ``ExecStartPre`` stops.
-    """
+    ``monitor migrate`` prints just the message and exits 1: a traceback would tell an
+    operator nothing more, and a systemd unit's ``ExecStartPre`` stops."""
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ async def create_channel(request: web.Request) -> web.Response:
     try:
         spec = ChannelCreate.model_validate(await json_object(request))
     except ValidationError as exc:
-        raise from_validation(exc) from None
+        raise from_validation(exc, ChannelCreate) from None
     async with request.app[POOL].acquire() as conn:
         new_id = await conn.fetchval(
             "INSERT INTO channels (account_id, kind, name, config) VALUES ($1, $2, $3, $4) RETURNING id",
@@ -83,7 +83,7 @@ async def patch_channel(request: web.Request) -> web.Response:
     try:
         patch = ChannelPatch.model_validate(await json_object(request))
     except ValidationError as exc:
-        raise from_validation(exc) from None
+        raise from_validation(exc, ChannelPatch) from None
     async with request.app[POOL].acquire() as conn, conn.transaction():
         current = await _owned(conn, request)
         await conn.execute(

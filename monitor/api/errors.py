@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import web
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+
+from monitor.api.fieldpath import field_path
 
 
 class ApiError(Exception):
@@ -45,10 +47,15 @@ def not_found(what: str) -> ApiError:
     return ApiError(404, "not_found", f"{what} not found")
 
 
-def from_validation(exc: ValidationError, *, status: int = 422, prefix: str = "") -> ApiError:
-    """The first problem of a pydantic error, with the field it concerns."""
+def from_validation(
+    exc: ValidationError, model: type[BaseModel] | None = None, *, status: int = 422, prefix: str = ""
+) -> ApiError:
+    """The first problem of a pydantic error, with the field it concerns. Given the ``model``
+    that failed, the field is named as the client wrote it, without the union branches pydantic
+    adds (``expected_status.0``, not ``expected_status.0.int``; ``assertions.1.path``)."""
     first = exc.errors(include_url=False)[0]
-    field = ".".join(str(p) for p in first["loc"]) or None
+    loc = first["loc"]
+    field = (field_path(model, loc) if model else ".".join(str(p) for p in loc)) or None
     message = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         message = "unknown field"

@@ -11,10 +11,11 @@ from pydantic import ValidationError
 from monitor import logging as mlog
 from monitor.api import schemas_http as http
 from monitor.api.context import POOL, RESOLVER, SETTINGS
-from monitor.api.errors import ApiError, not_found
+from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
 from monitor.api.params import (
     decode_cursor,
+    if_match,
     int_param,
     json_object,
     next_page,
@@ -22,7 +23,14 @@ from monitor.api.params import (
     rfc3339,
     window_param,
 )
-from monitor.api.schemas import TAG, MonitorCreate, MonitorPatch, parse_status_ranges, render_status_ranges
+from monitor.api.schemas import (
+    TAG,
+    MonitorCreate,
+    MonitorPatch,
+    check_timeout,
+    parse_status_ranges,
+    render_status_ranges,
+)
 from monitor.api.uptime import uptimes
 from monitor.net.policy import BlockedTarget, InvalidTarget, parse_target_url
 from monitor.net.resolver import ResolutionError
@@ -121,6 +129,20 @@ def _validation_context(request: web.Request) -> dict[str, Any]:
     }
 
 
+def _check_timeout(values: dict[str, Any], current: asyncpg.Record) -> None:
+    """A PATCH of one of timeout_seconds and interval_seconds, checked against the stored other
+    (both given: the schema checked them)."""
+    changed = {"timeout_seconds", "interval_seconds"} & set(values)
+    if len(changed) != 1:
+        return
+    timeout = values.get("timeout_seconds", current["timeout_seconds"])
+    interval = values.get("interval_seconds", current["interval_seconds"])
+    try:
+        check_timeout(timeout, interval, unchanged=({"timeout_seconds", "interval_seconds"} - changed).pop())
+    except ValueError as exc:
+        raise ApiError(422, "invalid", f"timeout_seconds: {exc}", "timeout_seconds") from None
+
+
 async def _store_secrets(conn: asyncpg.Connection, monitor_id: int, secrets: dict[str, Any] | None) -> None:
     """The monitor's one row of secrets, written or (none left) deleted."""
     if secrets is None:
@@ -149,7 +171,7 @@ async def _changed_options(
             {**stored, **http.unmask(given, stored)}, context=_validation_context(request)
         )
     except ValidationError as exc:
-        raise http.invalid(exc) from None
+        raise from_validation(exc, http.RequestOptions) from None
     return http.to_stored(options.model_dump(mode="json"))
 
 
@@ -212,7 +234,7 @@ async def create_monitor(request: web.Request) -> web.Response:
     try:
         spec = MonitorCreate.model_validate(body, context=_validation_context(request))
     except ValidationError as exc:
-        raise http.invalid(exc) from None
+        raise from_validation(exc, MonitorCreate) from None
     options = http.unmask(spec.model_dump(include=set(http.FIELDS), mode="json"), {})
     settings, secrets = http.to_stored(options)
     await _vet_target(request, spec.url)
@@ -314,7 +336,7 @@ async def patch_monitor(request: web.Request) -> web.Response:
     try:
         patch = MonitorPatch.model_validate(body, context=_validation_context(request))
     except ValidationError as exc:
-        raise http.invalid(exc) from None
+        raise from_validation(exc, MonitorPatch) from None
     values = patch.model_dump(include=set(COLUMNS), exclude_unset=True)
     if "url" in values:
         await _vet_target(request, values["url"])
@@ -324,9 +346,10 @@ async def patch_monitor(request: web.Request) -> web.Response:
         current = await fetch_owned(conn, request)
         await conn.execute("SELECT 1 FROM monitors WHERE id = $1 FOR UPDATE", current["id"])
         current = await fetch_owned(conn, request)
-        expected = request.headers.get("If-Match")
-        if expected is not None and expected.strip() not in ("*", etag(current)):
+        expected = request.headers.getall("If-Match", [])
+        if expected and not if_match(expected, etag(current)):
             raise ApiError(412, "precondition_failed", "the monitor changed since you read it (ETag differs)")
+        _check_timeout(values, current)
         if patch.model_fields_set & set(http.FIELDS):
             # One UPDATE of settings, whatever changed (secrets too): updated_at moves, and the
             # scheduler's NOTIFY trigger reloads the monitor.

@@ -15,6 +15,9 @@ from aiohttp import web
 from monitor.api.errors import ApiError
 
 _WINDOW = re.compile(r"^(\d{1,4})([hd])$")
+# One entity-tag of an If-Match list (RFC 9110 8.8.3), after any empty list elements: W/ if
+# weak, the quoted opaque tag (etagc: visible ASCII but DQUOTE, and obs-text), a comma or the end.
+_ENTITY_TAG = re.compile(r'[ \t,]*(W/)?("[\x21\x23-\x7e\x80-\xff]*")[ \t]*(?:,|$)')
 MAX_ID = 2**63 - 1
 # Times a query may name: no check predates 1970, and a margin below datetime's year 9999
 # keeps the arithmetic on them (windows, hour rounding) from overflowing.
@@ -45,6 +48,26 @@ async def json_object(request: web.Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_json", "request body must be a JSON object")
     return body
+
+
+def if_match(values: Sequence[str], current: str) -> bool:
+    """Whether the ``If-Match`` header fields ``values`` let a change of the representation whose
+    strong ETag is ``current`` go ahead (RFC 9110 13.1.1): ``*``, or a list of entity-tags of
+    which one is ``current`` by the strong comparison (a weak tag never matches). An empty or
+    malformed field matches nothing."""
+    text = ", ".join(values).strip()
+    if text == "*":
+        return True
+    tags: list[str] = []
+    position = 0
+    while text[position:].strip(" \t,"):
+        match = _ENTITY_TAG.match(text, position)
+        if match is None:
+            return False
+        if match.group(1) is None:
+            tags.append(match.group(2))
+        position = match.end()
+    return current in tags
 
 
 def int_param(request: web.Request, name: str, default: int, low: int, high: int) -> int:

@@ -12,6 +12,7 @@ import re
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -19,6 +20,7 @@ from pydantic import (
     StrictInt,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from monitor.api.schemas_http import (
@@ -33,10 +35,16 @@ from monitor.api.schemas_http import (
     RequestOptions,
     TlsVerify,
 )
+from monitor.names import RULE as NAME_RULE
+from monitor.names import name_problem
 from monitor.net.policy import InvalidTarget, parse_target_url
 
 MAX_INTERVAL_SECONDS = 86_400
 MAX_TIMEOUT_SECONDS = 120
+DEFAULT_TIMEOUT_SECONDS = 10.0
+# Of the URL as stored (normalised: non-ASCII characters percent-encoded, the host in IDNA),
+# which is what a client reads back and may send again in a PATCH.
+MAX_URL_LENGTH = 2048
 _STATUS_RANGE = re.compile(r"^([1-5])xx$|^(\d{3})(?:-(\d{3}))?$")
 _CHAT_ID = re.compile(r"^-?\d{1,20}$|^@[A-Za-z][A-Za-z0-9_]{4,31}$")
 TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,49}$")
@@ -44,6 +52,46 @@ Tag = Annotated[str, Field(pattern=TAG.pattern)]
 ChannelId = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
 
 Number = Annotated[float, Field(allow_inf_nan=False, strict=True)]
+
+
+def _name(value: str) -> str:
+    problem = name_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+# A monitor's or channel's name, shown in alerts as it is.
+Name = Annotated[
+    str,
+    Field(min_length=1, max_length=200, description=f"shown in alerts: {NAME_RULE}"),
+    AfterValidator(_name),
+]
+_URL_DOC = (
+    "http:// or https://, no credentials (those go in auth); at most "
+    f"{MAX_URL_LENGTH} characters as stored, non-ASCII characters percent-encoded"
+)
+_TIMEOUT_DOC = (
+    f"at most interval_seconds; default {DEFAULT_TIMEOUT_SECONDS:g}, or interval_seconds when that is shorter"
+)
+
+
+def check_timeout(timeout: float, interval: float, *, unchanged: str | None = None) -> None:
+    """Refuse a check timeout longer than the interval: such a check would still run when the
+    next one is due, which is then skipped. ``unchanged`` names the field of the pair that a
+    PATCH leaves as stored, if one. The error is always about ``timeout_seconds``."""
+    if timeout <= interval:
+        return
+    if unchanged == "timeout_seconds":
+        raise ValueError(
+            f"the monitor's {timeout:g} s is longer than the new interval_seconds ({interval:g} s); "
+            "lower timeout_seconds in the same PATCH"
+        )
+    whose = "the monitor's " if unchanged == "interval_seconds" else ""
+    raise ValueError(
+        f"{timeout:g} s is longer than {whose}interval_seconds ({interval:g} s): "
+        "a check must end before the next one is due"
+    )
 
 
 def parse_status_ranges(items: list[int | str]) -> list[list[int]]:
@@ -100,9 +148,15 @@ class _MonitorFields(_Body):
         if value is None:
             return None
         try:
-            return str(parse_target_url(value))
+            stored = str(parse_target_url(value))
         except InvalidTarget as exc:
             raise ValueError(str(exc)) from None
+        if len(stored) > MAX_URL_LENGTH:
+            raise ValueError(
+                f"longer than {MAX_URL_LENGTH} characters as stored ({len(stored)} once normalised: "
+                "non-ASCII characters percent-encoded, the host in IDNA)"
+            )
+        return stored
 
     @field_validator("interval_seconds", check_fields=False)
     @classmethod
@@ -110,6 +164,15 @@ class _MonitorFields(_Body):
         minimum = float((info.context or {}).get("min_interval_seconds", 30))
         if value is not None and not (minimum <= value <= MAX_INTERVAL_SECONDS):
             raise ValueError(f"must be between {minimum:g} and {MAX_INTERVAL_SECONDS} seconds")
+        return value
+
+    @field_validator("timeout_seconds", check_fields=False)
+    @classmethod
+    def _timeout(cls, value: float | None, info: ValidationInfo) -> float | None:
+        # Both given: checked here. One of them in a PATCH: against the stored other, by the handler.
+        interval = info.data.get("interval_seconds")
+        if value is not None and interval is not None:
+            check_timeout(value, interval)
         return value
 
     @field_validator("expected_status", check_fields=False)
@@ -133,11 +196,13 @@ class MonitorCreate(_MonitorFields, RequestOptions):
     """A new monitor: its own fields, and (from ``RequestOptions``) the request and what "up"
     means beyond the status."""
 
-    name: str = Field(min_length=1, max_length=200)
-    url: str = Field(min_length=1, max_length=2048)
+    name: Name
+    url: str = Field(min_length=1, max_length=MAX_URL_LENGTH, description=_URL_DOC)
     type: Literal["http"] = "http"
     interval_seconds: Number = 60
-    timeout_seconds: Number = Field(10, gt=0, le=MAX_TIMEOUT_SECONDS)
+    timeout_seconds: Number = Field(
+        DEFAULT_TIMEOUT_SECONDS, gt=0, le=MAX_TIMEOUT_SECONDS, description=_TIMEOUT_DOC
+    )
     expected_status: list[StrictInt | str] = Field(default_factory=_default_expected, max_length=20)
     confirm_after: StrictInt = Field(2, ge=1, le=10)
     follow_redirects: StrictBool = False
@@ -146,6 +211,14 @@ class MonitorCreate(_MonitorFields, RequestOptions):
     tags: list[Tag] = Field(default_factory=list, max_length=20)
     channel_ids: list[ChannelId] = Field(default_factory=list, max_length=20)
 
+    @model_validator(mode="after")
+    def _default_timeout(self) -> MonitorCreate:
+        # The default timeout is shortened to an interval shorter than it (where the operator's
+        # MONITOR_MIN_INTERVAL_SECONDS allows one); a timeout given is checked as given.
+        if "timeout_seconds" not in self.model_fields_set and self.timeout_seconds > self.interval_seconds:
+            self.timeout_seconds = self.interval_seconds
+        return self
+
 
 class MonitorPatch(_MonitorFields, HttpChecks):
     """Every field optional; ``null`` removes ``telegram_chat_id``, ``body``, ``content_type``
@@ -153,8 +226,8 @@ class MonitorPatch(_MonitorFields, HttpChecks):
 
     whole: ClassVar[bool] = False
 
-    name: str | None = Field(None, min_length=1, max_length=200)
-    url: str | None = Field(None, min_length=1, max_length=2048)
+    name: Name | None = None
+    url: str | None = Field(None, min_length=1, max_length=MAX_URL_LENGTH, description=_URL_DOC)
     method: Method | None = None
     headers: Headers | None = None
     body: RequestBody | None = None
@@ -165,7 +238,7 @@ class MonitorPatch(_MonitorFields, HttpChecks):
     assertions: Assertions | None = None
     type: Literal["http"] | None = None
     interval_seconds: Number | None = None
-    timeout_seconds: Number | None = Field(None, gt=0, le=MAX_TIMEOUT_SECONDS)
+    timeout_seconds: Number | None = Field(None, gt=0, le=MAX_TIMEOUT_SECONDS, description=_TIMEOUT_DOC)
     expected_status: list[StrictInt | str] | None = Field(None, max_length=20)
     confirm_after: StrictInt | None = Field(None, ge=1, le=10)
     follow_redirects: StrictBool | None = None
@@ -214,12 +287,12 @@ class ChannelCreate(_Body):
     """An alert channel. ``kind`` selects the shape of ``config`` (only telegram so far)."""
 
     kind: Literal["telegram"]
-    name: str = Field(min_length=1, max_length=200)
+    name: Name
     config: TelegramSettings
 
 
 class ChannelPatch(_Body):
-    name: str | None = Field(None, min_length=1, max_length=200)
+    name: Name | None = None
     config: TelegramSettings | None = None
 
     @field_validator("name", "config", mode="before")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -26,13 +26,12 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StringConstraints,
-    ValidationError,
     ValidationInfo,
     field_validator,
 )
 
-from monitor.api.errors import ApiError, from_validation
-from monitor.checks.assertions import AnyAssertion, Assertion, storable
+from monitor.api.errors import ApiError
+from monitor.checks.assertions import Assertion, storable
 from monitor.checks.http import DEFAULT_MAX_BODY_BYTES
 from monitor.checks.observed import HEADER_NAME
 from monitor.checks.wording import quote
@@ -331,25 +330,3 @@ def unmask(given: dict[str, Any], stored: Mapping[str, Any]) -> dict[str, Any]:
                                    "and there is none to keep; send the value itself", "headers")  # fmt: skip
                 headers[name] = kept_headers[name.lower()]
     return given
-
-
-# pydantic puts the tag of a discriminated union in an error's location
-# ("assertions.0.json.path"); the API names the field as the client wrote it.
-_TAGS = [get_args(model.model_fields["type"].annotation)[0] for model in get_args(AnyAssertion)]
-_TAGGED = re.compile(
-    rf"^(assertions\.\d+|auth)\.({'|'.join(map(re.escape, [*_TAGS, 'basic', 'bearer']))})(?=\.|$)"
-)
-
-
-def untag(field: str) -> str:
-    return _TAGGED.sub(r"\1", field)
-
-
-def invalid(exc: ValidationError) -> ApiError:
-    """The 422 of a request that breaks the schemas, naming the field as the client wrote it."""
-    error = from_validation(exc)
-    if error.field:
-        field = untag(error.field)
-        error.message = field + error.message[len(error.field) :]
-        error.field = field
-    return error

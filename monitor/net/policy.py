@@ -263,7 +263,9 @@ def parse_target_url(url: str, *, schemes: frozenset[str] = DEFAULT_SCHEMES) -> 
         raise InvalidTarget(f"scheme {parsed.scheme!r} not allowed (use {', '.join(sorted(schemes))})")
     # Checked on the raw text too: yarl drops an empty "@" that other parsers read differently.
     if "@" in _authority(url) or parsed.raw_user is not None or parsed.raw_password is not None:
-        raise InvalidTarget("credentials in the URL are not allowed; use the auth settings")
+        raise InvalidTarget(
+            "credentials in the URL are not allowed: put them in the auth field, not in the URL"
+        )
     raw_host = parsed.raw_host
     if not raw_host:
         raise InvalidTarget("URL has no host")

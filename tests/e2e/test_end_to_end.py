@@ -94,7 +94,7 @@ async def test_outage_is_checked_alerted_once_each_way_and_accounted(
         name=NAME,
         url=target.url("/health"),
         interval_seconds=1,
-        timeout_seconds=5,
+        timeout_seconds=1,
         confirm_after=2,
         telegram_chat_id=CHAT_ID,
     )

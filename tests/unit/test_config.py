@@ -1,6 +1,10 @@
+import re
+from pathlib import Path
+
 import pytest
 
 from monitor import config
+from monitor.config import Settings
 
 
 def test_defaults_and_secrets_hidden() -> None:
@@ -34,3 +38,23 @@ def test_invalid_or_unknown_settings_name_the_variable(env: dict, named: str) ->
 def test_redact_url() -> None:
     assert config.redact_url("postgresql://u:hunter2@db:5432/x") == "postgresql://u:***@db:5432/x"
     assert config.redact_url("redis://db:6379/0") == "redis://db:6379/0"
+
+
+def _documented_knobs() -> set[str]:
+    """The MONITOR_* variables that scripts/services.sh lists under "Environment knobs"."""
+    script = (Path(__file__).parents[2] / "scripts" / "services.sh").read_text()
+    header = script.split("Environment knobs:", 1)[1].split("\n\n", 1)[0]
+    return set(re.findall(r"\bMONITOR_[A-Z_]+\b", header))
+
+
+def test_the_tool_variables_are_the_knobs_of_services_sh() -> None:
+    knobs = _documented_knobs()
+    assert {"MONITOR_DEBIAN_MIRROR", "MONITOR_STATE_DIR", "MONITOR_PG_PORT"} <= knobs
+    assert knobs <= config.TOOL_VARIABLES
+
+
+@pytest.mark.parametrize("name", sorted(config.TOOL_VARIABLES))
+def test_a_tool_variable_in_the_environment_does_not_stop_a_process(name: str) -> None:
+    settings = config.load({name: "/somewhere", "MONITOR_API_PORT": "9000"})
+    assert settings.api_port == 9000
+    assert name.removeprefix("MONITOR_").lower() not in Settings.model_fields

@@ -1,5 +1,6 @@
 """Request validation: every field names itself in the error; request options stored and shown."""
 
+import re
 from typing import Any, Literal
 
 import pytest
@@ -8,7 +9,14 @@ from pydantic import ValidationError
 from monitor.api import schemas_http as http
 from monitor.api.errors import ApiError, from_validation
 from monitor.api.responses import BasicAuthShown, BearerAuthShown
-from monitor.api.schemas import MonitorCreate, MonitorPatch, parse_status_ranges, render_status_ranges
+from monitor.api.schemas import (
+    MAX_URL_LENGTH,
+    MonitorCreate,
+    MonitorPatch,
+    check_timeout,
+    parse_status_ranges,
+    render_status_ranges,
+)
 from monitor.api.schemas_http import MASK
 
 CTX = {"min_interval_seconds": 30}
@@ -18,7 +26,7 @@ GOOD = {"name": "site", "url": "https://example.com/health", "interval_seconds":
 def field_of(body: dict, model: type = MonitorCreate) -> str | None:
     with pytest.raises(ValidationError) as info:
         model.model_validate(body, context=CTX)
-    return from_validation(info.value).field
+    return from_validation(info.value, model).field
 
 
 def test_defaults() -> None:
@@ -84,7 +92,7 @@ BASIC = {"type": "basic", "username": "u", "password": "hunter2"}
 def invalid_field(body: dict[str, Any], model: type = MonitorCreate, context: dict | None = None) -> ApiError:
     with pytest.raises(ValidationError) as info:
         model.model_validate(body, context=HTTP_CTX if context is None else context)
-    return http.invalid(info.value)
+    return from_validation(info.value, model)
 
 
 BAD_OPTIONS = [
@@ -312,3 +320,90 @@ def test_a_mask_with_nothing_to_keep_is_refused(given: dict[str, Any], field: st
 def test_the_shown_auth_models_use_the_mask() -> None:
     assert BasicAuthShown.model_fields["password"].annotation == Literal[MASK]  # type: ignore[valid-type]
     assert BearerAuthShown.model_fields["token"].annotation == Literal[MASK]  # type: ignore[valid-type]
+
+
+# -- timeout, URL length, credentials in the URL -----------------------------------------------
+
+SHORT = {"min_interval_seconds": 1}
+
+
+@pytest.mark.parametrize(
+    ("given", "timeout"),
+    [
+        ({"interval_seconds": 60}, 10),  # the default
+        ({"interval_seconds": 60, "timeout_seconds": 60}, 60),  # as long as the interval: fine
+        ({"interval_seconds": 5}, 5),  # the default, shortened to an interval below it
+        ({"interval_seconds": 5, "timeout_seconds": 2.5}, 2.5),
+    ],
+    ids=["default", "equal", "default above the interval", "below"],
+)
+def test_a_timeout_within_the_interval_is_taken(given: dict[str, Any], timeout: float) -> None:
+    spec = MonitorCreate.model_validate({**GOOD, **given}, context=SHORT)
+    assert spec.timeout_seconds == timeout
+
+
+@pytest.mark.parametrize("model", [MonitorCreate, MonitorPatch])
+def test_a_timeout_longer_than_the_interval_is_refused(model: type) -> None:
+    with pytest.raises(ValidationError) as info:
+        model.model_validate({**GOOD, "interval_seconds": 30, "timeout_seconds": 31}, context=SHORT)
+    error = from_validation(info.value, model)
+    assert error.field == "timeout_seconds"
+    assert error.message == (
+        "timeout_seconds: 31 s is longer than interval_seconds (30 s): a check must end before the next "
+        "one is due"
+    )
+
+
+@pytest.mark.parametrize(
+    ("timeout", "interval", "unchanged", "says"),
+    [
+        (20, 10, None, "20 s is longer than interval_seconds (10 s)"),
+        (20, 10, "interval_seconds", "20 s is longer than the monitor's interval_seconds (10 s)"),
+        (20, 10, "timeout_seconds", "the monitor's 20 s is longer than the new interval_seconds (10 s); "
+                                    "lower timeout_seconds in the same PATCH"),
+    ],
+)  # fmt: skip
+def test_the_timeout_error_says_which_side_is_stored(
+    timeout: float, interval: float, unchanged: str | None, says: str
+) -> None:
+    check_timeout(10, 10, unchanged=unchanged)
+    with pytest.raises(ValueError, match="^" + re.escape(says)):
+        check_timeout(timeout, interval, unchanged=unchanged)
+
+
+def _url_of_stored_length(length: int) -> str:
+    """A URL with non-ASCII letters whose stored (percent-encoded) form has ``length`` characters."""
+    base = "https://example.com/"
+    letters, rest = divmod(length - len(base), 6)  # "я" is stored as %D1%8F
+    return base + "я" * letters + "a" * rest
+
+
+@pytest.mark.parametrize("model", [MonitorCreate, MonitorPatch])
+def test_the_url_length_is_that_of_the_stored_form(model: type) -> None:
+    url = "https://example.com/" + "я" * 700  # 720 characters, 4,220 once percent-encoded
+    with pytest.raises(ValidationError) as info:
+        model.model_validate({**GOOD, "url": url}, context=CTX)
+    error = from_validation(info.value, model)
+    assert error.field == "url"
+    assert error.message == (
+        f"url: longer than {MAX_URL_LENGTH} characters as stored (4220 once normalised: non-ASCII "
+        "characters percent-encoded, the host in IDNA)"
+    )
+    longest = model.model_validate({**GOOD, "url": _url_of_stored_length(MAX_URL_LENGTH)}, context=CTX)
+    assert len(longest.url) == MAX_URL_LENGTH
+    # What is stored can be sent back as it is, and is stored the same.
+    assert model.model_validate({**GOOD, "url": longest.url}, context=CTX).url == longest.url
+    assert field_of({**GOOD, "url": _url_of_stored_length(MAX_URL_LENGTH + 1)}, model) == "url"
+
+
+@pytest.mark.parametrize(
+    "url", ["http://user:pw@example.com/", "http://user@example.com/", "http://@example.com/"]
+)
+def test_credentials_in_the_url_point_to_the_auth_field(url: str) -> None:
+    error = invalid_field({**GOOD, "url": url})
+    assert error.field == "url"
+    assert (
+        error.message
+        == "url: credentials in the URL are not allowed: put them in the auth field, not in the URL"
+    )
+    assert "auth" in MonitorCreate.model_fields  # the field the message names
