@@ -40,6 +40,7 @@ help:
 	@echo 'make migrate        apply sql/ migrations to the run database'
 	@echo 'make bench          python -m bench.scheduler $$BENCH_ARGS against the run services'
 	@echo 'make dist           build the sdist and the wheel (migrations included) into dist/'
+	@echo 'make test-system    docs/install.md in a booted Debian 13 container: units, checks, restarts (root; minutes)'
 	@echo 'make venv           $(VENV) with the package and test tools (re-installs when pyproject.toml changes)'
 	@echo 'make services       start local PostgreSQL 17 + TimescaleDB and Redis (idempotent)'
 	@echo 'make services-down  stop them'
@@ -106,3 +107,8 @@ bench: venv services nginx
 dist: venv
 	rm -f dist/monitor-*
 	$(BIN)/python -m build --outdir dist .
+
+# Not part of `make test` (a few minutes, root, a booted container): scripts/system-test.sh.
+.PHONY: test-system
+test-system: venv
+	bash scripts/system-test.sh
