@@ -18,9 +18,18 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 PREFIX = "MONITOR_"
-# Read by scripts/services.sh and the Makefile, not by the processes (the knobs services.sh lists).
+# Read by scripts/services.sh, scripts/system-test.sh and the Makefile, not by the processes.
 TOOL_VARIABLES = frozenset(
-    {"MONITOR_PG_PORT", "MONITOR_REDIS_PORT", "MONITOR_ROOTFS", "MONITOR_DEBIAN_MIRROR", "MONITOR_STATE_DIR"}
+    {
+        "MONITOR_PG_PORT",
+        "MONITOR_REDIS_PORT",
+        "MONITOR_ROOTFS",
+        "MONITOR_DEBIAN_MIRROR",
+        "MONITOR_STATE_DIR",
+        # scripts/system-test.sh
+        "MONITOR_SYSTEM_ROOTFS",
+        "MONITOR_SYSTEM_LOGS",
+    }
 )
 
 

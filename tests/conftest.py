@@ -37,6 +37,7 @@ from support import (
     TargetServer,
     ensure_account,
     insert_monitor,
+    process_env,
     reset,
 )
 
@@ -170,35 +171,11 @@ async def fake_telegram() -> AsyncIterator[FakeTelegram]:
 # -- processes ----------------------------------------------------------------------------
 
 
-# The discard port: nothing listens on it here, so a DNS query to it gets no answer.
-CLOSED_DNS_PORT = 9
-
-
-def _process_env(database_url: str, redis_url: str) -> dict[str, str]:
-    return {
-        "MONITOR_DATABASE_URL": database_url,
-        "MONITOR_REDIS_URL": redis_url,
-        # The target and the fake Telegram are on loopback, which the SSRF policy denies otherwise.
-        "MONITOR_ALLOW_CIDRS": "127.0.0.0/8",
-        "MONITOR_MIN_INTERVAL_SECONDS": "1",
-        "MONITOR_LOG_FORMAT": "json",
-        "MONITOR_SHUTDOWN_TIMEOUT_SECONDS": "10",
-        # No name a test uses may be looked up beyond loopback: a closed local port answers
-        # nothing, so names fail to resolve unless a test runs its own fake DNS server.
-        "MONITOR_DNS_SERVERS": f"127.0.0.1:{CLOSED_DNS_PORT}",
-        # Tests reuse key ids after each reset; the per-key rate limit is tested on its own.
-        "MONITOR_API_RATE_PER_SECOND": "10000",
-        "MONITOR_API_RATE_BURST": "10000",
-        # One test loads 10,000 monitors into the test account and then adds more.
-        "MONITOR_ACCOUNT_MONITOR_QUOTA": "100000",
-    }
-
-
 @pytest.fixture
 def base_env(migrated: str, redis_url: str) -> dict[str, str]:
     """The settings every test process gets (plus a free port each); a test may change it
     before starting processes, or pass ``env=`` to one process."""
-    return _process_env(migrated, redis_url)
+    return process_env(migrated, redis_url)
 
 
 @pytest.fixture
@@ -228,7 +205,7 @@ def api_server(
     redis_url: str,
 ) -> Iterator[MonitorProcess]:
     """One ``monitor api`` process shared by a test module (starting one per test is slow)."""
-    factory = ProcessFactory(tmp_path_factory.mktemp("api-logs"), _process_env(migrated, redis_url))
+    factory = ProcessFactory(tmp_path_factory.mktemp("api-logs"), process_env(migrated, redis_url))
     failures_before = request.session.testsfailed
     try:
         yield factory.start_sync("api")

@@ -19,7 +19,15 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from support import MonitorProcess, TargetServer, clean_environ, free_port, insert_monitor, wait_for
+from support import (
+    MonitorProcess,
+    TargetServer,
+    clean_environ,
+    free_port,
+    insert_monitor,
+    process_env,
+    wait_for,
+)
 
 from monitor import db
 
@@ -72,19 +80,8 @@ def outside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def _env(database_url: str, redis_url: str) -> dict[str, str]:
     env = clean_environ()
-    env.pop("PYTHONPATH", None)
-    env.update(
-        {
-            "MONITOR_DATABASE_URL": database_url,
-            "MONITOR_REDIS_URL": redis_url,
-            "MONITOR_ALLOW_CIDRS": "127.0.0.0/8",
-            "MONITOR_MIN_INTERVAL_SECONDS": "1",
-            "MONITOR_LOG_FORMAT": "json",
-            "MONITOR_SHUTDOWN_TIMEOUT_SECONDS": "10",
-            "MONITOR_SCHEDULER_HTTP_PORT": str(free_port()),
-        }
-    )
-    return env
+    env.pop("PYTHONPATH", None)  # the installed wheel, not the checkout
+    return env | process_env(database_url, redis_url) | {"MONITOR_SCHEDULER_HTTP_PORT": str(free_port())}
 
 
 def _migrate(venv: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -6,7 +6,7 @@ The fixtures in ``tests/conftest.py`` wrap these; import from here for types and
 from .api import ApiClient, ApiResponse, parse_time, rfc3339
 from .db import TABLES, ensure_account, insert_monitor, reset
 from .fake_telegram import FakeTelegram, TelegramRequest
-from .procs import MonitorProcess, ProcessFactory, clean_environ, free_port
+from .procs import MonitorProcess, ProcessFactory, clean_environ, free_port, process_env
 from .target import TargetRequest, TargetServer
 from .waiting import wait_for
 
@@ -25,6 +25,7 @@ __all__ = [
     "free_port",
     "insert_monitor",
     "parse_time",
+    "process_env",
     "reset",
     "rfc3339",
     "wait_for",

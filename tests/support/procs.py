@@ -55,6 +55,32 @@ def clean_environ() -> dict[str, str]:
     return env
 
 
+# The discard port: nothing listens on it here, so a DNS query to it gets no answer.
+CLOSED_DNS_PORT = 9
+
+
+def process_env(database_url: str, redis_url: str) -> dict[str, str]:
+    """The settings every test process gets: the services, loopback allowed, fast intervals,
+    names that never resolve beyond loopback, JSON logs."""
+    return {
+        "MONITOR_DATABASE_URL": database_url,
+        "MONITOR_REDIS_URL": redis_url,
+        # The target and the fake Telegram are on loopback, which the SSRF policy denies otherwise.
+        "MONITOR_ALLOW_CIDRS": "127.0.0.0/8",
+        "MONITOR_MIN_INTERVAL_SECONDS": "1",
+        "MONITOR_LOG_FORMAT": "json",
+        "MONITOR_SHUTDOWN_TIMEOUT_SECONDS": "10",
+        # No name a test uses may be looked up beyond loopback: a closed local port answers
+        # nothing, so names fail to resolve unless a test runs its own fake DNS server.
+        "MONITOR_DNS_SERVERS": f"127.0.0.1:{CLOSED_DNS_PORT}",
+        # Tests reuse key ids after each reset; the per-key rate limit is tested on its own.
+        "MONITOR_API_RATE_PER_SECOND": "10000",
+        "MONITOR_API_RATE_BURST": "10000",
+        # One test loads 10,000 monitors into the test account and then adds more.
+        "MONITOR_ACCOUNT_MONITOR_QUOTA": "100000",
+    }
+
+
 class MonitorProcess:
     def __init__(self, name: str, argv: list[str], env: dict[str, str], log_path: Path) -> None:
         self.name = name
