@@ -217,6 +217,16 @@ class ChatSender:
     async def _failed(self, batch: list[Item], exc: DeliveryError) -> None:
         if exc.retry_after:
             self._limiter.block_for(exc.retry_after)
+            if not exc.permanent:
+                # Throttled: the destination asked us to wait, which is no failed attempt.
+                # Counted as one, a long contention would dead-letter alerts for being paced.
+                log.info(
+                    "alert.throttled",
+                    chat=self.chat_id,
+                    retry_after_s=exc.retry_after,
+                    event_ids=[i.event.event_id for i in batch],
+                )
+                return
         now = time.monotonic()
         dead: list[Item] = []
         for item in batch:

@@ -30,8 +30,10 @@ async def test_429_waits_retry_after_each_time_then_one_message(
     db: asyncpg.Connection, redis_client: aioredis.Redis, fake_telegram: FakeTelegram, procs: ProcessFactory
 ) -> None:
     fake_telegram.fail_next(429, retry_after=2, times=2)
-    # Backoff far below retry_after: the waits below are Telegram's, not the backoff's.
-    await procs.start("alerter", env=alerter_env(fake_telegram, backoff_base=0.1, backoff_max=0.2))
+    # Backoff far below retry_after: the waits below are Telegram's, not the backoff's. Two
+    # attempts at most: were each 429 a failed attempt, the second would dead-letter the alert.
+    env = alerter_env(fake_telegram, max_attempts=2, backoff_base=0.1, backoff_max=0.2)
+    await procs.start("alerter", env=env)
     event = make_event(1, "throttled-shop", "7001")
     await publish_events(redis_client, [event])
 
@@ -44,7 +46,8 @@ async def test_429_waits_retry_after_each_time_then_one_message(
     assert 4 - CLOCK_SLACK <= third.received_at - first.received_at < 7, "waited for retry_after, no more"
     assert [(a.name, a.kind) for a in delivered_alerts(fake_telegram)] == [("throttled-shop", "DOWN")]
     row = await db.fetchrow("SELECT status, attempts FROM deliveries WHERE event_id = $1", event["event_id"])
-    assert (row["status"], row["attempts"]) == ("sent", 3)
+    # Being throttled is waiting, not a failed attempt: however many 429s, one attempt.
+    assert (row["status"], row["attempts"]) == ("sent", 1)
     assert not procs.tracebacks()
 
 
