@@ -12,5 +12,11 @@ ALERTER_GROUP = "alerter"
 # Events whose delivery failed for good or ran out of retries.
 DEAD_STREAM = "monitor:events:dead"
 DEAD_MAXLEN = 100_000
+# A counter an alerter increments when it stops gracefully and hands its entries in hand back
+# (their idle time set past any claim threshold): the others read it every second and
+# reclaim at once, instead of waiting out MONITOR_ALERT_CLAIM_IDLE_SECONDS.
+HANDBACK_KEY = "monitor:alerter:handback"
+# The idle time (ms) given to handed-back entries: longer than any claim threshold.
+HANDBACK_IDLE_MS = 365 * 24 * 3600 * 1000
 # Field of a stream entry that holds the event as JSON.
 EVENT_FIELD = "event"

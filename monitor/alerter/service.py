@@ -70,6 +70,8 @@ class Alerter:
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._entries: dict[str, Entry] = {}
+        self._handed_back = 0
+        self._handback_seen: Any = None  # the counter as last read (None: not read yet)
         self._senders: dict[str, ChatSender] = {}
         # (event_id, channel) of every item in hand, so a second copy of an event joins it.
         self._holding: dict[tuple[str, str], Item] = {}
@@ -111,14 +113,43 @@ class Alerter:
         return {"database": await ping_database(self._pool), "redis": await ping_redis(self._redis)}
 
     async def drain(self) -> None:
-        """Stop reading; each chat finishes the send in hand."""
+        """Stop reading; each chat finishes the send in hand; what still waits is handed back."""
         self._stopping.set()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await asyncio.gather(*(s.stop() for s in self._senders.values()), return_exceptions=True)
+        await self._hand_back()
+
+    async def _hand_back(self) -> None:
+        """Make the entries still in hand (waiting for a retry, a rate limit or an earlier
+        alert) claimable by the other alerters now: their idle time goes past any claim
+        threshold, and a counter the others watch tells them to reclaim. Without it they
+        waited MONITOR_ALERT_CLAIM_IDLE_SECONDS while newer alerts of the same monitors went out."""
+        ids = [*self._entries, *self._deferred]
+        if not ids or self._redis is None:
+            return
+        try:
+            for start in range(0, len(ids), 500):
+                await self._redis.xclaim(
+                    keys.EVENTS_STREAM,
+                    keys.ALERTER_GROUP,
+                    self.consumer,
+                    min_idle_time=0,
+                    message_ids=list[Any](ids[start : start + 500]),
+                    idle=keys.HANDBACK_IDLE_MS,
+                    justid=True,
+                )
+            await self._redis.incr(keys.HANDBACK_KEY)
+            self._handed_back = len(ids)
+            log.info("alerter.handed_back", entries=len(ids))
+        except TRANSIENT as exc:  # they stay pending: the claim timeout still frees them
+            log.warning("alerter.hand_back_failed", error=str(exc) or type(exc).__name__, entries=len(ids))
 
     def abandoned(self) -> list[str]:
         waiting = sum(s.waiting for s in self._senders.values())
-        return [f"{waiting} alerts waiting (they stay pending in the stream)"] if waiting else []
+        if not waiting:
+            return []
+        where = "handed back to the other alerters" if self._handed_back else "pending in the stream"
+        return [f"{waiting} alerts waiting ({where})"]
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -151,7 +182,7 @@ class Alerter:
                 if not group_ready:
                     await self._ensure_group()
                     group_ready = True
-                if time.monotonic() >= next_reclaim:
+                if await self._handback_announced() or time.monotonic() >= next_reclaim:
                     await self._reclaim()
                     next_reclaim = time.monotonic() + self.settings.alert_claim_idle_seconds / 2
                 for entry_id, (fields, _) in list(self._deferred.items()):
@@ -165,6 +196,14 @@ class Alerter:
                 log.warning("alerter.read_failed", error=str(exc) or type(exc).__name__, retry_in_s=delay)
                 await self._sleep(delay)
                 delay = min(delay * 2, 10.0)
+
+    async def _handback_announced(self) -> bool:
+        """Whether another alerter handed entries back since we last looked (one GET a read)."""
+        assert self._redis is not None
+        seen = await self._redis.get(keys.HANDBACK_KEY)
+        changed = self._handback_seen is not None and seen != self._handback_seen
+        self._handback_seen = seen if seen is not None else b""
+        return changed
 
     async def _sleep(self, seconds: float) -> None:
         try:
