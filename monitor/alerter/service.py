@@ -32,6 +32,7 @@ from redis.exceptions import RedisError, ResponseError
 from monitor import db, keys, probes
 from monitor import logging as mlog
 from monitor.alerter.channels import telegram
+from monitor.alerter.channels.base import DestinationMoved
 from monitor.alerter.dispatch import ChatSender, Item, RetryPolicy, stream_order
 from monitor.alerter.metrics import AlerterMetrics
 from monitor.alerter.ratelimit import BotLimiter
@@ -70,6 +71,7 @@ class Alerter:
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._entries: dict[str, Entry] = {}
+        self._moved: dict[str, str] = {}  # Telegram chats that moved (old id -> new id)
         self._handed_back = 0
         self._handback_seen: Any = None  # the counter as last read (None: not read yet)
         self._senders: dict[str, ChatSender] = {}
@@ -364,7 +366,26 @@ class Alerter:
 
     async def _send_telegram(self, chat_id: str, text: str) -> None:
         assert self._http is not None and self._telegram is not None
-        await telegram.send(self._http, self._telegram, chat_id, text)
+        target = self._moved.get(chat_id, chat_id)
+        try:
+            await telegram.send(self._http, self._telegram, target, text)
+        except DestinationMoved as exc:
+            await self._chat_moved(target, exc.moved_to)
+            self._moved[chat_id] = exc.moved_to
+            await telegram.send(self._http, self._telegram, exc.moved_to, text)
+
+    async def _chat_moved(self, old: str, new: str) -> None:
+        """A group became a supergroup with a new chat id: the channels of the old one follow it,
+        so the next events carry the new id (the ones already queued are sent there too)."""
+        assert self._pool is not None
+        moved = await self._pool.fetch(
+            """UPDATE channels SET config = jsonb_set(config, '{chat_id}', to_jsonb($2::text)),
+                                   updated_at = now()
+               WHERE kind = 'telegram' AND config ->> 'chat_id' = $1 RETURNING id""",
+            old,
+            new,
+        )
+        log.info("telegram.chat_moved", old_chat=old, new_chat=new, channels=[r["id"] for r in moved])
 
     async def _settle(self, items: list[Item], outcome: str, error: str | None) -> None:
         """Record the outcome of each item, then ack the entries that have no open channel.

@@ -79,6 +79,7 @@ class FakeTelegram:
         self.requests: list[TelegramRequest] = []
         self._scripted: list[_Scripted] = []
         self._rejected: dict[str, tuple[int, str]] = {}
+        self._migrated: dict[str, str] = {}
         self._rate: dict[str, _RateState] = {}
         self._released = asyncio.Event()
         self._released.set()
@@ -146,6 +147,11 @@ class FakeTelegram:
             _Scripted(status, description, times, retry_after, None if chat_id is None else str(chat_id))
         )
 
+    def migrate_chat(self, chat_id: str | int, to: str | int) -> None:
+        """``chat_id`` became a supergroup ``to``: messages to the old id get Telegram's 400 with
+        ``migrate_to_chat_id``, until :meth:`reset`."""
+        self._migrated[str(chat_id)] = str(to)
+
     def reject_chat(
         self, chat_id: str | int, status: int = 400, description: str = "Bad Request: chat not found"
     ) -> None:
@@ -163,6 +169,7 @@ class FakeTelegram:
         """Forget scripts, rejections and rate history (recorded requests stay)."""
         self._scripted.clear()
         self._rejected.clear()
+        self._migrated.clear()
         self._rate.clear()
         self.release()
 
@@ -241,6 +248,10 @@ class FakeTelegram:
             return _error(400, "Bad Request: message text is empty")
         if record.chat_id in self._rejected:
             return _error(*self._rejected[record.chat_id])
+        if record.chat_id in self._migrated:
+            status, body = _error(400, "Bad Request: group chat was upgraded to a supergroup chat")
+            body["parameters"] = {"migrate_to_chat_id": int(self._migrated[record.chat_id])}
+            return status, body
         for script in self._scripted:
             if script.chat_id is None or script.chat_id == record.chat_id:
                 script.times -= 1

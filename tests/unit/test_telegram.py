@@ -64,6 +64,17 @@ def test_long_names_stay_within_limit() -> None:
         (400, {"ok": False, "description": "Bad Request: chat not found"}, True, None),
         (403, {"ok": False, "description": "Forbidden: bot was blocked by the user"}, True, None),
         (401, {"ok": False, "description": "Unauthorized"}, True, None),
+        # A group upgraded to a supergroup: not permanent, the chat moved (DestinationMoved).
+        (
+            400,
+            {
+                "ok": False,
+                "description": "Bad Request: group chat was upgraded to a supergroup chat",
+                "parameters": {"migrate_to_chat_id": -1001234},
+            },
+            False,
+            None,
+        ),
     ],
 )
 async def test_send_failures_are_classified(
@@ -77,6 +88,8 @@ async def test_send_failures_are_classified(
     assert info.value.permanent is permanent
     assert info.value.retry_after == retry_after
     assert TOKEN not in str(info.value)
+    moved = body.get("parameters", {}).get("migrate_to_chat_id")
+    assert getattr(info.value, "moved_to", None) == (str(moved) if moved else None)
 
 
 async def test_send_ok() -> None:

@@ -10,7 +10,7 @@ from typing import ClassVar
 import aiohttp
 from pydantic import SecretStr
 
-from monitor.alerter.channels.base import DeliveryError
+from monitor.alerter.channels.base import DeliveryError, DestinationMoved
 from monitor.events import Event
 
 MAX_MESSAGE = 4096
@@ -183,6 +183,10 @@ async def send(session: aiohttp.ClientSession, config: TelegramConfig, chat_id: 
         params = body.get("parameters") if isinstance(body, dict) else None
         retry_after = float(params.get("retry_after", 1)) if isinstance(params, dict) else 1.0
         raise DeliveryError(f"telegram 429: {description}", permanent=False, retry_after=retry_after)
+    params = body.get("parameters") if isinstance(body, dict) else None
+    if status == 400 and isinstance(params, dict) and params.get("migrate_to_chat_id") is not None:
+        # "Bad Request: group chat was upgraded to a supergroup chat": the chat lives on there.
+        raise DestinationMoved(f"telegram 400: {description}", moved_to=str(params["migrate_to_chat_id"]))
     # 400 (chat not found, bad request), 401 (bad token), 403 (bot blocked) do not heal by retrying.
     permanent = status in (400, 401, 403, 404)
     raise DeliveryError(f"telegram {status}: {description}".strip(), permanent=permanent)
