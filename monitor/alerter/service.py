@@ -130,16 +130,7 @@ class Alerter:
         if not ids or self._redis is None:
             return
         try:
-            for start in range(0, len(ids), 500):
-                await self._redis.xclaim(
-                    keys.EVENTS_STREAM,
-                    keys.ALERTER_GROUP,
-                    self.consumer,
-                    min_idle_time=0,
-                    message_ids=list[Any](ids[start : start + 500]),
-                    idle=keys.HANDBACK_IDLE_MS,
-                    justid=True,
-                )
+            await self._set_idle(ids, keys.HANDBACK_IDLE_MS)
             await self._redis.incr(keys.HANDBACK_KEY)
             self._handed_back = len(ids)
             log.info("alerter.handed_back", entries=len(ids))
@@ -255,17 +246,24 @@ class Alerter:
             if not ids or self._redis is None:
                 continue
             try:
-                for start in range(0, len(ids), 500):
-                    await self._redis.xclaim(
-                        keys.EVENTS_STREAM,
-                        keys.ALERTER_GROUP,
-                        self.consumer,
-                        min_idle_time=0,
-                        message_ids=list[Any](ids[start : start + 500]),
-                        justid=True,
-                    )
+                await self._set_idle(ids, 0)
             except TRANSIENT as exc:
                 log.warning("alerter.claim_refresh_failed", error=str(exc) or type(exc).__name__)
+
+    async def _set_idle(self, ids: list[str], idle_ms: int) -> None:
+        """Claim ``ids`` for ourselves with this idle time: 0 keeps them ours (no other alerter
+        reclaims them), a very long one hands them to the next alerter that reclaims."""
+        assert self._redis is not None
+        for start in range(0, len(ids), 500):
+            await self._redis.xclaim(
+                keys.EVENTS_STREAM,
+                keys.ALERTER_GROUP,
+                self.consumer,
+                min_idle_time=0,
+                message_ids=list[Any](ids[start : start + 500]),
+                idle=idle_ms,
+                justid=True,
+            )
 
     # -- dispatching ---------------------------------------------------------------
 
