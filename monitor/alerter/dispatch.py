@@ -168,22 +168,21 @@ class ChatSender:
             self._wake.clear()
             await self._wake.wait()
             return
-        if not self.eligible(now):
+        ready = self.eligible(now)
+        if not ready:
             await self._sleep_until(min(i.not_before for i in self._items))
             return
-        ready_at = max(self._limiter.ready_at(now), self._bot.ready_at(now), self._hold_stale(now))
+        ready_at = max(self._limiter.ready_at(now), self._bot.ready_at(now), self._hold_stale(ready[0], now))
         if ready_at > now:
             await self._sleep_until(ready_at)
             return
         self._stale_since = None
-        await self._send_once(self.eligible(now))
+        await self._send_once(ready)
 
-    def _hold_stale(self, now: float) -> float:
-        """When to send, if the next alert is older than the max age: once the backlog it came
-        in has been read, so that the chat gets one summary rather than several."""
-        if self._max_age is None:
-            return 0.0
-        if self.eligible(now)[0].event.age_seconds() <= self._max_age:
+    def _hold_stale(self, first: Item, now: float) -> float:
+        """When to send, if the next alert (``first``) is older than the max age: once the
+        backlog it came in has been read, so that the chat gets one summary rather than several."""
+        if self._max_age is None or first.event.age_seconds() <= self._max_age:
             return 0.0
         if self._stale_since is None:
             self._stale_since = now

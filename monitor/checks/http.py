@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 from monitor.checks.assertions import ASSERTIONS, Judge, Observed, Outcome
 from monitor.checks.base import Check, CheckContext
 from monitor.models import CheckResult, MonitorSpec
-from monitor.net.client import FetchResult, fetch
+from monitor.net.client import FetchResult, clip_error, fetch
 
 DEFAULT_MAX_BODY_BYTES = 1_048_576
 # A body larger than this is judged on a worker thread, not on the event loop: a JSON path
@@ -134,7 +134,7 @@ class HttpCheck(Check):
                 causes += [o.message or o.assertion for o in outcomes if not o.ok]
                 details = {"assertions": [_outcome(o) for o in outcomes]}
             if causes:
-                error = _clip("; ".join(causes))
+                error = clip_error("; ".join(causes), 500)
         if got.truncated:
             details = {**(details or {}), "body_truncated": True, "body_bytes": len(got.body)}
         if not got.tls_verified:
@@ -157,10 +157,6 @@ def _outcome(outcome: Outcome) -> dict[str, Any]:
     if outcome.message:
         got["message"] = outcome.message
     return got
-
-
-def _clip(text: str, limit: int = 500) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _observed(got: FetchResult, options: HttpOptions, max_body: int) -> Observed:

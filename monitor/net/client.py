@@ -161,14 +161,14 @@ async def fetch(
         finally:
             deadline.cancel()
     if error is not None:
-        got.error = _clip(error)
+        got.error = clip_error(error)
     else:
         got.ok_transport = True
     got.elapsed_ms = (time.perf_counter() - started) * 1000
     return got
 
 
-def _clip(text: str, limit: int = 300) -> str:
+def clip_error(text: str, limit: int = 300) -> str:
     # Errors quote target-controlled bytes (Location, parser messages); they end up in the
     # database and in alert messages, so keep them short and printable.
     clean = "".join(ch if ch.isprintable() else "?" for ch in text)
