@@ -81,6 +81,7 @@ def api_env(urls: database.Urls, port: int) -> dict[str, str]:
     env.update(
         MONITOR_DATABASE_URL=urls.database,
         MONITOR_REDIS_URL=urls.redis,
+        MONITOR_SECRET_KEY=database.BENCH_SECRET_KEY,
         MONITOR_API_HOST="127.0.0.1",
         MONITOR_API_PORT=str(port),
         MONITOR_LOG_FORMAT="json",

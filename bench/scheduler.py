@@ -120,10 +120,13 @@ def scheduler_env(urls: database.Urls, args: argparse.Namespace, src: Path) -> d
         MONITOR_LOG_FORMAT="json",
         MONITOR_LOG_LEVEL=args.log_level,
     )
-    # The settings refuse unknown names, and older trees lack this one.
-    if "scheduler_http_port:" in (src / "monitor" / "config.py").read_text():
+    # The settings refuse unknown names, and older trees lack these.
+    config = (src / "monitor" / "config.py").read_text()
+    if "scheduler_http_port:" in config:
         # Its health/metrics listener must not collide with a scheduler already running here.
         env["MONITOR_SCHEDULER_HTTP_PORT"] = str(free_port())
+    if "secret_key:" in config:
+        env["MONITOR_SECRET_KEY"] = database.BENCH_SECRET_KEY
     if args.concurrency is not None:
         env["MONITOR_CHECK_CONCURRENCY"] = str(args.concurrency)
     for item in args.set:

@@ -59,7 +59,7 @@ def main() -> None:
 @main.command()
 def api() -> None:
     """Run the JSON HTTP API on MONITOR_API_HOST:MONITOR_API_PORT (default 127.0.0.1:8080)."""
-    settings = _settings("database_url")
+    settings = _settings("database_url", "secret_key")
     mlog.configure(settings.log_format, settings.log_level, process="api")
     from monitor.api.server import ApiServer
 
@@ -69,7 +69,7 @@ def api() -> None:
 @main.command()
 def scheduler() -> None:
     """Run the scheduler: check every active monitor on its own ticker and store the results."""
-    settings = _settings("database_url", "redis_url")
+    settings = _settings("database_url", "redis_url", "secret_key")
     mlog.configure(settings.log_format, settings.log_level, process="scheduler")
     from monitor.scheduler.service import Scheduler
 
@@ -78,8 +78,9 @@ def scheduler() -> None:
 
 @main.command()
 def alerter() -> None:
-    """Run the alerter: deliver down and recovery events to Telegram."""
-    settings = _settings("database_url", "redis_url")
+    """Run the alerter: deliver down and recovery events to their channels (Telegram, webhooks,
+    Slack, Discord, ntfy, email, PagerDuty)."""
+    settings = _settings("database_url", "redis_url", "secret_key")
     mlog.configure(settings.log_format, settings.log_level, process="alerter")
     from monitor.alerter.service import Alerter
 
@@ -88,18 +89,79 @@ def alerter() -> None:
 
 @main.command()
 def migrate() -> None:
-    """Apply the database migrations in sql/ that are not applied yet (safe to repeat)."""
+    """Apply the database migrations in sql/ that are not applied yet (safe to repeat).
+
+    With MONITOR_SECRET_KEY set, it then seals the secrets an older version stored in clear.
+    """
     settings = _settings("database_url")
     mlog.configure(settings.log_format, settings.log_level, process="migrate")
     from monitor import db
+    from monitor import secrets as sealing
+
+    async def seal(conn: Any) -> tuple[sealing.Resealed | None, int]:
+        if settings.secret_key is None:
+            return None, await sealing.count_plaintext(conn)
+        return await sealing.reseal(conn, settings.secret_box(), rotate=False), 0
 
     try:
         applied = asyncio.run(db.migrate(settings.dsn))
+        click.echo(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ""))
+        done, in_clear = asyncio.run(_with_connection(settings, seal))
     except OSError as exc:
         raise click.ClickException(f"database unreachable: {exc}") from None
     except db.MigrationError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ""))
+    if done is not None and done.sealed:
+        click.echo(f"sealed {done.sealed} secret(s) stored in clear, of {done.monitor_rows} monitor(s)")
+    elif done is None and in_clear:
+        click.echo(f"warning: {in_clear} monitor secret(s) stay in clear in the database until "
+                   f"{sealing.SETTING} is set and `monitor secrets rotate` runs", err=True)  # fmt: skip
+    elif done is None:
+        click.echo(f"note: {sealing.SETTING} is not set; the api, scheduler and alerter need it to start "
+                   f"({sealing.HOW_TO_MAKE_ONE})", err=True)  # fmt: skip
+
+
+@main.group("secrets")
+def secrets_group() -> None:
+    """The key that seals the secrets stored in the database (MONITOR_SECRET_KEY).
+
+    To change it: set MONITOR_SECRET_KEY=NEW,OLD for every process and restart them, run
+    `monitor secrets rotate`, then set MONITOR_SECRET_KEY=NEW alone and restart again.
+    """
+
+
+@secrets_group.command("generate-key")
+def secrets_generate_key() -> None:
+    """Print a new random key for MONITOR_SECRET_KEY (keep it apart from database backups)."""
+    from monitor import secrets as sealing
+
+    click.echo(sealing.generate_key())
+
+
+@secrets_group.command("rotate")
+def secrets_rotate() -> None:
+    """Re-seal every stored secret with the first key of MONITOR_SECRET_KEY.
+
+    Monitor credentials and the sealed values of channel configs sealed with another of its
+    keys are sealed again with the first; credentials still in clear are sealed. One
+    transaction: a value none of the keys opens stops it, and nothing is changed. Safe to
+    repeat.
+    """
+    import asyncpg
+
+    from monitor import secrets as sealing
+
+    settings = _settings("database_url", "secret_key")
+    box = settings.secret_box()
+    try:
+        done = asyncio.run(_with_connection(settings, lambda conn: sealing.reseal(conn, box, rotate=True)))
+    except sealing.SecretKeyError as exc:
+        raise click.ClickException(f"nothing changed: {exc}") from None
+    except asyncpg.UndefinedTableError:
+        raise click.ClickException("the database is not migrated yet (monitor migrate)") from None
+    except OSError as exc:
+        raise click.ClickException(f"database unreachable: {exc}") from None
+    click.echo(f"secrets: {done.summary()}")
 
 
 @main.group()

@@ -1,7 +1,8 @@
 """Settings from ``MONITOR_*`` environment variables, validated once at start.
 
 One frozen object, built in one place (:func:`load`). Secrets (the bot token, the
-password inside a DSN) are ``SecretStr`` so they never reach ``repr`` or a log line.
+password inside a DSN, the key that seals stored secrets) are ``SecretStr`` so they never
+reach ``repr`` or a log line.
 An unknown ``MONITOR_*`` variable or an invalid value stops the process with a
 message that names the variable (:class:`ConfigError`).
 """
@@ -16,6 +17,8 @@ from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from monitor import secrets
 
 PREFIX = "MONITOR_"
 # Read by scripts/services.sh, scripts/system-test.sh and the Makefile, not by the processes.
@@ -37,6 +40,13 @@ class ConfigError(Exception):
     """A setting is missing, unknown or invalid; the message names the variable."""
 
 
+# What ``require`` adds to "is required but not set", where there is more to say.
+_HOW_TO_SET = {
+    "secret_key": f"it seals the secrets stored in the database; {secrets.HOW_TO_MAKE_ONE} "
+    "and keep it apart from the database's backups",
+}
+
+
 def _split_csv(value: object) -> object:
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
@@ -50,6 +60,9 @@ class Settings(BaseModel):
     redis_url: SecretStr | None = None
     telegram_bot_token: SecretStr | None = None
     telegram_api_base: str = "https://api.telegram.org"
+    # Comma-separated Fernet keys: the first seals stored secrets, every one opens them
+    # (monitor/secrets.py; rotation: `monitor secrets rotate`).
+    secret_key: SecretStr | None = None
     api_host: str = "127.0.0.1"
     api_port: int = Field(8080, ge=0, le=65535)
     dns_servers: list[str] = Field(default_factory=list)
@@ -141,11 +154,20 @@ class Settings(BaseModel):
             raise ValueError("must be a redis:// URL")
         return value
 
+    @field_validator("secret_key")
+    @classmethod
+    def _secret_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        secrets.parse_keys(value.get_secret_value())  # a ValueError that never quotes a key
+        return value
+
     def require(self, *names: str) -> None:
         """Fail fast when a process needs a setting that is not set."""
         for name in names:
             if getattr(self, name) is None:
-                raise ConfigError(f"{PREFIX}{name.upper()} is required but not set")
+                hint = f" ({_HOW_TO_SET[name]})" if name in _HOW_TO_SET else ""
+                raise ConfigError(f"{PREFIX}{name.upper()} is required but not set{hint}")
 
     @property
     def dsn(self) -> str:
@@ -156,6 +178,12 @@ class Settings(BaseModel):
     def redis_dsn(self) -> str:
         assert self.redis_url is not None
         return self.redis_url.get_secret_value()
+
+    def secret_box(self) -> secrets.SecretBox:
+        """The box of ``MONITOR_SECRET_KEY``; a ConfigError when it is not set."""
+        self.require("secret_key")
+        assert self.secret_key is not None
+        return secrets.SecretBox.from_setting(self.secret_key.get_secret_value())
 
 
 def redact_url(url: str) -> str:

@@ -4,8 +4,10 @@
 #   scripts/services.sh up          start both (idempotent; ~0.1 s when already running)
 #   scripts/services.sh down        stop what `up` started (by the PIDs in .state/*.pid only)
 #   scripts/services.sh status      show what is running
-#   scripts/services.sh env run     print `export MONITOR_*_URL=...` for `make run`
-#   scripts/services.sh env test    ... for `make test` (database monitor_test, Redis db 1)
+#   scripts/services.sh env run     print `export MONITOR_*_URL=...` for `make run`, and
+#                                   MONITOR_SECRET_KEY from .state/secret.key (made once, 0600)
+#   scripts/services.sh env test    ... for `make test` (database monitor_test, Redis db 1; no key:
+#                                   the test processes get their own)
 #
 # Environment knobs:
 #   MONITOR_PG_PORT (55432), MONITOR_REDIS_PORT (56379)   loopback ports
@@ -37,6 +39,9 @@ PG_PIDFILE="$STATE/pg.pid"
 REDIS_STATE="$STATE/redis"
 REDIS_LOG="$REDIS_STATE/redis.log"
 REDIS_PIDFILE="$STATE/redis.pid"
+# The key that seals the secrets `make run`'s processes store (MONITOR_SECRET_KEY); kept with
+# the data it seals, which is fine for a development database only.
+SECRET_KEY_FILE="$STATE/secret.key"
 ROOTFS_MARKER=".monitor-rootfs-complete"   # written last, before the atomic rename into place
 DATABASES=(monitor monitor_test)
 # What /proc/PID/cmdline must contain for a pidfile's PID to count as ours (PID reuse guard).
@@ -401,10 +406,31 @@ cmd_status() {
     return $rc
 }
 
+# A Fernet key (32 random bytes, url-safe base64), as `monitor secrets generate-key` prints.
+# Made once, under the state lock, so two first runs at once agree on it.
+secret_key() {
+    if [[ ! -s "$SECRET_KEY_FILE" ]]; then
+        take_state_lock
+        if [[ ! -s "$SECRET_KEY_FILE" ]]; then
+            (umask 077; head -c 32 /dev/urandom | base64 -w0 | tr '+/' '-_' >"$SECRET_KEY_FILE.tmp")
+            mv -f "$SECRET_KEY_FILE.tmp" "$SECRET_KEY_FILE"
+            log "made a secret key for make run: $SECRET_KEY_FILE"
+        fi
+    fi
+    chmod 600 "$SECRET_KEY_FILE"
+    cat "$SECRET_KEY_FILE"
+}
+
 cmd_env() {
     case "${1:-}" in
         run) echo "export MONITOR_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/monitor"
-             echo "export MONITOR_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0" ;;
+             echo "export MONITOR_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0"
+             # Yours when you exported one (left as it is), else the one in the state dir.
+             if [[ -z "${MONITOR_SECRET_KEY:-}" ]]; then
+                 local key
+                 key="$(secret_key)"
+                 echo "export MONITOR_SECRET_KEY=$key"
+             fi ;;
         test) echo "export MONITOR_DATABASE_URL=postgresql://postgres@127.0.0.1:$PG_PORT/monitor_test"
               echo "export MONITOR_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/1" ;;
         *) die "usage: $0 env run|test" ;;

@@ -229,7 +229,7 @@ MONITOR_ALLOW_CIDRS=127.0.0.0/8
 MONITOR_MIN_INTERVAL_SECONDS=5
 MONITOR_WRITE_INTERVAL_SECONDS=10
 EOF
-stat -c "    %A %U:%G %n" /etc/monitor/monitor.env; grep -v PASSWORD /etc/monitor/monitor.env | sed -E "s/:[0-9a-f]{48}@/:***@/; s/^/    /"'
+stat -c "    %A %U:%G %n" /etc/monitor/monitor.env; grep -v PASSWORD /etc/monitor/monitor.env | sed -E "s/:[0-9a-f]{48}@/:***@/; s/^(MONITOR_SECRET_KEY=).+/\1***/; s/^/    /"'
 run_block units
 run_block verify
 run_block first-key 'printf %s "$KEY" >/root/.test-key'

@@ -14,7 +14,7 @@ from aiohttp import web
 from monitor import db
 from monitor import logging as mlog
 from monitor.api import channels, guard, history, keys, monitors, openapi, summary
-from monitor.api.context import POOL, RESOLVER, SETTINGS
+from monitor.api.context import POOL, RESOLVER, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, error_response
 from monitor.config import Settings
 from monitor.net.policy import AddressPolicy
@@ -147,6 +147,7 @@ def create_app(settings: Settings) -> web.Application:
     app[guard.METRICS] = guard.ApiMetrics()
 
     async def resources(app: web.Application) -> AsyncIterator[None]:
+        app[SECRET_BOX] = settings.secret_box()  # first: without a key the API does not start
         # min_size=0: the API starts, and answers 503, even while the database is down.
         app[POOL] = await db.create_pool(settings.dsn, min_size=0, max_size=10)
         if settings.allow_cidrs:  # as the scheduler does: the exceptions to the SSRF policy, once

@@ -7,7 +7,10 @@ from aiohttp import web
 
 from monitor.config import Settings
 from monitor.net.resolver import VettedResolver
+from monitor.secrets import SecretBox
 
 SETTINGS = web.AppKey("settings", Settings)
 POOL = web.AppKey("pool", asyncpg.Pool)
 RESOLVER = web.AppKey("resolver", VettedResolver)
+# Seals the secrets the API stores (MONITOR_SECRET_KEY), opens them where a PATCH keeps one.
+SECRET_BOX = web.AppKey("secret_box", SecretBox)

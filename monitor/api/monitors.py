@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from monitor import logging as mlog
 from monitor.api import schemas_http as http
-from monitor.api.context import POOL, RESOLVER, SETTINGS
+from monitor.api.context import POOL, RESOLVER, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
 from monitor.api.params import (
@@ -34,6 +34,7 @@ from monitor.api.schemas import (
 from monitor.api.uptime import uptimes
 from monitor.net.policy import BlockedTarget, InvalidTarget, parse_target_url
 from monitor.net.resolver import ResolutionError
+from monitor.secrets import SecretBox, open_monitor_secrets, seal_monitor_secrets
 
 log = mlog.get(__name__)
 
@@ -143,8 +144,11 @@ def _check_timeout(values: dict[str, Any], current: asyncpg.Record) -> None:
         raise ApiError(422, "invalid", f"timeout_seconds: {exc}", "timeout_seconds") from None
 
 
-async def _store_secrets(conn: asyncpg.Connection, monitor_id: int, secrets: dict[str, Any] | None) -> None:
-    """The monitor's one row of secrets, written or (none left) deleted."""
+async def _store_secrets(
+    conn: asyncpg.Connection, box: SecretBox, monitor_id: int, secrets: dict[str, Any] | None
+) -> None:
+    """The monitor's one row of secrets, sealed (monitor/secrets.py) and written, or (none left)
+    deleted."""
     if secrets is None:
         await conn.execute("DELETE FROM monitor_secrets WHERE monitor_id = $1", monitor_id)
     else:
@@ -152,7 +156,7 @@ async def _store_secrets(conn: asyncpg.Connection, monitor_id: int, secrets: dic
             """INSERT INTO monitor_secrets (monitor_id, secrets) VALUES ($1, $2)
                ON CONFLICT (monitor_id) DO UPDATE SET secrets = EXCLUDED.secrets""",
             monitor_id,
-            secrets,
+            seal_monitor_secrets(box, secrets),
         )
 
 
@@ -162,10 +166,8 @@ async def _changed_options(
     """The stored form of the monitor's request options as the PATCH changes them, validated
     whole (a body needs a method that sends one, whichever of the two changed)."""
     given = patch.model_dump(include=patch.model_fields_set & set(http.FIELDS), mode="json")
-    stored = http.from_stored(
-        current["settings"],
-        await conn.fetchval("SELECT secrets FROM monitor_secrets WHERE monitor_id = $1", current["id"]),
-    )
+    sealed = await conn.fetchval("SELECT secrets FROM monitor_secrets WHERE monitor_id = $1", current["id"])
+    stored = http.from_stored(current["settings"], open_monitor_secrets(request.app[SECRET_BOX], sealed))
     try:
         options = http.RequestOptions.model_validate(
             {**stored, **http.unmask(given, stored)}, context=_validation_context(request)
@@ -256,7 +258,7 @@ async def create_monitor(request: web.Request) -> web.Response:
         )
         await conn.execute("INSERT INTO monitor_state (monitor_id) VALUES ($1)", new_id)
         if secrets is not None:
-            await _store_secrets(conn, new_id, secrets)
+            await _store_secrets(conn, request.app[SECRET_BOX], new_id, secrets)
         if spec.paused:
             await conn.execute(
                 "INSERT INTO monitor_pauses (monitor_id, started_at) VALUES ($1, now())", new_id
@@ -354,7 +356,7 @@ async def patch_monitor(request: web.Request) -> web.Response:
             # One UPDATE of settings, whatever changed (secrets too): updated_at moves, and the
             # scheduler's NOTIFY trigger reloads the monitor.
             values["settings"], secrets = await _changed_options(conn, request, current, patch)
-            await _store_secrets(conn, current["id"], secrets)
+            await _store_secrets(conn, request.app[SECRET_BOX], current["id"], secrets)
         if values:
             assignments = ", ".join(f"{c} = ${i}" for i, c in enumerate(values, start=2))
             await conn.execute(

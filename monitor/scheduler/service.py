@@ -35,6 +35,7 @@ from monitor.scheduler.relay import Relay
 from monitor.scheduler.state import State
 from monitor.scheduler.ticker import MonitorTicker, TickerShared
 from monitor.scheduler.writer import Writer
+from monitor.secrets import SecretBox, open_monitor_secrets
 
 log = mlog.get(__name__)
 
@@ -61,12 +62,14 @@ class Scheduler:
         self.writer: Writer | None = None
         self.relay: Relay | None = None
         self._probes: web.AppRunner | None = None
+        self._box: SecretBox | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
     async def start(self) -> None:
         s = self.settings
-        s.require("database_url", "redis_url")
+        s.require("database_url", "redis_url", "secret_key")
+        self._box = s.secret_box()
         policy = AddressPolicy(s.allow_cidrs)
         if s.allow_cidrs:
             log.warning("ssrf.allow_cidrs", networks=s.allow_cidrs)
@@ -251,7 +254,7 @@ class Scheduler:
             log.info("monitor.unscheduled", monitor_id=monitor_id)
 
     async def _load(self, ids: list[int], since: float | None = None) -> None:
-        assert self._pool is not None and self._shared is not None
+        assert self._pool is not None and self._shared is not None and self._box is not None
         shared = self._shared
         rows = await self._pool.fetch(
             """SELECT m.*, s.status, s.consecutive_failures, s.streak_started_at, x.secrets
@@ -267,8 +270,9 @@ class Scheduler:
             if row["paused"]:
                 continue
             try:
-                options = REGISTRY.get(row["type"]).options(row["settings"], row["secrets"])
-            except Exception as exc:  # stored by a newer version, or by hand: say so, skip it
+                secrets = open_monitor_secrets(self._box, row["secrets"])
+                options = REGISTRY.get(row["type"]).options(row["settings"], secrets)
+            except Exception as exc:  # stored by a newer version, by hand, with another key: skip it
                 log.error(
                     "monitor.unloadable", monitor_id=row["id"], error=str(exc)[:300] or type(exc).__name__
                 )

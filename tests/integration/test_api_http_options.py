@@ -1,10 +1,10 @@
 """Request options, secrets and assertions through a live ``monitor api``, and what it stores.
 
 Every option round-trips; the non-secret parts land in ``monitors.settings`` (a plain monitor's
-stays ``{}``), the credentials in one ``monitor_secrets`` row, read here straight from the
-database. No answer shows a credential whole: each reads as the mask, and the mask sent back
-in a PATCH keeps what is stored, so GET-change-PATCH works. Bad input is a 422 naming the
-field, and never quotes a credential.
+stays ``{}``), the credentials in one ``monitor_secrets`` row, each value sealed with the
+test key, read here straight from the database. No answer shows a credential whole: each
+reads as the mask, and the mask sent back in a PATCH keeps what is stored, so
+GET-change-PATCH works. Bad input is a 422 naming the field, and never quotes a credential.
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from typing import Any
 import asyncpg
 import pytest
 from support import ApiClient, ApiResponse, ProcessFactory
+from support.procs import TEST_SECRET_KEY
 
 from monitor.api.schemas_http import MASK
+from monitor.secrets import SecretBox, is_sealed, map_monitor_secrets, open_monitor_secrets
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -68,9 +70,14 @@ def assert_no_secret(response: ApiResponse) -> None:
 
 
 async def stored(db: asyncpg.Connection, monitor_id: int) -> tuple[str, dict[str, Any] | None]:
+    """The monitor's settings as text, and its secrets opened (each one stored sealed)."""
     settings = await db.fetchval("SELECT settings::text FROM monitors WHERE id = $1", monitor_id)
     secrets = await db.fetchval("SELECT secrets FROM monitor_secrets WHERE monitor_id = $1", monitor_id)
-    return settings, secrets
+    if secrets is not None:
+        values: list[str] = []
+        map_monitor_secrets(secrets, lambda value: values.append(value) or value)
+        assert values and all(is_sealed(v) for v in values), secrets
+    return settings, open_monitor_secrets(SecretBox.from_setting(TEST_SECRET_KEY), secrets)
 
 
 async def test_a_plain_monitor_stores_nothing_and_reads_the_defaults(
@@ -108,6 +115,10 @@ async def test_every_option_round_trips_and_secrets_are_stored_apart(
     }
     assert not any(secret in str(settings) for secret in SECRETS)
     _, secrets = await stored(db, monitor["id"])
+    sealed = await db.fetchval(
+        "SELECT secrets::text FROM monitor_secrets WHERE monitor_id = $1", monitor["id"]
+    )
+    assert not any(secret in sealed for secret in SECRETS)
     assert secrets == {
         "auth": {"type": "basic", "username": "robot", "password": PASSWORD},
         "headers": [["X-Api-Key", API_KEY], ["Cookie", COOKIE]],

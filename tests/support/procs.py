@@ -57,14 +57,18 @@ def clean_environ() -> dict[str, str]:
 
 # The discard port: nothing listens on it here, so a DNS query to it gets no answer.
 CLOSED_DNS_PORT = 9
+# MONITOR_SECRET_KEY of every test process: fixed, so a test can open what they sealed
+# (``SecretBox.from_setting(TEST_SECRET_KEY)``). A test key only; never one to use elsewhere.
+TEST_SECRET_KEY = "dGVzdC1rZXktb2YtdGhlLW1vbml0b3ItdGVzdHMtMDE="
 
 
 def process_env(database_url: str, redis_url: str) -> dict[str, str]:
-    """The settings every test process gets: the services, loopback allowed, fast intervals,
-    names that never resolve beyond loopback, JSON logs."""
+    """The settings every test process gets: the services, the test secret key, loopback
+    allowed, fast intervals, names that never resolve beyond loopback, JSON logs."""
     return {
         "MONITOR_DATABASE_URL": database_url,
         "MONITOR_REDIS_URL": redis_url,
+        "MONITOR_SECRET_KEY": TEST_SECRET_KEY,
         # The target and the fake Telegram are on loopback, which the SSRF policy denies otherwise.
         "MONITOR_ALLOW_CIDRS": "127.0.0.0/8",
         "MONITOR_MIN_INTERVAL_SECONDS": "1",

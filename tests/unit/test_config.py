@@ -8,12 +8,14 @@ from monitor.config import Settings
 
 
 def test_defaults_and_secrets_hidden() -> None:
+    key = "dGVzdC1rZXktb2YtdGhlLW1vbml0b3ItdGVzdHMtMDE="
     settings = config.load(
-        {"MONITOR_DATABASE_URL": "postgresql://u:hunter2@db/x", "MONITOR_TELEGRAM_BOT_TOKEN": "1:abc"}
-    )
+        {"MONITOR_DATABASE_URL": "postgresql://u:hunter2@db/x", "MONITOR_TELEGRAM_BOT_TOKEN": "1:abc",
+         "MONITOR_SECRET_KEY": key}
+    )  # fmt: skip
     assert settings.api_host == "127.0.0.1" and settings.api_port == 8080
     assert settings.min_interval_seconds == 30 and settings.retention_days == 90
-    assert "hunter2" not in repr(settings) and "1:abc" not in repr(settings)
+    assert "hunter2" not in repr(settings) and "1:abc" not in repr(settings) and key not in repr(settings)
 
 
 @pytest.mark.parametrize(
@@ -28,6 +30,7 @@ def test_defaults_and_secrets_hidden() -> None:
         ({"MONITOR_CA_FILE": "/nonexistent/ca.pem"}, "MONITOR_CA_FILE"),
         ({"MONITOR_HTTP_MAX_HEAD_BYTES": "100"}, "MONITOR_HTTP_MAX_HEAD_BYTES"),
         ({"MONITOR_ALLOW_INSECURE_TLS": "maybe"}, "MONITOR_ALLOW_INSECURE_TLS"),
+        ({"MONITOR_SECRET_KEY": "not-a-fernet-key"}, "MONITOR_SECRET_KEY"),
     ],
 )
 def test_invalid_or_unknown_settings_name_the_variable(env: dict, named: str) -> None:
