@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -14,9 +15,11 @@ from monitor import keys
 from monitor.models import CheckResult, MonitorSpec
 
 # 2 added ``channels`` (the monitor's alert channels when the change happened) and the
-# "test" kind; version 1 events (telegram_chat_id only) are still understood.
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+# "test" kind; 3 added ``seq``, the event's place in its monitor's sequence (alerts of one
+# monitor reach each destination in that order). Versions 1 (telegram_chat_id only) and 2
+# are still understood.
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 
 
 class EventFormatError(ValueError):
@@ -37,10 +40,12 @@ class Event:
     ended_at: str | None  # the incident's end (for "up")
     duration_seconds: float | None
     cause: dict[str, Any]  # status_code, error, latency_ms of the deciding check
-    # [{"id", "kind": "telegram", "name", "chat_id"}]
+    # [{"id", "kind", "name", ...the kind's settings, secrets sealed}]
     channels: list[dict[str, Any]] = field(default_factory=list)
     # For "up": the event id of the same incident's "down", which must be delivered first.
     after_event_id: str | None = None
+    # 1, 2, 3... per monitor, in the order of its changes (None: a test message, or version < 3).
+    seq: int | None = None
     v: int = SCHEMA_VERSION
 
     def age_seconds(self, now: datetime | None = None) -> float:
@@ -51,12 +56,18 @@ class Event:
             return 0.0
         return ((now or datetime.now(UTC)) - at).total_seconds()
 
-    def telegram_chats(self) -> list[str]:
-        """Where this event goes: its telegram channels' chats (and a version-1 chat id), once each."""
-        chats = [str(c["chat_id"]) for c in self.channels if c.get("kind") == "telegram" and c.get("chat_id")]
-        if self.telegram_chat_id:
-            chats.append(self.telegram_chat_id)
-        return list(dict.fromkeys(chats))
+    def targets(self, destination: Callable[[Mapping[str, Any]], str | None]) -> dict[str, dict[str, Any]]:
+        """Where this event goes: destination key -> the channel (the first one naming it), by
+        ``destination`` (the channel registry's); channels of unknown kinds are left out."""
+        channels = list(self.channels)
+        if self.telegram_chat_id:  # version 1
+            channels.append({"kind": "telegram", "name": "", "chat_id": self.telegram_chat_id})
+        found: dict[str, dict[str, Any]] = {}
+        for channel in channels:
+            key = destination(channel)
+            if key is not None:
+                found.setdefault(key, channel)
+        return found
 
     @classmethod
     def build(
@@ -72,6 +83,7 @@ class Event:
         result: CheckResult,
         channels: list[dict[str, Any]],
         after_event_id: str | None = None,
+        seq: int | None = None,
     ) -> Event:
         duration = (ended_at - started_at).total_seconds() if started_at and ended_at else None
         return cls(
@@ -89,6 +101,7 @@ class Event:
             cause={"status_code": result.status_code, "error": result.error, "latency_ms": result.latency_ms},
             channels=channels,
             after_event_id=after_event_id,
+            seq=seq,
         )
 
     def to_dict(self) -> dict[str, Any]:

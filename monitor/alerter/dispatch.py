@@ -1,10 +1,11 @@
-"""Per-chat senders: ordering, batching, rate limits and retries for one destination.
+"""Per-destination senders: ordering, batching, pacing and retries, the same for every kind.
 
-Each chat has its own queue and task, so a failing or throttled chat never holds back
-another. Within a chat, items wait in stream order; an item is eligible once its retry
-time has come *and* no earlier item of the same monitor is still waiting, so a
-recovery never overtakes its outage while other monitors' alerts go on. Everything
-eligible when the rate limit allows a message is combined into as few messages as fit.
+Each destination (a chat, a webhook, a mailbox) has its own queue and task, so a failing or
+throttled one never holds back another. Within a destination, items wait in stream order
+(a monitor's own in its sequence); an item is eligible once its retry time has come *and*
+no earlier item of the same monitor is still waiting, so a recovery never overtakes its
+outage while other monitors' alerts go on. Everything eligible when the shared pacer allows
+a message is combined into as few messages as the kind's composer takes.
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextvars
+import itertools
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
 from monitor import logging as mlog
 from monitor.alerter.channels.base import DeliveryError
-from monitor.alerter.ratelimit import BotLimiter, ChatLimiter
 from monitor.events import Event
 
 log = mlog.get(__name__)
@@ -36,7 +38,8 @@ def stream_order(entry_id: str) -> tuple[int, int]:
 class Item:
     entry_id: str
     event: Event
-    channel: str
+    channel: str  # the destination key (deliveries.channel)
+    target: Mapping[str, Any] = field(default_factory=dict)  # the channel as the event carries it
     attempts: int = 0
     not_before: float = 0.0
     last_error: str | None = None
@@ -67,30 +70,55 @@ class RetryPolicy:
 STALE_QUIET = 0.5
 STALE_HOLD_MAX = 5.0
 
-Send = Callable[[str, str], Awaitable[None]]
-Compose = Callable[[list[Event]], tuple[str, int]]
+# None, or the seconds the destination asked to be left alone after accepting the message.
+Send = Callable[[Mapping[str, Any], Any], Awaitable[float | None]]
+Compose = Callable[[list[Event]], tuple[Any, int]]
 Outcome = Callable[[list[Item], str, str | None], Awaitable[None]]
+# How long to wait before asking again whether a kind that cannot send (no bot token) can.
+UNAVAILABLE_RECHECK = 5.0
 
 
-class ChatSender:
+async def _no_pacing() -> float:
+    return 0.0
+
+
+async def _no_block(seconds: float) -> None:
+    return None
+
+
+class DestinationSender:
+    """The queue and task of one destination (a chat, a webhook, a mailbox).
+
+    ``send(channel, payload)`` delivers what ``compose`` made of the items' events to the
+    channel of the first item. ``pace()`` reserves a message in the destination's shared limits
+    (0.0) or says how long to wait; ``block(seconds)`` holds the destination for every alerter
+    after a 429, or after a send that returned a wait (the destination accepted the message
+    but said its limit is used up). ``unavailable()`` names why the kind cannot send now
+    (None: it can).
+    """
+
     def __init__(
         self,
-        chat_id: str,
+        key: str,
         *,
         send: Send,
         compose: Compose,
         on_outcome: Outcome,
-        bot_limiter: BotLimiter,
         retry: RetryPolicy,
+        pace: Callable[[], Awaitable[float]] = _no_pacing,
+        block: Callable[[float], Awaitable[None]] = _no_block,
+        unavailable: Callable[[], str | None] = lambda: None,
         on_retry: Callable[[], None] = lambda: None,
         max_age: float | None = None,
     ) -> None:
-        self.chat_id = chat_id
+        self.key = key
         self._send = send
         self._compose = compose
         self._on_outcome = on_outcome
-        self._limiter = ChatLimiter(chat_id)
-        self._bot = bot_limiter
+        self._pace = pace
+        self._block = block
+        self._unavailable = unavailable
+        self._unavailable_logged: str | None = None
         self._retry = retry
         self._on_retry = on_retry
         self._items: list[Item] = []
@@ -111,17 +139,27 @@ class ChatSender:
         return not self._items and not self._sending
 
     def put(self, item: Item) -> None:
-        # Keep stream order even for entries reclaimed from a dead consumer after newer ones arrived.
+        # Stream order, even for entries reclaimed from a dead consumer after newer ones arrived;
+        # and never after a later event of the same monitor (its sequence decides among them).
         keys = [i.order for i in self._items]
-        self._items.insert(bisect.bisect_right(keys, item.order), item)
+        at = bisect.bisect_right(keys, item.order)
+        if item.event.seq is not None:
+            for index, other in enumerate(self._items[:at]):
+                if (
+                    other.event.monitor_id == item.event.monitor_id
+                    and (other.event.seq or 0) > item.event.seq
+                ):
+                    at = index
+                    break
+        self._items.insert(at, item)
         self._last_put = time.monotonic()
         self._wake.set()
         if self._task is None:
             # In a copy of the context without the ids of the event that happened to start it,
-            # so the chat's later log lines do not carry that event's ids.
+            # so the destination's later log lines do not carry that event's ids.
             context = contextvars.copy_context()
             context.run(structlog.contextvars.unbind_contextvars, "event_id", "monitor_id")
-            self._task = asyncio.create_task(self._run(), name=f"chat-{self.chat_id}", context=context)
+            self._task = asyncio.create_task(self._run(), name=f"dest-{self.key}", context=context)
 
     async def stop(self) -> None:
         """Finish the send in hand; what waits stays pending in the stream for later."""
@@ -158,8 +196,8 @@ class ChatSender:
         while not self._stopping:
             try:
                 await self._step()
-            except Exception:  # a bug here must not silence a chat for good
-                log.exception("alert.sender_crashed", chat=self.chat_id)
+            except Exception:  # a bug here must not silence a destination for good
+                log.exception("alert.sender_crashed", destination=self.key)
                 await asyncio.sleep(1.0)
 
     async def _step(self) -> None:
@@ -172,9 +210,23 @@ class ChatSender:
         if not ready:
             await self._sleep_until(min(i.not_before for i in self._items))
             return
-        ready_at = max(self._limiter.ready_at(now), self._bot.ready_at(now), self._hold_stale(ready[0], now))
-        if ready_at > now:
-            await self._sleep_until(ready_at)
+        reason = self._unavailable()
+        if reason is not None:
+            if reason != self._unavailable_logged:
+                log.warning("alert.destination_unavailable", destination=self.key, reason=reason)
+                self._unavailable_logged = reason
+            await self._sleep_until(now + UNAVAILABLE_RECHECK)
+            return
+        self._unavailable_logged = None
+        hold = self._hold_stale(ready[0], now)
+        if hold > now:
+            await self._sleep_until(hold)
+            return
+        wait = await self._pace()
+        if wait > 0:
+            # A little jitter: alerters that slept exactly the wait would ask again in the same
+            # order, and the same one would win a busy destination nearly every time.
+            await self._sleep_until(time.monotonic() + wait + random.uniform(0, 0.01))
             return
         self._stale_since = None
         await self._send_once(ready)
@@ -190,42 +242,46 @@ class ChatSender:
 
     async def _send_once(self, ready: list[Item]) -> None:
         # A retry goes alone: combined with fresh alerts, its next failure would back them off
-        # too, and a message-specific rejection would dead-letter them with it.
-        retried = [i for i in ready if i.attempts]
-        if retried:
-            ready = retried[:1]
-        text, covered = self._compose([i.event for i in ready])
+        # too, and a message-specific rejection would dead-letter them with it. Fresh alerts
+        # ahead of it go first (one of them may be the same monitor's older event, reclaimed
+        # from another alerter after the retried one was read).
+        if ready[0].attempts:
+            ready = ready[:1]
+        else:
+            ready = list(itertools.takewhile(lambda i: not i.attempts, ready))
+        payload, covered = self._compose([i.event for i in ready])
         batch = ready[:covered]
         self._sending = True
         try:
             try:
-                await self._send(self.chat_id, text)
+                hold = await self._send(batch[0].target, payload)
             except DeliveryError as exc:
                 await self._failed(batch, exc)
                 return
-            finally:
-                # Counted from when the answer came: Telegram received this message before that,
-                # so every gap it sees between two messages is at least the limiter's interval.
-                self._limiter.record()
-                self._bot.record(time.monotonic())
             self._remove(batch)
-            await self._on_outcome(batch, "sent", None)
+            try:
+                if hold is not None and hold > 0:
+                    # Before the outcome is recorded, so no alerter sends in the meantime.
+                    await self._block(hold)
+                    log.info("alert.destination_hold", destination=self.key, hold_s=hold)
+            finally:
+                await self._on_outcome(batch, "sent", None)
         finally:
             self._sending = False
 
     async def _failed(self, batch: list[Item], exc: DeliveryError) -> None:
-        if exc.retry_after:
-            self._limiter.block_for(exc.retry_after)
-            if not exc.permanent:
-                # Throttled: the destination asked us to wait, which is no failed attempt.
-                # Counted as one, a long contention would dead-letter alerts for being paced.
-                log.info(
-                    "alert.throttled",
-                    chat=self.chat_id,
-                    retry_after_s=exc.retry_after,
-                    event_ids=[i.event.event_id for i in batch],
-                )
-                return
+        if exc.throttled:
+            # The destination asked us to wait, which is no failed attempt: counted as one, a
+            # long contention would dead-letter alerts for being paced. Every alerter waits.
+            wait = exc.retry_after or 1.0
+            await self._block(wait)
+            log.info(
+                "alert.throttled",
+                destination=self.key,
+                retry_after_s=wait,
+                event_ids=[i.event.event_id for i in batch],
+            )
+            return
         now = time.monotonic()
         dead: list[Item] = []
         for item in batch:
@@ -237,7 +293,7 @@ class ChatSender:
                 item.not_before = now + self._retry.delay(item.attempts, exc.retry_after)
         log.warning(
             "alert.send_failed",
-            chat=self.chat_id,
+            destination=self.key,
             event_ids=[i.event.event_id for i in batch],
             error=str(exc),
             permanent=exc.permanent,

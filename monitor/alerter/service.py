@@ -19,6 +19,7 @@ import json
 import os
 import socket
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -31,21 +32,27 @@ from redis.exceptions import RedisError, ResponseError
 
 from monitor import db, keys, probes
 from monitor import logging as mlog
+from monitor.alerter import channels as registry
 from monitor.alerter.channels import telegram
-from monitor.alerter.channels.base import DestinationMoved
-from monitor.alerter.dispatch import ChatSender, Item, RetryPolicy, stream_order
+from monitor.alerter.channels.base import ChannelKind, DeliveryError, SendContext, WebClient
+from monitor.alerter.dispatch import DestinationSender, Item, RetryPolicy, stream_order
 from monitor.alerter.metrics import AlerterMetrics
-from monitor.alerter.ratelimit import BotLimiter
+from monitor.alerter.pacing import SharedPacer
 from monitor.config import Settings
 from monitor.events import Event, EventFormatError
 from monitor.health import ping_database, ping_redis
+from monitor.net.client import HttpSession, make_session
+from monitor.net.policy import AddressPolicy
+from monitor.net.resolver import VettedResolver
+from monitor.net.session import tls_context
+from monitor.secrets import SecretKeyError
 
 log = mlog.get(__name__)
 
 TRANSIENT = (RedisError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError)
 READ_COUNT = 100
-# The longest a recovery waits for its outage's delivery by another alerter.
-ORDER_WAIT = 120.0
+# How far back in a monitor's sequence an event looks for older ones still undelivered.
+ORDER_LOOKBACK = 200
 
 
 @dataclass
@@ -71,44 +78,67 @@ class Alerter:
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._entries: dict[str, Entry] = {}
-        self._moved: dict[str, str] = {}  # Telegram chats that moved (old id -> new id)
         self._handed_back = 0
         self._handback_seen: Any = None  # the counter as last read (None: not read yet)
-        self._senders: dict[str, ChatSender] = {}
+        self._senders: dict[str, DestinationSender] = {}
         # (event_id, channel) of every item in hand, so a second copy of an event joins it.
         self._holding: dict[tuple[str, str], Item] = {}
-        # Recoveries read before their outage was delivered (by another alerter): entry id ->
-        # (fields, first seen). Looked at again on every read, and kept claimed meanwhile.
+        # Events read while an older event of the same monitor for the same destination was
+        # still undelivered elsewhere: entry id -> (fields, first seen). Looked at again on
+        # every read, and kept claimed meanwhile.
         self._deferred: dict[str, tuple[dict[Any, Any], float]] = {}
-        self._bot = BotLimiter()
+        # The longest an event waits for an older one that no alerter seems to deliver (its
+        # stream entry lost with a Redis that kept no data): every retry of it, and a takeover.
+        self._order_wait = max(
+            120.0,
+            settings.alert_max_attempts * settings.alert_backoff_max_seconds
+            + 2 * settings.alert_claim_idle_seconds,
+        )
         self._pool: asyncpg.Pool | None = None
         self._redis: aioredis.Redis | None = None
         self._http: aiohttp.ClientSession | None = None
-        self._telegram: telegram.TelegramConfig | None = None
+        self._web: HttpSession | None = None
+        self._pacer: SharedPacer | None = None
+        self._ctx: SendContext | None = None
         self._probes: web.AppRunner | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
     async def start(self) -> None:
         s = self.settings
-        s.require("database_url", "redis_url")
+        s.require("database_url", "redis_url", "secret_key")
+        box = s.secret_box()
         if s.telegram_bot_token is not None:
-            self._telegram = telegram.TelegramConfig(s.telegram_bot_token, s.telegram_api_base)
-            self._telegram.validate()
+            telegram.TelegramConfig(s.telegram_bot_token, s.telegram_api_base).validate()
         else:
-            log.warning("alerter.telegram_not_configured", hint="set MONITOR_TELEGRAM_BOT_TOKEN; events wait")
+            log.warning(
+                "alerter.telegram_not_configured", hint="set MONITOR_TELEGRAM_BOT_TOKEN; Telegram alerts wait"
+            )
         self._pool = await db.create_pool(s.dsn, min_size=0, max_size=4)
         self._redis = aioredis.Redis.from_url(s.redis_dsn, socket_timeout=10, socket_connect_timeout=5)
         self._http = aiohttp.ClientSession(trust_env=False)
+        # User-supplied URLs (webhooks, Slack, Discord...) go through the checks' guarded client.
+        policy = AddressPolicy(s.allow_cidrs)
+        self._web = make_session(
+            VettedResolver(policy, s.dns_servers), limit=50, ssl_context=tls_context(s.ca_file)
+        )
+        self._pacer = SharedPacer(self._redis)
+        self._ctx = SendContext(
+            http=self._http,
+            web=WebClient(self._web, policy),
+            settings=s,
+            reveal=box.open,
+            on_moved=self._destination_moved,
+            resolver=self._web.resolver,
+        )
         # Bind the listener before any work starts: a port in use fails the start cleanly.
         self._probes = await probes.start(
             s.probe_host, s.alerter_http_port, self.metrics.registry, self._ready
         )
-        if self._telegram is not None:
-            self._tasks = [
-                asyncio.create_task(self._consume(), name="consume"),
-                asyncio.create_task(self._keep_claims(), name="claims"),
-            ]
+        self._tasks = [
+            asyncio.create_task(self._consume(), name="consume"),
+            asyncio.create_task(self._keep_claims(), name="claims"),
+        ]
 
     async def _ready(self) -> dict[str, bool]:
         assert self._pool is not None and self._redis is not None
@@ -151,6 +181,8 @@ class Alerter:
             await self._probes.cleanup()
         if self._http is not None:
             await self._http.close()
+        if self._web is not None:
+            await self._web.close()
         if self._redis is not None:
             await self._redis.aclose()
         if self._pool is not None:
@@ -280,9 +312,11 @@ class Alerter:
             await self._ack(entry_id)
             return
         with mlog.bound(event_id=event.event_id, monitor_id=event.monitor_id):
-            channels = [f"telegram:{chat}" for chat in event.telegram_chats()]
+            targets = event.targets(registry.destination)
+            channels = list(targets)
             if not channels:
                 log.info("alert.no_channel", kind=event.kind)
+                self._deferred.pop(entry_id, None)
                 await self._ack(entry_id)
                 return
             assert self._pool is not None
@@ -303,7 +337,7 @@ class Alerter:
                 self._deferred.pop(entry_id, None)
                 await self._ack(entry_id)
                 return
-            if await self._outage_still_undelivered(entry_id, fields, event, open_channels):
+            if await self._older_undelivered(entry_id, fields, event, open_channels):
                 return
             self._entries[entry_id] = Entry(entry_id, set(open_channels))
             for channel in open_channels:
@@ -311,79 +345,137 @@ class Alerter:
                 if held is not None:
                     held.also.append(entry_id)
                     continue
-                item = self._holding[(event.event_id, channel)] = Item(entry_id, event, channel)
-                self._sender(channel.removeprefix("telegram:")).put(item)
+                item = self._holding[(event.event_id, channel)] = Item(
+                    entry_id, event, channel, target=targets[channel]
+                )
+                kind = registry.get(str(targets[channel].get("kind")))
+                assert kind is not None  # targets() keeps only known kinds
+                self._sender(channel, kind).put(item)
 
-    async def _outage_still_undelivered(
+    async def _older_undelivered(
         self, entry_id: str, fields: dict[Any, Any], event: Event, channels: list[str]
     ) -> bool:
-        """True (and the entry deferred) while a recovery's outage is in another alerter's hands.
+        """True (and the entry deferred) while an older event of the same monitor for one of
+        ``channels`` has no final delivery and is not in our hands: in another alerter's, or
+        still on its way. Within one alerter the destination's sender keeps the order.
 
-        Within one alerter the chat sender keeps a monitor's order; across alerters only the
-        delivery record can tell. An outage still undelivered after ORDER_WAIT is not waited
-        for any longer (it may never have been meant for this channel).
+        Events carry their place in the monitor's sequence (``seq``); the outbox says which
+        older ones went to which destinations. An older event nobody delivers for the whole
+        order wait (its stream entry lost) is not waited for any longer.
         """
-        if event.kind != "up" or not event.after_event_id:
+        if event.monitor_id is None:
             return False
         assert self._pool is not None
-        waiting = [c for c in channels if (event.after_event_id, c) not in self._holding]
-        if waiting:
+        if event.seq is not None:
+            rows = await self._pool.fetch(
+                """SELECT o.event_id::text AS event_id, d.dest
+                   FROM outbox o CROSS JOIN LATERAL unnest(o.destinations) AS d(dest)
+                   WHERE o.monitor_id = $1 AND o.seq < $2 AND o.seq >= $2 - $4
+                     AND d.dest = ANY($3::text[])
+                     AND NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.event_id = o.event_id
+                                     AND x.channel = d.dest AND x.status IN ('sent', 'dead'))""",
+                event.monitor_id,
+                event.seq,
+                channels,
+                ORDER_LOOKBACK,
+            )
+            waiting = [
+                (r["event_id"], r["dest"]) for r in rows if (r["event_id"], r["dest"]) not in self._holding
+            ]
+        elif event.kind == "up" and event.after_event_id:  # a version 2 event: its own outage only
+            pending = [c for c in channels if (event.after_event_id, c) not in self._holding]
             done = {
                 r["channel"]
                 for r in await self._pool.fetch(
                     """SELECT channel FROM deliveries WHERE event_id = $1 AND channel = ANY($2::text[])
                        AND status IN ('sent', 'dead')""",
                     event.after_event_id,
-                    waiting,
+                    pending,
                 )
             }
-            waiting = [c for c in waiting if c not in done]
+            waiting = [(event.after_event_id, c) for c in pending if c not in done]
+        else:
+            waiting = []
         first_seen = self._deferred.get(entry_id, (fields, time.monotonic()))[1]
-        if waiting and time.monotonic() - first_seen < ORDER_WAIT:
+        if waiting and time.monotonic() - first_seen < self._order_wait:
             if entry_id not in self._deferred:
-                log.info("alert.recovery_waits_for_outage", after_event_id=event.after_event_id)
+                log.info("alert.waits_for_older", seq=event.seq, older=[e for e, _ in waiting][:10])
             self._deferred[entry_id] = (fields, first_seen)
             return True
+        if waiting:
+            log.warning(
+                "alert.older_not_delivered",
+                seq=event.seq,
+                older=[e for e, _ in waiting][:10],
+                waited_s=round(time.monotonic() - first_seen),
+            )
         self._deferred.pop(entry_id, None)
         return False
 
-    def _sender(self, chat_id: str) -> ChatSender:
-        sender = self._senders.get(chat_id)
+    def _sender(self, key: str, kind: ChannelKind) -> DestinationSender:
+        sender = self._senders.get(key)
         if sender is None:
-            sender = self._senders[chat_id] = ChatSender(
-                chat_id,
-                send=self._send_telegram,
-                compose=partial(telegram.compose, max_age=self.settings.alert_max_age),
+            assert self._ctx is not None and self._pacer is not None
+            ctx, pacer = self._ctx, self._pacer
+
+            buckets = kind.limits(key)
+
+            async def pace() -> float:
+                return await pacer.reserve(buckets)
+
+            async def send(channel: Mapping[str, Any], payload: Any) -> float | None:
+                opened = self._reveal(kind, channel)
+                try:
+                    return await kind.send(ctx, opened, payload)
+                except (KeyError, TypeError, ValueError) as exc:
+                    # Settings this version cannot read (an event from an older or newer one):
+                    # no retry can change them, and the sender must not crash on them forever.
+                    raise DeliveryError(
+                        f"{kind.name} channel settings unreadable: {type(exc).__name__}", permanent=True
+                    ) from None
+
+            sender = self._senders[key] = DestinationSender(
+                key,
+                send=send,
+                compose=partial(kind.compose, max_age=self.settings.alert_max_age),
                 on_outcome=self._settle,
-                bot_limiter=self._bot,
                 retry=self._retry,
+                pace=pace,
+                block=partial(pacer.block, key),
+                unavailable=partial(kind.unavailable, ctx),
                 on_retry=self.metrics.retries.inc,
                 max_age=self.settings.alert_max_age,
             )
         return sender
 
-    async def _send_telegram(self, chat_id: str, text: str) -> None:
-        assert self._http is not None and self._telegram is not None
-        target = self._moved.get(chat_id, chat_id)
-        try:
-            await telegram.send(self._http, self._telegram, target, text)
-        except DestinationMoved as exc:
-            await self._chat_moved(target, exc.moved_to)
-            self._moved[chat_id] = exc.moved_to
-            await telegram.send(self._http, self._telegram, exc.moved_to, text)
+    def _reveal(self, kind: ChannelKind, channel: Mapping[str, Any]) -> dict[str, Any]:
+        """The channel with its sealed secrets opened, for the send only."""
+        assert self._ctx is not None
+        opened = dict(channel)
+        for name in kind.secrets:
+            value = opened.get(name)
+            if isinstance(value, str):
+                try:
+                    opened[name] = self._ctx.reveal(value)
+                except SecretKeyError as exc:  # a key that does not open it: the operator can fix that
+                    raise DeliveryError(f"cannot open the channel's {name}: {exc}", permanent=False) from None
+        return opened
 
-    async def _chat_moved(self, old: str, new: str) -> None:
-        """A group became a supergroup with a new chat id: the channels of the old one follow it,
-        so the next events carry the new id (the ones already queued are sent there too)."""
+    async def _destination_moved(self, kind: str, field_name: str, old: str, new: str) -> None:
+        """A destination moved (a Telegram group became a supergroup with a new chat id): the
+        channels naming the old one follow it, so the next events carry the new address (the
+        ones already queued are sent there too)."""
         assert self._pool is not None
         moved = await self._pool.fetch(
-            """UPDATE channels SET config = jsonb_set(config, '{chat_id}', to_jsonb($2::text)),
+            """UPDATE channels SET config = jsonb_set(config, ARRAY[$3::text], to_jsonb($2::text)),
                                    updated_at = now()
-               WHERE kind = 'telegram' AND config ->> 'chat_id' = $1 RETURNING id""",
+               WHERE kind = $4 AND config ->> $3 = $1 RETURNING id""",
             old,
             new,
+            field_name,
+            kind,
         )
-        log.info("telegram.chat_moved", old_chat=old, new_chat=new, channels=[r["id"] for r in moved])
+        log.info(f"{kind}.destination_moved", old=old, new=new, channels=[r["id"] for r in moved])
 
     async def _settle(self, items: list[Item], outcome: str, error: str | None) -> None:
         """Record the outcome of each item, then ack the entries that have no open channel.

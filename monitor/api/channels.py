@@ -1,4 +1,11 @@
-"""``/api/v1/channels``: alert channels of an account, and a test message through the alerter."""
+"""``/api/v1/channels``: alert channels of an account, and a test message through the alerter.
+
+A channel's ``config`` is its kind's settings (``monitor.alerter.channels``). The fields the
+kind names as secrets (webhook URLs that are credentials, signing secrets, passwords, keys)
+are sealed with ``MONITOR_SECRET_KEY`` before they are stored and read back as ``********``;
+a secret the API generates (a webhook's signing secret) is shown once, in the answer that
+created it.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +16,14 @@ import asyncpg
 from aiohttp import web
 from pydantic import ValidationError
 
-from monitor.api.context import POOL
-from monitor.api.errors import from_validation, not_found
+from monitor.alerter.channels import REGISTRY as CHANNEL_KINDS
+from monitor.alerter.channels.base import config_values
+from monitor.api.context import POOL, SECRET_BOX
+from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
 from monitor.api.params import decode_cursor, int_param, json_object, next_page, path_id, rfc3339
 from monitor.api.schemas import ChannelCreate, ChannelPatch
+from monitor.api.schemas_http import MASK
 from monitor.events import SCHEMA_VERSION
 
 SELECT = """
@@ -22,12 +32,18 @@ FROM channels c
 """
 
 
-def render(row: asyncpg.Record) -> dict[str, Any]:
+def render(row: asyncpg.Record, *, shown: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The channel as the API shows it: secrets masked, except those in ``shown`` (generated
+    by this request, shown once)."""
+    kind = CHANNEL_KINDS.get(row["kind"])
+    secrets = kind.secrets if kind is not None else frozenset()
+    config = {k: (MASK if k in secrets and v is not None else v) for k, v in row["config"].items()}
+    config.update(shown or {})
     return {
         "id": row["id"],
         "kind": row["kind"],
         "name": row["name"],
-        "config": row["config"],
+        "config": config,
         "monitors": row["monitors"],
         "created_at": rfc3339(row["created_at"]),
         "updated_at": rfc3339(row["updated_at"]),
@@ -45,21 +61,35 @@ async def _owned(conn: asyncpg.Connection | asyncpg.Pool, request: web.Request) 
     return row
 
 
+def _kind_error(exc: ValidationError) -> ApiError | None:
+    first = exc.errors(include_url=False)[0]
+    if first["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        return ApiError(422, "invalid", f"kind: must be one of {', '.join(sorted(CHANNEL_KINDS))}", "kind")
+    return None
+
+
 async def create_channel(request: web.Request) -> web.Response:
     try:
-        spec = ChannelCreate.model_validate(await json_object(request))
+        spec: Any = ChannelCreate.model_validate(await json_object(request)).root
     except ValidationError as exc:
-        raise from_validation(exc, ChannelCreate) from None
+        raise (_kind_error(exc) or from_validation(exc, ChannelCreate)) from None
+    kind = CHANNEL_KINDS[spec.kind]
+    given = config_values(spec.config)
+    config = kind.prepare(dict(given)) if kind.prepare is not None else given
+    shown = {k: v for k, v in config.items() if k in kind.secrets and given.get(k) is None and v is not None}
+    box = request.app[SECRET_BOX]
     async with request.app[POOL].acquire() as conn:
         new_id = await conn.fetchval(
             "INSERT INTO channels (account_id, kind, name, config) VALUES ($1, $2, $3, $4) RETURNING id",
             account_id(request),
             spec.kind,
             spec.name,
-            spec.config.model_dump(),
+            box.seal_fields(config, kind.secrets),
         )
         row = await conn.fetchrow(SELECT + " WHERE c.id = $1", new_id)
-    return web.json_response(render(row), status=201, headers={"Location": f"/api/v1/channels/{new_id}"})
+    return web.json_response(
+        render(row, shown=shown), status=201, headers={"Location": f"/api/v1/channels/{new_id}"}
+    )
 
 
 async def list_channels(request: web.Request) -> web.Response:
@@ -86,16 +116,45 @@ async def patch_channel(request: web.Request) -> web.Response:
         raise from_validation(exc, ChannelPatch) from None
     async with request.app[POOL].acquire() as conn, conn.transaction():
         current = await _owned(conn, request)
+        config = None
+        if patch.config is not None:
+            config = _patched_config(request, current, patch.config)
         await conn.execute(
             """UPDATE channels SET name = coalesce($2, name), config = coalesce($3, config),
                                    updated_at = now()
                WHERE id = $1""",
             current["id"],
             patch.name,
-            patch.config.model_dump() if patch.config is not None else None,
+            config,
         )
         row = await _owned(conn, request)
     return web.json_response(render(row))
+
+
+def _patched_config(request: web.Request, current: asyncpg.Record, given: dict[str, Any]) -> dict[str, Any]:
+    """The new config, validated against the channel's kind and sealed; a secret sent back
+    masked (``********``) or left out keeps the stored one."""
+    kind = CHANNEL_KINDS.get(current["kind"])
+    if kind is None:
+        raise ApiError(409, "conflict", f"this version cannot change channels of kind {current['kind']!r}")
+    box = request.app[SECRET_BOX]
+    stored = current["config"]
+    merged = dict(given)
+    for name in kind.secrets:
+        # Sent back masked, or left out: the stored secret stays (a webhook's signing secret
+        # must not change behind its receiver's back). ``null`` removes an optional one.
+        if (merged.get(name) == MASK or name not in merged) and stored.get(name) is not None:
+            merged[name] = box.open(stored[name])
+    try:
+        settings = kind.config.model_validate(merged)
+    except ValidationError as exc:
+        first = from_validation(exc, kind.config)
+        field = f"config.{first.field}" if first.field else "config"
+        raise ApiError(422, "invalid", f"config.{first}", field) from None
+    config = config_values(settings)
+    if kind.prepare is not None:
+        config = kind.prepare(config)
+    return box.seal_fields(config, kind.secrets)
 
 
 async def delete_channel(request: web.Request) -> web.Response:

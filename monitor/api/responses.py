@@ -15,7 +15,6 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from monitor.api.schemas import TelegramSettings
 from monitor.api.schemas_http import MASK, Method
 from monitor.checks.assertions import Assertion
 
@@ -238,9 +237,12 @@ class Summary(_Out):
 
 class Channel(_Out):
     id: int
-    kind: Literal["telegram"]
+    kind: str = Field(description="the channel's kind: one of ChannelCreate's")
     name: str
-    config: TelegramSettings
+    config: dict[str, Any] = Field(
+        description="the kind's settings (see ChannelCreate); secrets read back as ********, "
+        "except a generated one in the answer that created the channel"
+    )
     monitors: int = Field(description="how many monitors the channel is attached to")
     created_at: datetime
     updated_at: datetime

@@ -9,20 +9,25 @@ serves every deployment. The HTTP request options have a module of their own,
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
+    RootModel,
     StrictBool,
     StrictInt,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
 
+from monitor.alerter.channels import REGISTRY as CHANNEL_KINDS
+from monitor.alerter.channels.base import ChannelKind
+from monitor.alerter.channels.telegram import parse_chat_id
 from monitor.api.schemas_http import (
     Assertions,
     Auth,
@@ -46,7 +51,6 @@ DEFAULT_TIMEOUT_SECONDS = 10.0
 # which is what a client reads back and may send again in a PATCH.
 MAX_URL_LENGTH = 2048
 _STATUS_RANGE = re.compile(r"^([1-5])xx$|^(\d{3})(?:-(\d{3}))?$")
-_CHAT_ID = re.compile(r"^-?\d{1,20}$|^@[A-Za-z][A-Za-z0-9_]{4,31}$")
 TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,49}$")
 Tag = Annotated[str, Field(pattern=TAG.pattern)]
 ChannelId = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
@@ -185,11 +189,7 @@ class _MonitorFields(_Body):
     @field_validator("telegram_chat_id", mode="before", check_fields=False)
     @classmethod
     def _chat(cls, value: Any) -> Any:
-        if isinstance(value, int) and not isinstance(value, bool):
-            value = str(value)
-        if value is not None and (not isinstance(value, str) or not _CHAT_ID.match(value)):
-            raise ValueError("must be a numeric Telegram chat id or an @channel username")
-        return value
+        return parse_chat_id(value)
 
 
 class MonitorCreate(_MonitorFields, RequestOptions):
@@ -273,27 +273,34 @@ class MonitorPatch(_MonitorFields, HttpChecks):
         return value
 
 
-class TelegramSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    chat_id: str
+def _channel_create(kind: ChannelKind) -> type[BaseModel]:
+    """The body that creates a channel of one kind: its ``kind`` tag, a name, its settings."""
+    model: type[BaseModel] = create_model(
+        f"{kind.config.__name__.removesuffix('Settings')}ChannelCreate",
+        __base__=_Body,
+        __doc__=f"A channel of kind {kind.name!r} ({kind.title}).",
+        kind=(Literal[kind.name], ...),  # type: ignore[arg-type]
+        name=(Name, ...),
+        config=(kind.config, ...),
+    )
+    return model
 
-    @field_validator("chat_id", mode="before")
-    @classmethod
-    def _chat(cls, value: Any) -> Any:
-        return _MonitorFields._chat(value)
+
+_CHANNEL_BODIES = tuple(_channel_create(kind) for kind in CHANNEL_KINDS.values())
 
 
-class ChannelCreate(_Body):
-    """An alert channel. ``kind`` selects the shape of ``config`` (only telegram so far)."""
+class ChannelCreate(RootModel[Any]):
+    """An alert channel: ``kind`` selects the shape of ``config``."""
 
-    kind: Literal["telegram"]
-    name: Name
-    config: TelegramSettings
+    root: Annotated[Union[_CHANNEL_BODIES], Field(discriminator="kind")]  # type: ignore[valid-type]  # noqa: UP007
 
 
 class ChannelPatch(_Body):
+    """``config`` replaces the channel's settings, checked against its kind; a secret sent back
+    as ``********`` or left out keeps the stored one."""
+
     name: Name | None = None
-    config: TelegramSettings | None = None
+    config: dict[str, Any] | None = None
 
     @field_validator("name", "config", mode="before")
     @classmethod

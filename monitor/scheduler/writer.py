@@ -29,6 +29,7 @@ import asyncpg
 
 from monitor import logging as mlog
 from monitor import rollups
+from monitor.alerter import channels as channel_registry
 from monitor.events import Event
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.metrics import SchedulerMetrics
@@ -263,6 +264,10 @@ async def _apply_transition(conn: asyncpg.Connection, pending: Pending) -> None:
             spec.id,
         )
     ]
+    # The monitor's next place in its sequence: alerters deliver its events to each destination
+    # in this order (outbox rows are never deleted, and the unique index refuses a second
+    # writer that raced to the same number: its transaction is retried).
+    seq = await conn.fetchval("SELECT coalesce(max(seq), 0) + 1 FROM outbox WHERE monitor_id = $1", spec.id)
     event = Event.build(
         event_id=pending.event_id,
         kind=transition.kind,
@@ -274,11 +279,15 @@ async def _apply_transition(conn: asyncpg.Connection, pending: Pending) -> None:
         result=result,
         channels=channels,
         after_event_id=after_event_id,
+        seq=seq,
     )
     await conn.execute(
-        "INSERT INTO outbox (event_id, monitor_id, kind, payload) VALUES ($1, $2, $3, $4)",
+        """INSERT INTO outbox (event_id, monitor_id, kind, payload, seq, destinations)
+           VALUES ($1, $2, $3, $4, $5, $6)""",
         pending.event_id,
         spec.id,
         transition.kind,
         event.to_dict(),
+        seq,
+        list(event.targets(channel_registry.destination)),
     )

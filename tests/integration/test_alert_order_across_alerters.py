@@ -49,7 +49,7 @@ async def test_recovery_waits_for_its_outage_in_another_alerter(
         await wait_for(lambda: _idle_ms(redis_client, "alerter"), timeout=15)
         second = await procs.start("alerter", env=env)
         await publish_events(redis_client, [up])
-        await second.wait_log("alert.recovery_waits_for_outage", timeout=15)
+        await second.wait_log("alert.waits_for_older", timeout=15)
     finally:
         first.send_signal(signal.SIGCONT)
     await wait_for(lambda: len(fake.messages) >= 2, timeout=30, message=fake.describe)

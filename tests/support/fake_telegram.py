@@ -40,6 +40,8 @@ class TelegramRequest:
     answered_at: float | None = None
     status: int | None = None  # HTTP status answered; None while held
     response: dict[str, Any] | None = None
+    # Held, and the client went away before the answer: Telegram never processed it.
+    abandoned: bool = False
 
     @property
     def delivered(self) -> bool:
@@ -92,7 +94,9 @@ class FakeTelegram:
     async def start(self) -> FakeTelegram:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        # handler_cancellation: a held request whose client goes away (an alerter killed while
+        # waiting for the answer) is cancelled, so it is never processed (``abandoned``).
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, 0)
         await site.start()
@@ -185,7 +189,7 @@ class FakeTelegram:
 
     @property
     def held(self) -> list[TelegramRequest]:
-        return [r for r in self.requests if r.status is None]
+        return [r for r in self.requests if r.status is None and not r.abandoned]
 
     async def wait_messages(
         self,
@@ -232,7 +236,11 @@ class FakeTelegram:
             received_at=time.time(),
         )
         self.requests.append(record)
-        await self._released.wait()
+        try:
+            await self._released.wait()
+        except asyncio.CancelledError:
+            record.abandoned = True
+            raise
         status, body = self._answer(record)
         record.status, record.response, record.answered_at = status, body, time.time()
         return web.json_response(body, status=status)

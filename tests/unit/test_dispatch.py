@@ -8,8 +8,9 @@ from support import wait_for
 
 from monitor.alerter.channels import telegram
 from monitor.alerter.channels.base import DeliveryError
-from monitor.alerter.dispatch import ChatSender, Item, RetryPolicy
-from monitor.alerter.ratelimit import BotLimiter, ChatLimiter, SlidingWindow, is_group
+from monitor.alerter.dispatch import DestinationSender, Item, RetryPolicy
+from monitor.alerter.pacing import Bucket
+from monitor.alerter.ratelimit import SlidingWindow
 from monitor.events import Event
 
 
@@ -36,17 +37,18 @@ def item(n: int, kind: str = "down", monitor_id: int | None = None, not_before: 
     return it
 
 
-def sender(send, outcomes: list, retry: RetryPolicy | None = None) -> ChatSender:  # type: ignore[no-untyped-def]
+def sender(send, outcomes: list, retry: RetryPolicy | None = None, pace=None) -> DestinationSender:  # type: ignore[no-untyped-def]
     async def on_outcome(items: list[Item], outcome: str, error: str | None) -> None:
         outcomes.append((outcome, [i.event.event_id for i in items], error))
 
-    return ChatSender(
-        "42",
+    kwargs = {"pace": pace} if pace is not None else {}
+    return DestinationSender(
+        "telegram:42",
         send=send,
         compose=telegram.compose,
         on_outcome=on_outcome,
-        bot_limiter=BotLimiter(),
         retry=retry or RetryPolicy(max_attempts=5, base=0.01, cap=0.02),
+        **kwargs,
     )
 
 
@@ -72,7 +74,7 @@ async def test_events_waiting_together_are_combined() -> None:
     outcomes: list = []
     gate = asyncio.Event()
 
-    async def send(chat: str, text: str) -> None:
+    async def send(channel: object, text: str) -> None:
         sent.append(text)
         await gate.wait()
 
@@ -94,7 +96,7 @@ async def test_transient_failures_retry_then_permanent_dead_letters() -> None:
     calls = {"n": 0}
     outcomes: list = []
 
-    async def send(chat: str, text: str) -> None:
+    async def send(channel: object, text: str) -> None:
         calls["n"] += 1
         if calls["n"] <= 2:
             raise DeliveryError("telegram 500", permanent=False)
@@ -114,11 +116,10 @@ async def test_transient_failures_retry_then_permanent_dead_letters() -> None:
 async def test_budget_exhausted_goes_dead() -> None:
     outcomes: list = []
 
-    async def send(chat: str, text: str) -> None:
+    async def send(channel: object, text: str) -> None:
         raise DeliveryError("telegram unreachable", permanent=False)
 
     s = sender(send, outcomes, RetryPolicy(max_attempts=3, base=0.01, cap=0.01))
-    s._limiter = ChatLimiter("42", clock=lambda: 0.0)  # no pacing in this test
     s.put(item(1))
     await wait_for(lambda: outcomes, timeout=10)
     await s.stop()
@@ -134,22 +135,68 @@ def test_retry_delay_honours_retry_after_and_grows() -> None:
 
 
 def test_limits() -> None:
-    now = [0.0]
-    chat = ChatLimiter("42", clock=lambda: now[0])
-    chat.record()
-    assert chat.ready_at() > 1.0
-    group = ChatLimiter("-100123", clock=lambda: now[0])
-    for second in range(20):
-        now[0] = second * 1.1
-        assert group.ready_at() <= now[0]
-        group.record()
-    now[0] = 30.0
-    assert group.ready_at() >= 61.0  # the 21st message of the minute waits
+    # Telegram's flood limits as the shared pacer's buckets: the chat first (a 429 blocks it).
+    assert telegram.limits("telegram:42") == [Bucket("telegram:42", 1, 1.05), Bucket("telegram:bot", 30, 1.0)]
+    assert Bucket("telegram:-100123:minute", 20, 61.0) in telegram.limits("telegram:-100123")
     window = SlidingWindow(2, 1.0)
     window.record(0.0)
     window.record(0.1)
     assert window.ready_at(0.5) == 1.0
-    assert is_group("-1001") and is_group("@chan") and not is_group("42")
+    assert telegram.is_group("-1001") and telegram.is_group("@chan") and not telegram.is_group("42")
+
+
+async def test_pacing_wait_is_no_attempt_and_a_429_blocks() -> None:
+    outcomes: list = []
+    waits = [0.05, 0.0, 0.0]
+    blocked: list[float] = []
+    calls = {"n": 0}
+
+    async def pace() -> float:
+        return waits.pop(0) if waits else 0.0
+
+    async def send(channel: object, text: str) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise DeliveryError(
+                "telegram 429: Too Many Requests", permanent=False, retry_after=0.05, throttled=True
+            )
+
+    s = sender(send, outcomes, RetryPolicy(max_attempts=1, base=0.01, cap=0.01), pace=pace)
+
+    async def block(seconds: float) -> None:
+        blocked.append(seconds)
+
+    s._block = block
+    s.put(item(1))
+    await wait_for(lambda: outcomes, timeout=10)
+    await s.stop()
+    # With max_attempts=1 a counted failure would have dead-lettered it: a 429 is waiting.
+    assert outcomes == [("sent", ["e1"], None)] and blocked == [0.05]
+
+
+async def test_a_send_that_asks_for_a_wait_holds_the_destination() -> None:
+    # Discord answers a message with X-RateLimit-Remaining: 0: sent, and the destination is
+    # held (for every alerter, through block) for the X-RateLimit-Reset-After it gave.
+    outcomes: list = []
+    blocked: list[float] = []
+    holds = [0.25, None, 0.0]
+
+    async def send(channel: object, text: str) -> float | None:
+        return holds.pop(0)
+
+    async def block(seconds: float) -> None:
+        # The hold is in place before the outcome is recorded.
+        assert len(outcomes) == len(blocked)
+        blocked.append(seconds)
+
+    s = sender(send, outcomes)
+    s._block = block
+    for n in range(3):
+        s.put(item(n))
+        await wait_for(lambda n=n: len(outcomes) > n, timeout=10)
+    await s.stop()
+    assert outcomes == [("sent", [f"e{n}"], None) for n in range(3)]
+    assert blocked == [0.25]
 
 
 @pytest.mark.parametrize("count", [2, 50, 400])
@@ -162,3 +209,26 @@ def test_compose_fits_and_names_every_monitor(count: int) -> None:
         for e in events[covered : covered + n]:
             assert e.monitor_name in text
         covered += n
+
+
+async def test_a_retry_never_overtakes_an_older_fresh_alert_of_its_monitor() -> None:
+    # The recovery failed once and waits to retry; its outage, reclaimed from another alerter
+    # only now, is put ahead of it. The outage goes first, then the retry alone.
+    sent: list[str] = []
+    outcomes: list = []
+
+    async def send(channel: object, text: str) -> None:
+        sent.append(text)
+
+    s = sender(send, outcomes)
+    up = item(2, "up", monitor_id=7)
+    up.attempts = 1
+    up.event = Event(**{**up.event.to_dict(), "seq": 2})
+    down = item(1, monitor_id=7)
+    down.event = Event(**{**down.event.to_dict(), "seq": 1})
+    s.put(up)
+    s.put(down)
+    await wait_for(lambda: len(outcomes) >= 2, timeout=10)
+    await s.stop()
+    assert [ids for _, ids, _ in outcomes] == [["e1"], ["e2"]]
+    assert "DOWN" in sent[0] and "UP" in sent[1]

@@ -46,9 +46,9 @@ CASES = [
     ("a header value of the wrong type", MonitorCreate, {**GOOD, "headers": {"X-A": 1}},
      ("headers", "X-A"), "headers.X-A"),
     ("an unknown field", ChannelCreate, {"kind": "telegram", "name": "n", "config": {"chat_id": "1"}, "x": 1},
-     ("x",), "x"),
+     ("telegram", "x"), "x"),
     ("a channel's chat id", ChannelCreate, {"kind": "telegram", "name": "n", "config": {"chat_id": []}},
-     ("config", "chat_id"), "config.chat_id"),
+     ("telegram", "config", "chat_id"), "config.chat_id"),
 ]  # fmt: skip
 
 

@@ -1,1 +1,29 @@
-"""Alert channels, one module each."""
+"""Alert channels: one module per kind, each registered here.
+
+A kind is one module with a settings model, a pure renderer and a send function
+(:class:`~monitor.alerter.channels.base.ChannelKind`); adding one is that module and one
+line in ``_KINDS``. The API validates channels against the registry's models, the
+scheduler names each event's destinations with it, and the alerter sends through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from monitor.alerter.channels import telegram
+from monitor.alerter.channels.base import ChannelKind
+
+_KINDS: tuple[ChannelKind, ...] = (telegram.KIND,)
+REGISTRY: dict[str, ChannelKind] = {kind.name: kind for kind in _KINDS}
+
+
+def get(name: str) -> ChannelKind | None:
+    return REGISTRY.get(name)
+
+
+def destination(channel: Mapping[str, Any]) -> str | None:
+    """The destination key of one channel as an event carries it ({"id", "kind", "name", ...
+    its settings}); None for a kind this version does not know."""
+    kind = REGISTRY.get(str(channel.get("kind")))
+    return kind.destination_of(channel) if kind is not None else None

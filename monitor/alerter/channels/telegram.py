@@ -1,19 +1,58 @@
-"""Telegram: a pure renderer of messages and a thin ``sendMessage`` call."""
+"""Telegram: a pure renderer of messages and a thin ``sendMessage`` call.
+
+The bot token is the operator's (``MONITOR_TELEGRAM_BOT_TOKEN``), a channel names a chat.
+Flood limits (Telegram's FAQ): about one message a second per chat, 20 a minute in a group,
+30 a second per bot; kept in the shared pacer so several alerters together keep them.
+"""
 
 from __future__ import annotations
 
 import html
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import aiohttp
-from pydantic import SecretStr
+from pydantic import BaseModel, ConfigDict, SecretStr, field_validator
 
-from monitor.alerter.channels.base import DeliveryError, DestinationMoved
+from monitor.alerter.channels.base import ChannelKind, DeliveryError, DestinationMoved, SendContext
+from monitor.alerter.channels.text import clip as _clip
+from monitor.alerter.channels.text import describe_cause, format_duration
+from monitor.alerter.channels.text import when as _when
+from monitor.alerter.pacing import Bucket
 from monitor.events import Event
 
 MAX_MESSAGE = 4096
+CHAT_ID = re.compile(r"^-?\d{1,20}$|^@[A-Za-z][A-Za-z0-9_]{4,31}$")
+PER_CHAT_INTERVAL = 1.05  # a little over 1 s: clocks and network jitter differ
+GROUP_WINDOW = 61.0  # 20 a minute, with a second of margin for the same reason
+GROUP_MAX = 20
+BOT_PER_SECOND = 30
+
+
+def parse_chat_id(value: Any) -> Any:
+    """A chat id as Telegram takes it: a number (negative for groups) or an @channel name."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if value is not None and (not isinstance(value, str) or not CHAT_ID.match(value)):
+        raise ValueError("must be a numeric Telegram chat id or an @channel username")
+    return value
+
+
+class TelegramSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    chat_id: str
+
+    @field_validator("chat_id", mode="before")
+    @classmethod
+    def _chat(cls, value: Any) -> Any:
+        return parse_chat_id(value)
+
+
+def is_group(chat_id: str) -> bool:
+    return chat_id.startswith("-") or chat_id.startswith("@")
 
 
 @dataclass(frozen=True)
@@ -26,32 +65,6 @@ class TelegramConfig:
         token = self.token.get_secret_value()
         if ":" not in token or len(token) < 10:
             raise ValueError("MONITOR_TELEGRAM_BOT_TOKEN does not look like a bot token (id:secret)")
-
-
-def format_duration(seconds: float) -> str:
-    seconds = round(seconds)
-    parts = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            parts.append(f"{seconds // size}{unit}")
-            seconds %= size
-    if seconds or not parts:
-        parts.append(f"{seconds}s")
-    return " ".join(parts)
-
-
-def _when(value: str | None) -> str:
-    if not value:
-        return "?"
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def describe_cause(cause: dict[str, object]) -> str:
-    if cause.get("error"):
-        return str(cause["error"])
-    if cause.get("status_code") is not None:
-        return f"HTTP {cause['status_code']}"
-    return "check failed"
 
 
 def render(event: Event) -> str:
@@ -86,10 +99,6 @@ def _line(event: Event) -> str:
         return f"🔴 <b>{name}</b> DOWN: {cause} ({url}), since {_when(event.started_at)}"
     lasted = format_duration(event.duration_seconds or 0)
     return f"🟢 <b>{name}</b> UP after {lasted} ({url})"
-
-
-def _clip(text: str, size: int) -> str:
-    return text if len(text) <= size else text[: size - 1] + "…"
 
 
 def compose(
@@ -163,6 +172,42 @@ def truncate(text: str) -> str:
     return cut + "\n…"
 
 
+def destination(channel: Mapping[str, Any]) -> str | None:
+    """Telegram's destinations are chats: two channels naming one chat share its messages."""
+    chat = channel.get("chat_id")
+    return f"telegram:{chat}" if chat else None
+
+
+def limits(destination: str) -> list[Bucket]:
+    chat = destination.removeprefix("telegram:")
+    buckets = [Bucket(destination, 1, PER_CHAT_INTERVAL), Bucket("telegram:bot", BOT_PER_SECOND, 1.0)]
+    if is_group(chat):
+        buckets.append(Bucket(f"{destination}:minute", GROUP_MAX, GROUP_WINDOW))
+    return buckets
+
+
+async def deliver(ctx: SendContext, channel: Mapping[str, Any], text: Any) -> None:
+    """Send to the channel's chat, or where it moved: a group upgraded to a supergroup answers
+    with its new id; the message goes there and the channels of the old chat follow it."""
+    token = ctx.settings.telegram_bot_token
+    assert token is not None  # unavailable() holds the chat's alerts back without one
+    config = TelegramConfig(token, ctx.settings.telegram_api_base)
+    chat = str(channel["chat_id"])
+    target = ctx.moves.get(f"telegram:{chat}", chat)
+    try:
+        await send(ctx.http, config, target, text)
+    except DestinationMoved as exc:
+        ctx.moves[f"telegram:{chat}"] = exc.moved_to
+        await ctx.on_moved("telegram", "chat_id", target, exc.moved_to)
+        await send(ctx.http, config, exc.moved_to, text)
+
+
+def _unavailable(ctx: SendContext) -> str | None:
+    if ctx.settings.telegram_bot_token is None:
+        return "MONITOR_TELEGRAM_BOT_TOKEN is not set"
+    return None
+
+
 async def send(session: aiohttp.ClientSession, config: TelegramConfig, chat_id: str, text: str) -> None:
     url = f"{config.api_base}/bot{config.token.get_secret_value()}/sendMessage"
     payload = {"chat_id": chat_id, "text": text, "parse_mode": "HTML", "disable_web_page_preview": True}
@@ -182,7 +227,9 @@ async def send(session: aiohttp.ClientSession, config: TelegramConfig, chat_id: 
     if status == 429:
         params = body.get("parameters") if isinstance(body, dict) else None
         retry_after = float(params.get("retry_after", 1)) if isinstance(params, dict) else 1.0
-        raise DeliveryError(f"telegram 429: {description}", permanent=False, retry_after=retry_after)
+        raise DeliveryError(
+            f"telegram 429: {description}", permanent=False, retry_after=retry_after, throttled=True
+        )
     params = body.get("parameters") if isinstance(body, dict) else None
     if status == 400 and isinstance(params, dict) and params.get("migrate_to_chat_id") is not None:
         # "Bad Request: group chat was upgraded to a supergroup chat": the chat lives on there.
@@ -190,3 +237,15 @@ async def send(session: aiohttp.ClientSession, config: TelegramConfig, chat_id: 
     # 400 (chat not found, bad request), 401 (bad token), 403 (bot blocked) do not heal by retrying.
     permanent = status in (400, 401, 403, 404)
     raise DeliveryError(f"telegram {status}: {description}".strip(), permanent=permanent)
+
+
+KIND = ChannelKind(
+    name="telegram",
+    title="Telegram",
+    config=TelegramSettings,
+    compose=compose,
+    send=deliver,
+    limits=limits,
+    destination=destination,
+    unavailable=_unavailable,
+)
