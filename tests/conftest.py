@@ -31,6 +31,8 @@ if str(Path(__file__).parent) not in sys.path:
 
 from support import (
     ApiClient,
+    FakeChannels,
+    FakeSmtp,
     FakeTelegram,
     MonitorProcess,
     ProcessFactory,
@@ -152,6 +154,26 @@ async def monitor_factory(db: asyncpg.Connection) -> AsyncIterator[MonitorFactor
 async def target() -> AsyncIterator[TargetServer]:
     """An HTTP target on 127.0.0.1 (200, no delay); ``target.set(500)``, ``target.set(delay=1.5)``."""
     server = await TargetServer().start()
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+@pytest.fixture
+async def fake_channels() -> AsyncIterator[FakeChannels]:
+    """Fakes of Slack, Discord, ntfy, PagerDuty and webhook receivers on one 127.0.0.1 server."""
+    server = await FakeChannels().start()
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+@pytest.fixture
+async def fake_smtp() -> AsyncIterator[FakeSmtp]:
+    """A real SMTP server (aiosmtpd) with STARTTLS, implicit TLS and AUTH, recording messages."""
+    server = await FakeSmtp().start()
     try:
         yield server
     finally:

@@ -100,12 +100,22 @@ async def test_every_operation_through_the_generated_client(
         assert isinstance(await call("history.get_stats", monitor.id), models.Stats)
         await call("monitors.delete_monitor", monitor.id, status=204)
 
+        # ChannelCreate is a union on `kind`: the generator makes one model per kind.
         settings = models.TelegramSettings(chat_id="-100123")
         channel = await call(
             "channels.create_channel",
-            body=models.ChannelCreate(kind="telegram", name="ops", config=settings),
+            body=models.TelegramChannelCreate(kind="telegram", name="ops", config=settings),
             status=201,
         )
+        hook = await call(
+            "channels.create_channel",
+            body=models.WebhookChannelCreate(
+                kind="webhook", name="hook", config=models.WebhookSettings(url="https://hooks.example.com/in")
+            ),
+            status=201,
+        )
+        assert hook.config["secret"].startswith("whsec_")  # generated, shown once
+        await call("channels.delete_channel", hook.id, status=204)
         assert isinstance(channel, models.Channel)
         assert isinstance(await call("channels.list_channels"), models.ChannelList)
         assert (await call("channels.get_channel", channel.id)).name == "ops"

@@ -11,10 +11,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from monitor.alerter.channels import telegram
+from monitor.alerter.channels import discord, email, ntfy, pagerduty, slack, telegram, webhook
 from monitor.alerter.channels.base import ChannelKind
 
-_KINDS: tuple[ChannelKind, ...] = (telegram.KIND,)
+_KINDS: tuple[ChannelKind, ...] = (
+    telegram.KIND,
+    webhook.KIND,
+    ntfy.KIND,
+    slack.KIND,
+    discord.KIND,
+    email.KIND,
+    pagerduty.KIND,
+)
 REGISTRY: dict[str, ChannelKind] = {kind.name: kind for kind in _KINDS}
 
 
