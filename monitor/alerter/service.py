@@ -350,7 +350,7 @@ class Alerter:
                 )
                 kind = registry.get(str(targets[channel].get("kind")))
                 assert kind is not None  # targets() keeps only known kinds
-                self._sender(channel, kind).put(item)
+                self._sender(channel, kind, targets[channel]).put(item)
 
     async def _older_undelivered(
         self, entry_id: str, fields: dict[Any, Any], event: Event, channels: list[str]
@@ -412,13 +412,18 @@ class Alerter:
         self._deferred.pop(entry_id, None)
         return False
 
-    def _sender(self, key: str, kind: ChannelKind) -> DestinationSender:
+    def _sender(self, key: str, kind: ChannelKind, channel: Mapping[str, Any]) -> DestinationSender:
         sender = self._senders.get(key)
         if sender is None:
             assert self._ctx is not None and self._pacer is not None
             ctx, pacer = self._ctx, self._pacer
 
             buckets = kind.limits(key)
+            if kind.shared_limits is not None:
+                try:
+                    buckets += kind.shared_limits(self._reveal(kind, channel))
+                except DeliveryError:
+                    pass  # a secret no key opens: its sends fail on their own, with the reason
 
             async def pace() -> float:
                 return await pacer.reserve(buckets)

@@ -170,6 +170,9 @@ class ChannelKind:
     unavailable: Callable[[SendContext], str | None] = lambda ctx: None
     # Fills in what the API generates (a webhook's signing secret) in a config as stored.
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    # Limits one destination shares with others, from its channel (secrets opened): an ntfy
+    # server's limit per client covers every topic the alerter publishes to there.
+    shared_limits: Callable[[Mapping[str, Any]], list[Bucket]] | None = None
 
     def destination_of(self, channel: Mapping[str, Any]) -> str | None:
         if self.destination is not None:

@@ -235,13 +235,7 @@ def summary(events: list[Event], max_age: float) -> dict[str, Any]:
     size = len(intro)
     summaries = summarize(events)
     for shown, seen in enumerate(summaries):
-        last = seen.last
-        if last.kind == "down":
-            state = f"🔴 last DOWN since {_timestamp(last.started_at or last.at)}"
-        elif last.kind == "up":
-            state = f"🟢 last UP at {_timestamp(last.at)}"
-        else:
-            state = f"last {escape(last.kind, 20)} at {_timestamp(last.at)}"
+        state = seen.state(stamp=_timestamp, escape=lambda kind: escape(kind, 20))
         text = f"**{escape(seen.name, 150)}**: {seen.downs} down, {seen.ups} up; {state}"
         more = f"… and {len(summaries) - shown} more monitors"
         if size + 1 + len(text) + 1 + len(more) > MAX_DESCRIPTION:

@@ -44,7 +44,15 @@ from pydantic import (
 from monitor import logging as mlog
 from monitor.alerter.channels import smtp
 from monitor.alerter.channels.base import ChannelKind, DeliveryError, SendContext
-from monitor.alerter.channels.text import clip, describe_cause, format_duration, when
+from monitor.alerter.channels.text import (
+    clip,
+    describe_cause,
+    format_duration,
+    lead,
+    stale_count,
+    summarize,
+    when,
+)
 from monitor.alerter.pacing import Bucket
 from monitor.events import Event
 from monitor.names import name_problem
@@ -276,21 +284,10 @@ def render(event: Event) -> Mail:
 def summary(events: list[Event], max_age: float) -> Mail:
     """Old alerts (from while alerts could not be sent) as one message: per monitor, what
     happened and how it ended, so a mailbox gets one note, not a burst of stale news."""
-    by_monitor: dict[int | None, list[Event]] = {}
-    for event in events:
-        by_monitor.setdefault(event.monitor_id, []).append(event)
-    rows: list[tuple[str, str]] = []
-    for seen in by_monitor.values():
-        last = seen[-1]
-        downs = sum(1 for e in seen if e.kind == "down")
-        ups = sum(1 for e in seen if e.kind == "up")
-        if last.kind == "down":
-            state = f"last DOWN since {when(last.started_at or last.at)}"
-        elif last.kind == "up":
-            state = f"last UP at {when(last.at)}"
-        else:
-            state = f"last {last.kind} at {when(last.at)}"
-        rows.append((clip(last.monitor_name, 120), f"{downs} down, {ups} up; {state}"))
+    rows = [
+        (clip(seen.name, 120), f"{seen.downs} down, {seen.ups} up; {seen.state(icons=False)}")
+        for seen in summarize(events)
+    ]
     title = (
         f"{len(events)} alerts older than {format_duration(max_age)}, from while alerts could not be "
         f"sent ({when(events[0].at)} to {when(events[-1].at)})"
@@ -308,17 +305,10 @@ def compose(
 ) -> tuple[Mail, int]:
     """One e-mail per event, so each has its own Message-ID and a recovery threads under its
     outage; old events at the front (older than ``max_age``) are one summary, however many."""
-    if not events:
-        raise ValueError("nothing to compose")
-    if max_age is not None:
-        stale = 0
-        for event in events:
-            if event.age_seconds(now) <= max_age:
-                break
-            stale += 1
-        if stale:
-            return summary(events[:stale], max_age), stale
-    return render(events[0]), 1
+    # The old ones at the front, or the first alone: never several fresh events in one mail.
+    first = lead(events[: stale_count(events, max_age, now) or 1], max_age, now, summary, render)
+    assert first is not None
+    return first
 
 
 def message_id(key: str, from_address: str) -> str:

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, field_validator
 
@@ -44,7 +45,14 @@ from monitor.alerter.channels.base import (
     classify,
     retry_after,
 )
-from monitor.alerter.channels.text import clip, describe_cause, format_duration, when
+from monitor.alerter.channels.text import (
+    clip,
+    describe_cause,
+    format_duration,
+    lead,
+    summarize,
+    when,
+)
 from monitor.alerter.pacing import Bucket
 from monitor.events import Event
 from monitor.net.policy import InvalidTarget, parse_target_url
@@ -188,18 +196,9 @@ def compose(
     One event gets its own notification; several waiting at once get one line each under a
     count. Events older than ``max_age`` at the front are one quiet summary, however many.
     """
-    if not events:
-        raise ValueError("nothing to compose")
-    if max_age is not None:
-        stale = 0
-        for event in events:
-            if event.age_seconds(now) <= max_age:
-                break
-            stale += 1
-        if stale:
-            return summary(events[:stale], max_age), stale
-    if len(events) == 1:
-        return render(events[0]), 1
+    first = lead(events, max_age, now, summary, render)
+    if first is not None:
+        return first
     lines: list[str] = []
     size = 0
     for event in events:
@@ -221,21 +220,10 @@ def compose(
 
 def summary(events: list[Event], max_age: float) -> NtfyMessage:
     """Old alerts as one message: per monitor, what happened and how it ended."""
-    by_monitor: dict[int | None, list[Event]] = {}
-    for event in events:
-        by_monitor.setdefault(event.monitor_id, []).append(event)
-    lines = []
-    for seen in by_monitor.values():
-        last = seen[-1]
-        downs = sum(1 for e in seen if e.kind == "down")
-        ups = sum(1 for e in seen if e.kind == "up")
-        if last.kind == "down":
-            state = f"last DOWN since {when(last.started_at or last.at)}"
-        elif last.kind == "up":
-            state = f"last UP at {when(last.at)}"
-        else:
-            state = f"last {last.kind} at {when(last.at)}"
-        lines.append(f"{clip(last.monitor_name, 120)}: {downs} down, {ups} up; {state}")
+    lines = [
+        f"{clip(seen.name, 120)}: {seen.downs} down, {seen.ups} up; {seen.state(icons=False)}"
+        for seen in summarize(events)
+    ]
     title = f"{len(events)} alerts older than {format_duration(max_age)}"
     text = (
         f"From while alerts could not be sent ({when(events[0].at)} to {when(events[-1].at)}):\n"
@@ -295,6 +283,16 @@ def limits(destination: str) -> list[Bucket]:
     return [Bucket(destination, WINDOW_MAX, WINDOW), Bucket(f"{destination}:{PER_SECOND_KEY}", 1, 1.0)]
 
 
+def server_limits(channel: Mapping[str, Any]) -> list[Bucket]:
+    """ntfy counts requests per client across all topics of a server: the window is shared by
+    every topic of that server (measured: 10 topics of one server at 60 each drew 122 429s)."""
+    try:
+        host = urlsplit(str(channel.get("url") or "")).hostname
+    except ValueError:
+        host = None
+    return [Bucket(f"ntfy-server:{host}", WINDOW_MAX, WINDOW)] if host else []
+
+
 KIND = ChannelKind(
     name="ntfy",
     title="ntfy",
@@ -302,5 +300,6 @@ KIND = ChannelKind(
     compose=compose,
     send=send,
     limits=limits,
+    shared_limits=server_limits,
     secrets=frozenset({"url", "token"}),
 )

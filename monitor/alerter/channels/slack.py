@@ -39,8 +39,8 @@ from monitor.alerter.channels.text import (
     clip,
     describe_cause,
     format_duration,
+    lead,
     link_target,
-    stale_count,
     summarize,
     when,
 )
@@ -176,14 +176,9 @@ def compose(
     section each, up to :data:`MAX_COMBINED`. Alerts older than ``max_age`` at the front, however
     many, are one summary: a DOWN from days ago must not page anyone as if it were news.
     """
-    if not events:
-        raise ValueError("nothing to compose")
-    stale = stale_count(events, max_age, now)
-    if stale:
-        assert max_age is not None
-        return summary(events[:stale], max_age), stale
-    if len(events) == 1:
-        return render(events[0]), 1
+    first = lead(events, max_age, now, summary, render)
+    if first is not None:
+        return first
     batch = events[:MAX_COMBINED]
     down = sum(1 for e in batch if e.kind == "down")
     head = f"⚠️ {len(batch)} alerts: {down} down, {len(batch) - down} up"
@@ -203,13 +198,7 @@ def summary(events: list[Event], max_age: float) -> dict[str, Any]:
     )
     lines = []
     for seen in summarize(events):
-        last = seen.last
-        if last.kind == "down":
-            state = f"🔴 last DOWN since {when(last.started_at or last.at)}"
-        elif last.kind == "up":
-            state = f"🟢 last UP at {when(last.at)}"
-        else:
-            state = f"last {escape(last.kind, 20)} at {when(last.at)}"
+        state = seen.state(escape=lambda kind: escape(kind, 20))
         lines.append(f"*{escape(seen.name, 150)}*: {seen.downs} down, {seen.ups} up; {state}")
     sections: list[str] = []
     shown = 0

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr, field_validator
 
 from monitor.alerter.channels.base import ChannelKind, DeliveryError, DestinationMoved, SendContext
 from monitor.alerter.channels.text import clip as _clip
-from monitor.alerter.channels.text import describe_cause, format_duration
+from monitor.alerter.channels.text import describe_cause, format_duration, lead, summarize
 from monitor.alerter.channels.text import when as _when
 from monitor.alerter.pacing import Bucket
 from monitor.events import Event
@@ -112,18 +112,9 @@ def compose(
     front (alerts that waited while alerts could not be sent, e.g. no bot token yet) are
     one summary, however many: a DOWN from days ago must not page anyone as if it were news.
     """
-    if not events:
-        raise ValueError("nothing to compose")
-    if max_age is not None:
-        stale = 0
-        for event in events:
-            if event.age_seconds(now) <= max_age:
-                break
-            stale += 1
-        if stale:
-            return summary(events[:stale], max_age), stale
-    if len(events) == 1:
-        return render(events[0]), 1
+    first = lead(events, max_age, now, summary, render)
+    if first is not None:
+        return first
     lines: list[str] = []
     size = 40  # room for the header
     for event in events:
@@ -141,22 +132,11 @@ def compose(
 
 def summary(events: list[Event], max_age: float) -> str:
     """Old alerts of one chat as one message: per monitor, what happened and how it ended."""
-    by_monitor: dict[int | None, list[Event]] = {}
-    for event in events:
-        by_monitor.setdefault(event.monitor_id, []).append(event)
-    lines = []
-    for seen in by_monitor.values():
-        last = seen[-1]
-        name = html.escape(_clip(last.monitor_name, 120))
-        downs = sum(1 for e in seen if e.kind == "down")
-        ups = sum(1 for e in seen if e.kind == "up")
-        if last.kind == "down":
-            state = f"🔴 last DOWN since {_when(last.started_at or last.at)}"
-        elif last.kind == "up":
-            state = f"🟢 last UP at {_when(last.at)}"
-        else:
-            state = f"last {html.escape(last.kind)} at {_when(last.at)}"
-        lines.append(f"<b>{name}</b>: {downs} down, {ups} up; {state}")
+    lines = [
+        f"<b>{html.escape(_clip(seen.name, 120))}</b>: {seen.downs} down, {seen.ups} up; "
+        f"{seen.state(escape=html.escape)}"
+        for seen in summarize(events)
+    ]
     header = (
         f"🕓 {len(events)} alerts older than {format_duration(max_age)}, from while alerts could not "
         f"be sent ({_when(events[0].at)} to {_when(events[-1].at)}):"

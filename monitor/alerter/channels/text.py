@@ -5,12 +5,15 @@ Plain text only; each kind escapes for its own markup (HTML, mrkdwn, Markdown) i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 from urllib.parse import quote
 
 from monitor.events import Event
+
+P = TypeVar("P")
 
 
 def format_duration(seconds: float) -> str:
@@ -61,6 +64,27 @@ def stale_count(events: Sequence[Event], max_age: float | None, now: datetime | 
     return stale
 
 
+def lead(
+    events: Sequence[Event],
+    max_age: float | None,
+    now: datetime | None,
+    summary: Callable[[list[Event], float], P],
+    render: Callable[[Event], P],
+) -> tuple[P, int] | None:
+    """What every composer does first: old alerts at the front summed up in one message
+    (:func:`stale_count`), a lone event rendered alone; None when several fresh events wait,
+    for the kind to combine as it can."""
+    if not events:
+        raise ValueError("nothing to compose")
+    stale = stale_count(events, max_age, now)
+    if stale:
+        assert max_age is not None
+        return summary(list(events[:stale]), max_age), stale
+    if len(events) == 1:
+        return render(events[0]), 1
+    return None
+
+
 @dataclass(frozen=True)
 class MonitorSummary:
     """One monitor's share of a backlog of old alerts: how many of each, and the last one."""
@@ -69,6 +93,21 @@ class MonitorSummary:
     downs: int
     ups: int
     last: Event
+
+    def state(
+        self,
+        *,
+        stamp: Callable[[str | None], str] = when,
+        escape: Callable[[str], str] = lambda text: text,
+        icons: bool = True,
+    ) -> str:
+        """How it ended: "🔴 last DOWN since ..." / "🟢 last UP at ..." (times by ``stamp``)."""
+        last = self.last
+        if last.kind == "down":
+            return f"{'🔴 ' if icons else ''}last DOWN since {stamp(last.started_at or last.at)}"
+        if last.kind == "up":
+            return f"{'🟢 ' if icons else ''}last UP at {stamp(last.at)}"
+        return f"last {escape(last.kind)} at {stamp(last.at)}"
 
 
 def summarize(events: Sequence[Event]) -> list[MonitorSummary]:
