@@ -20,3 +20,8 @@ HANDBACK_KEY = "monitor:alerter:handback"
 HANDBACK_IDLE_MS = 365 * 24 * 3600 * 1000
 # Field of a stream entry that holds the event as JSON.
 EVENT_FIELD = "event"
+# monitor:events:republished:<event id>: set (NX, expiring) by the alerter that publishes a
+# lost event again (an older event of a monitor nowhere on the stream), so only one does.
+REPUBLISHED_PREFIX = "monitor:events:republished:"
+# The shared pacing of destinations (monitor/alerter/pacing.py): window and block keys.
+PACE_PREFIX = "monitor:pace:"

@@ -14,6 +14,7 @@ import asyncio
 import bisect
 import contextvars
 import itertools
+import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -27,6 +28,18 @@ from monitor.alerter.channels.base import DeliveryError
 from monitor.events import Event
 
 log = mlog.get(__name__)
+
+
+# The longest wait a destination can impose (Retry-After, a rate-limit reset): a day-long or
+# infinite value from a misbehaving service must not park a destination, or break the pacer.
+MAX_WAIT = 3600.0
+
+
+def bounded_wait(seconds: float | None) -> float | None:
+    """``seconds`` within 0 and MAX_WAIT; None for none (or a value that is not a number)."""
+    if seconds is None or not math.isfinite(seconds):
+        return MAX_WAIT if seconds == math.inf else None
+    return min(max(seconds, 0.0), MAX_WAIT)
 
 
 def stream_order(entry_id: str) -> tuple[int, int]:
@@ -254,7 +267,7 @@ class DestinationSender:
         self._sending = True
         try:
             try:
-                hold = await self._send(batch[0].target, payload)
+                hold = bounded_wait(await self._send(batch[0].target, payload))
             except DeliveryError as exc:
                 await self._failed(batch, exc)
                 return
@@ -273,7 +286,7 @@ class DestinationSender:
         if exc.throttled:
             # The destination asked us to wait, which is no failed attempt: counted as one, a
             # long contention would dead-letter alerts for being paced. Every alerter waits.
-            wait = exc.retry_after or 1.0
+            wait = bounded_wait(exc.retry_after) or 1.0
             await self._block(wait)
             log.info(
                 "alert.throttled",
@@ -290,7 +303,7 @@ class DestinationSender:
             if exc.permanent or item.attempts >= self._retry.max_attempts:
                 dead.append(item)
             else:
-                item.not_before = now + self._retry.delay(item.attempts, exc.retry_after)
+                item.not_before = now + self._retry.delay(item.attempts, bounded_wait(exc.retry_after))
         log.warning(
             "alert.send_failed",
             destination=self.key,

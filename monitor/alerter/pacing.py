@@ -56,12 +56,13 @@ from dataclasses import dataclass
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from monitor import keys
 from monitor import logging as mlog
 from monitor.alerter.ratelimit import SlidingWindow
 
 log = mlog.get(__name__)
 
-PREFIX = "monitor:pace:"
+PREFIX = keys.PACE_PREFIX
 
 # What "Redis is unavailable" looks like to a caller; anything else is a bug and propagates.
 REDIS_ERRORS: tuple[type[BaseException], ...] = (RedisError, OSError, TimeoutError)

@@ -19,6 +19,7 @@ import json
 import os
 import socket
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -39,7 +40,7 @@ from monitor.alerter.dispatch import DestinationSender, Item, RetryPolicy, strea
 from monitor.alerter.metrics import AlerterMetrics
 from monitor.alerter.pacing import SharedPacer
 from monitor.config import Settings
-from monitor.events import Event, EventFormatError
+from monitor.events import Event, EventFormatError, publish
 from monitor.health import ping_database, ping_redis
 from monitor.net.client import HttpSession, make_session
 from monitor.net.policy import AddressPolicy
@@ -309,6 +310,7 @@ class Alerter:
             await self._dead_letter(
                 entry_id, {_decode(k): _decode(v) for k, v in fields.items()}, None, str(exc)
             )
+            await self._unreadable(fields, str(exc))
             await self._ack(entry_id)
             return
         with mlog.bound(event_id=event.event_id, monitor_id=event.monitor_id):
@@ -356,19 +358,24 @@ class Alerter:
         self, entry_id: str, fields: dict[Any, Any], event: Event, channels: list[str]
     ) -> bool:
         """True (and the entry deferred) while an older event of the same monitor for one of
-        ``channels`` has no final delivery and is not in our hands: in another alerter's, or
-        still on its way. Within one alerter the destination's sender keeps the order.
+        ``channels`` has no final delivery and is not in our hands. Within one alerter the
+        destination's sender keeps the order; across alerters, this.
 
         Events carry their place in the monitor's sequence (``seq``); the outbox says which
-        older ones went to which destinations. An older event nobody delivers for the whole
-        order wait (its stream entry lost) is not waited for any longer.
+        older ones went to which destinations, and where each went on the stream. One still
+        pending in the group (another alerter holds it, however long it is throttled or backs
+        off, or it waits for a reclaim), not yet read, or not yet published is waited for; one
+        that is none of these (lost with a Redis that kept no data, trimmed) is published again
+        and then waited for. Only an older event whose stream entry is unknown (written before
+        migration 008) is given up after the order wait.
         """
         if event.monitor_id is None:
             return False
         assert self._pool is not None
         if event.seq is not None:
             rows = await self._pool.fetch(
-                """SELECT o.event_id::text AS event_id, d.dest
+                """SELECT o.event_id::text AS event_id, d.dest, o.stream_id, o.payload,
+                          o.published_at IS NOT NULL AS published
                    FROM outbox o CROSS JOIN LATERAL unnest(o.destinations) AS d(dest)
                    WHERE o.monitor_id = $1 AND o.seq < $2 AND o.seq >= $2 - $4
                      AND d.dest = ANY($3::text[])
@@ -379,9 +386,23 @@ class Alerter:
                 channels,
                 ORDER_LOOKBACK,
             )
-            waiting = [
-                (r["event_id"], r["dest"]) for r in rows if (r["event_id"], r["dest"]) not in self._holding
-            ]
+            rows = [r for r in rows if (r["event_id"], r["dest"]) not in self._holding]
+            tracked = [r for r in rows if r["stream_id"] is not None or not r["published"]]
+            unknown = [r for r in rows if r not in tracked]
+            for row in {r["event_id"]: r for r in tracked}.values():
+                if row["published"] and await self._lost(row["stream_id"]):
+                    await self._republish(row["event_id"], row["payload"])
+            waiting = [(r["event_id"], r["dest"]) for r in unknown]
+            if tracked:
+                if entry_id not in self._deferred:
+                    log.info(
+                        "alert.waits_for_older", seq=event.seq, older=[r["event_id"] for r in tracked][:10]
+                    )
+                self._deferred[entry_id] = (
+                    fields,
+                    self._deferred.get(entry_id, (fields, time.monotonic()))[1],
+                )
+                return True
         elif event.kind == "up" and event.after_event_id:  # a version 2 event: its own outage only
             pending = [c for c in channels if (event.after_event_id, c) not in self._holding]
             done = {
@@ -411,6 +432,60 @@ class Alerter:
             )
         self._deferred.pop(entry_id, None)
         return False
+
+    async def _unreadable(self, fields: dict[Any, Any], error: str) -> None:
+        """An event this alerter cannot read is final (dead) for its destinations as the outbox
+        knows them, so its monitor's newer events do not wait for it."""
+        assert self._pool is not None
+        raw = fields.get(keys.EVENT_FIELD.encode()) or fields.get(keys.EVENT_FIELD) or b"{}"
+        try:
+            event_id = str(uuid.UUID(str(json.loads(_decode(raw)).get("event_id"))))
+        except (ValueError, TypeError, AttributeError):
+            return
+        await self._pool.execute(
+            """INSERT INTO deliveries (event_id, channel, status, attempts, last_error)
+               SELECT o.event_id, d.dest, 'dead', 0, $2 FROM outbox o, unnest(o.destinations) AS d(dest)
+               WHERE o.event_id = $1::uuid
+               ON CONFLICT (event_id, channel) DO NOTHING""",
+            event_id,
+            error,
+        )
+
+    async def _lost(self, stream_id: str) -> bool:
+        """Whether the stream entry ``stream_id`` is nowhere: not pending in the group (no alerter
+        holds it or will reclaim it), and not waiting to be read."""
+        assert self._redis is not None
+        pending: Any = await self._redis.xpending_range(
+            keys.EVENTS_STREAM, keys.ALERTER_GROUP, min=stream_id, max=stream_id, count=1
+        )
+        if pending:
+            return False
+        groups: Any = await self._redis.xinfo_groups(keys.EVENTS_STREAM)
+        last = next(
+            (_decode(g["last-delivered-id"]) for g in groups if _decode(g["name"]) == keys.ALERTER_GROUP),
+            "0-0",
+        )
+        if stream_order(stream_id) <= stream_order(last):
+            return True  # read and acknowledged without a final delivery, or gone
+        return not await self._redis.xrange(keys.EVENTS_STREAM, min=stream_id, max=stream_id, count=1)
+
+    async def _republish(self, event_id: str, payload: dict[str, Any]) -> None:
+        """Publish a lost event again (once, whichever alerter notices first); deliveries keep
+        it from being sent twice where it did go."""
+        assert self._redis is not None and self._pool is not None
+        claimed = await self._redis.set(
+            f"{keys.REPUBLISHED_PREFIX}{event_id}",
+            b"1",
+            nx=True,
+            ex=int(self.settings.alert_claim_idle_seconds * 2) + 1,
+        )
+        if not claimed:
+            return
+        (stream_id,) = await publish(self._redis, [payload])
+        await self._pool.execute(
+            "UPDATE outbox SET stream_id = $2 WHERE event_id = $1::uuid", event_id, stream_id
+        )
+        log.warning("alert.older_republished", older=event_id, stream_id=stream_id)
 
     def _sender(self, key: str, kind: ChannelKind, channel: Mapping[str, Any]) -> DestinationSender:
         sender = self._senders.get(key)

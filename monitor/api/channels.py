@@ -17,7 +17,7 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from monitor.alerter.channels import REGISTRY as CHANNEL_KINDS
-from monitor.alerter.channels.base import config_values
+from monitor.alerter.channels.base import ChannelKind, config_values
 from monitor.api.context import POOL, SECRET_BOX
 from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
@@ -73,18 +73,14 @@ async def create_channel(request: web.Request) -> web.Response:
         spec: Any = ChannelCreate.model_validate(await json_object(request)).root
     except ValidationError as exc:
         raise (_kind_error(exc) or from_validation(exc, ChannelCreate)) from None
-    kind = CHANNEL_KINDS[spec.kind]
-    given = config_values(spec.config)
-    config = kind.prepare(dict(given)) if kind.prepare is not None else given
-    shown = {k: v for k, v in config.items() if k in kind.secrets and given.get(k) is None and v is not None}
-    box = request.app[SECRET_BOX]
+    config, shown = _stored(request, CHANNEL_KINDS[spec.kind], config_values(spec.config))
     async with request.app[POOL].acquire() as conn:
         new_id = await conn.fetchval(
             "INSERT INTO channels (account_id, kind, name, config) VALUES ($1, $2, $3, $4) RETURNING id",
             account_id(request),
             spec.kind,
             spec.name,
-            box.seal_fields(config, kind.secrets),
+            config,
         )
         row = await conn.fetchrow(SELECT + " WHERE c.id = $1", new_id)
     return web.json_response(
@@ -116,9 +112,10 @@ async def patch_channel(request: web.Request) -> web.Response:
         raise from_validation(exc, ChannelPatch) from None
     async with request.app[POOL].acquire() as conn, conn.transaction():
         current = await _owned(conn, request)
-        config = None
+        config: dict[str, Any] | None = None
+        shown: dict[str, Any] = {}
         if patch.config is not None:
-            config = _patched_config(request, current, patch.config)
+            config, shown = _patched_config(request, current, patch.config)
         await conn.execute(
             """UPDATE channels SET name = coalesce($2, name), config = coalesce($3, config),
                                    updated_at = now()
@@ -128,12 +125,25 @@ async def patch_channel(request: web.Request) -> web.Response:
             config,
         )
         row = await _owned(conn, request)
-    return web.json_response(render(row))
+    return web.json_response(render(row, shown=shown))
 
 
-def _patched_config(request: web.Request, current: asyncpg.Record, given: dict[str, Any]) -> dict[str, Any]:
+def _stored(
+    request: web.Request, kind: ChannelKind, given: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A validated config as stored (what the kind generates filled in, secrets sealed), and
+    the secrets generated here, to be shown once in this answer."""
+    config = kind.prepare(dict(given)) if kind.prepare is not None else given
+    shown = {k: v for k, v in config.items() if k in kind.secrets and given.get(k) is None and v is not None}
+    return request.app[SECRET_BOX].seal_fields(config, kind.secrets), shown
+
+
+def _patched_config(
+    request: web.Request, current: asyncpg.Record, given: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The new config, validated against the channel's kind and sealed; a secret sent back
-    masked (``********``) or left out keeps the stored one."""
+    masked (``********``) or left out keeps the stored one, and one the kind generates
+    (a webhook's signing secret) sent as ``null`` is made anew and shown once."""
     kind = CHANNEL_KINDS.get(current["kind"])
     if kind is None:
         raise ApiError(409, "conflict", f"this version cannot change channels of kind {current['kind']!r}")
@@ -151,10 +161,7 @@ def _patched_config(request: web.Request, current: asyncpg.Record, given: dict[s
         first = from_validation(exc, kind.config)
         field = f"config.{first.field}" if first.field else "config"
         raise ApiError(422, "invalid", f"config.{first}", field) from None
-    config = config_values(settings)
-    if kind.prepare is not None:
-        config = kind.prepare(config)
-    return box.seal_fields(config, kind.secrets)
+    return _stored(request, kind, config_values(settings))
 
 
 async def delete_channel(request: web.Request) -> web.Response:

@@ -73,10 +73,13 @@ class Relay:
                 )
                 if not rows:
                     return True
-                await publish(self._redis, [r["payload"] for r in rows])
+                stream_ids = await publish(self._redis, [r["payload"] for r in rows])
+                # The stream id tells the alerters where the event is (pending, unread, or lost).
                 await self._pool.execute(
-                    "UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])",
+                    """UPDATE outbox o SET published_at = now(), stream_id = u.stream_id
+                       FROM unnest($1::bigint[], $2::text[]) AS u(id, stream_id) WHERE o.id = u.id""",
                     [r["id"] for r in rows],
+                    stream_ids,
                 )
                 self.published += len(rows)
                 self._metrics.events_published.inc(len(rows))

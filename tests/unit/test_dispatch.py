@@ -8,7 +8,7 @@ from support import wait_for
 
 from monitor.alerter.channels import telegram
 from monitor.alerter.channels.base import DeliveryError
-from monitor.alerter.dispatch import DestinationSender, Item, RetryPolicy
+from monitor.alerter.dispatch import DestinationSender, Item, RetryPolicy, bounded_wait
 from monitor.alerter.pacing import Bucket
 from monitor.alerter.ratelimit import SlidingWindow
 from monitor.events import Event
@@ -232,3 +232,12 @@ async def test_a_retry_never_overtakes_an_older_fresh_alert_of_its_monitor() -> 
     await s.stop()
     assert [ids for _, ids, _ in outcomes] == [["e1"], ["e2"]]
     assert "DOWN" in sent[0] and "UP" in sent[1]
+
+
+@pytest.mark.parametrize(
+    ("given", "bounded"),
+    [(None, None), (2.5, 2.5), (-1.0, 0.0), (1e300, 3600.0), (float("inf"), 3600.0), (float("nan"), None)],
+)
+def test_a_destinations_wait_is_bounded(given: float | None, bounded: float | None) -> None:
+    # A Retry-After of "inf" (or Discord's retry_after: Infinity) once broke the pacer's block.
+    assert bounded_wait(given) == bounded

@@ -44,6 +44,7 @@ from monitor.alerter.channels.base import (
     SendContext,
     classify,
     retry_after,
+    without_url,
 )
 from monitor.alerter.channels.text import (
     clip,
@@ -249,7 +250,7 @@ def publish_body(channel: Mapping[str, Any], message: NtfyMessage) -> dict[str, 
     return body
 
 
-def judge(reply: Reply) -> None:
+def judge(reply: Reply, url: str = "") -> None:
     """ntfy's answers: 2xx sent; 429 waits (42901, too many requests: 5 s, ntfy's replenish
     interval; 42908, the daily quota: 10 minutes); 401/403 (token missing, wrong, or without
     write access), 400 and 404 are permanent; 5xx retry."""
@@ -258,7 +259,11 @@ def judge(reply: Reply) -> None:
     body = reply.json()
     code = body.get("code") if isinstance(body, dict) else None
     error = body.get("error") if isinstance(body, dict) else None
-    detail = f"{code} {error}" if isinstance(code, int) and isinstance(error, str) else reply.text(120)
+    detail = (
+        f"{code} {error}"
+        if isinstance(code, int) and isinstance(error, str)
+        else without_url(reply.text(120), url)
+    )
     if reply.status == 429:
         wait = THROTTLE_WAIT.get(code, DEFAULT_THROTTLE_WAIT) if isinstance(code, int) else 5.0
         raise DeliveryError(
@@ -276,7 +281,7 @@ async def send(ctx: SendContext, channel: Mapping[str, Any], payload: Any) -> No
     if token:
         headers["Authorization"] = f"Bearer {token}"
     body = json.dumps(publish_body(channel, message), ensure_ascii=False).encode()
-    judge(await ctx.web.post("ntfy", publish, body, headers))
+    judge(await ctx.web.post("ntfy", publish, body, headers), url)
 
 
 def limits(destination: str) -> list[Bucket]:

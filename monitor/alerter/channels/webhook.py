@@ -31,7 +31,14 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from monitor import __version__
-from monitor.alerter.channels.base import ChannelKind, DeliveryError, Reply, SendContext, classify
+from monitor.alerter.channels.base import (
+    ChannelKind,
+    DeliveryError,
+    Reply,
+    SendContext,
+    classify,
+    without_url,
+)
 from monitor.alerter.pacing import Bucket
 from monitor.events import Event
 from monitor.net.policy import InvalidTarget, parse_target_url
@@ -245,7 +252,7 @@ def request_headers(channel: Mapping[str, Any], message: WebhookMessage, timesta
     return headers
 
 
-def judge(reply: Reply) -> None:
+def judge(reply: Reply, url: str = "") -> None:
     """Sent on 2xx; 429 waits (``Retry-After``); 408, 425 and 5xx retry; a redirect (not
     followed: the receiver's final URL belongs in the setting), 410 Gone and other 4xx are
     permanent."""
@@ -254,13 +261,15 @@ def judge(reply: Reply) -> None:
             f"webhook {reply.status}: redirects are not followed; set the receiver's final URL",
             permanent=True,
         )
-    classify("webhook", reply, detail=reply.text(120))
+    # An answer may echo the URL ("Cannot POST /hook/<token>"): it is the credential.
+    classify("webhook", reply, detail=without_url(reply.text(120), url))
 
 
 async def send(ctx: SendContext, channel: Mapping[str, Any], payload: Any) -> None:
     message: WebhookMessage = payload
     headers = request_headers(channel, message, int(time.time()))
-    judge(await ctx.web.post("webhook", str(channel["url"]), message.body, headers))
+    url = str(channel["url"])
+    judge(await ctx.web.post("webhook", url, message.body, headers), url)
 
 
 def limits(destination: str) -> list[Bucket]:
