@@ -29,6 +29,7 @@ class MonitorSpec:
     confirm_after: int
     follow_redirects: bool
     paused: bool
+    recover_after: int = 1
     # The check type's runtime options (``Check.options``: for http, ``HttpOptions``); None
     # for a monitor with default settings, so 100,000 plain monitors pay nothing for them.
     options: Any = None
@@ -46,6 +47,7 @@ class MonitorSpec:
             confirm_after=int(row["confirm_after"]),
             follow_redirects=bool(row["follow_redirects"]),
             paused=bool(row["paused"]),
+            recover_after=int(row.get("recover_after") or 1),
             options=options,
         )
 

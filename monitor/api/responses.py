@@ -72,6 +72,7 @@ class Monitor(_Out):
     timeout_seconds: float
     expected_status: list[int | str] = Field(description="status codes, 'low-high' ranges or 'Nxx' classes")
     confirm_after: int
+    recover_after: int = Field(description="consecutive successes that confirm a down monitor's recovery")
     follow_redirects: bool
     method: Method
     headers: dict[str, str] = Field(description=f"the values of sensitive headers read as {MASK!r}")

@@ -205,6 +205,9 @@ class MonitorCreate(_MonitorFields, RequestOptions):
     )
     expected_status: list[StrictInt | str] = Field(default_factory=_default_expected, max_length=20)
     confirm_after: StrictInt = Field(2, ge=1, le=10)
+    recover_after: StrictInt = Field(
+        1, ge=1, le=10, description="consecutive successes before a down monitor is up again"
+    )
     follow_redirects: StrictBool = False
     telegram_chat_id: str | None = None
     paused: StrictBool = False
@@ -241,6 +244,7 @@ class MonitorPatch(_MonitorFields, HttpChecks):
     timeout_seconds: Number | None = Field(None, gt=0, le=MAX_TIMEOUT_SECONDS, description=_TIMEOUT_DOC)
     expected_status: list[StrictInt | str] | None = Field(None, max_length=20)
     confirm_after: StrictInt | None = Field(None, ge=1, le=10)
+    recover_after: StrictInt | None = Field(None, ge=1, le=10)
     follow_redirects: StrictBool | None = None
     telegram_chat_id: str | None = None
     paused: StrictBool | None = None
@@ -255,6 +259,7 @@ class MonitorPatch(_MonitorFields, HttpChecks):
         "timeout_seconds",
         "expected_status",
         "confirm_after",
+        "recover_after",
         "follow_redirects",
         "paused",
         "tags",

@@ -257,7 +257,8 @@ class Scheduler:
         assert self._pool is not None and self._shared is not None and self._box is not None
         shared = self._shared
         rows = await self._pool.fetch(
-            """SELECT m.*, s.status, s.consecutive_failures, s.streak_started_at, x.secrets
+            """SELECT m.*, s.status, s.consecutive_failures, s.streak_started_at, s.consecutive_successes,
+                      s.recovering_since, x.secrets
                FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
                LEFT JOIN monitor_secrets x ON x.monitor_id = m.id
                WHERE m.id = ANY($1::bigint[])""",
@@ -280,7 +281,11 @@ class Scheduler:
             spec = MonitorSpec.from_row(row, options)
             if spec.id not in shared.states and row["status"] is not None:
                 shared.states[spec.id] = State(
-                    row["status"], row["consecutive_failures"], row["streak_started_at"]
+                    row["status"],
+                    row["consecutive_failures"],
+                    row["streak_started_at"],
+                    row["consecutive_successes"],
+                    row["recovering_since"],
                 )
             ticker = MonitorTicker(spec, shared)
             ticker.start(since)

@@ -1,20 +1,25 @@
 """The per-monitor state machine, a pure function.
 
-Transition table (``n`` = consecutive failures after this check, ``c`` = confirm_after):
+Transition table (``n`` = consecutive failures after this check, ``c`` = confirm_after,
+``s`` = consecutive successes while down after this check, ``r`` = recover_after):
 
     status   check  condition   -> status  event
     -------  -----  ----------     ------  -----
     unknown  ok                    up      none (a first success is not news)
     up       ok                    up      none
-    down     ok                    up      "up" (closes the incident at this check)
+    down     ok     s < r          down    none (recovery not yet confirmed)
+    down     ok     s >= r         up      "up" (the incident ends at the streak's first success)
     unknown  fail   n < c          unknown none (not yet confirmed)
     up       fail   n < c          up      none (not yet confirmed)
     unknown  fail   n >= c         down    "down" (incident starts at the streak's first failure)
     up       fail   n >= c         down    "down"
-    down     fail                  down    none
+    down     fail                  down    none (a recovering streak starts over)
 
-One success ends a streak; ``c`` failures in a row confirm an outage, so one lost
-packet never wakes anybody (no crying wolf) and a real outage is never missed.
+One success ends a failing streak; ``c`` failures in a row confirm an outage, so one lost
+packet never wakes anybody (no crying wolf) and a real outage is never missed. Likewise
+``r`` successes in a row confirm a recovery (Gatus's success-threshold), so a site that
+answers once between failures does not send "up" and then "down" again; the outage still
+ends when the confirming streak began, since that is when visitors were served again.
 """
 
 from __future__ import annotations
@@ -32,12 +37,16 @@ class State:
     failures: int = 0
     # Time of the first failing check of the current streak.
     streak_started_at: datetime | None = None
+    # While down: consecutive successes so far, and the time of the first of them.
+    successes: int = 0
+    recovering_since: datetime | None = None
 
 
 @dataclass(frozen=True)
 class Transition:
     kind: Literal["down", "up"]
-    # For "down": the first failing check of the confirming streak; for "up": the recovering check.
+    # For "down": the first failing check of the confirming streak; for "up": the first
+    # successful check of the confirming streak.
     at: datetime
 
 
@@ -45,10 +54,16 @@ UNKNOWN = State()
 UP = State("up", 0, None)
 
 
-def step(state: State, ok: bool, at: datetime, confirm_after: int) -> tuple[State, Transition | None]:
+def step(
+    state: State, ok: bool, at: datetime, confirm_after: int, recover_after: int = 1
+) -> tuple[State, Transition | None]:
     if ok:
-        # States are immutable: every monitor that is up shares one.
-        return UP, Transition("up", at) if state.status == "down" else None
+        if state.status != "down":
+            return UP, None  # states are immutable: every monitor that is up shares one
+        successes, since = state.successes + 1, state.recovering_since or at
+        if successes >= recover_after:
+            return UP, Transition("up", since)
+        return State("down", state.failures, state.streak_started_at, successes, since), None
     failures = state.failures + 1
     streak_started_at = state.streak_started_at or at
     if state.status != "down" and failures >= confirm_after:

@@ -179,7 +179,9 @@ class MonitorTicker:
             metrics.checks_blocked.inc()
         else:
             metrics.checks_down.inc()
-        state, transition = step(shared.states.get(spec.id, UNKNOWN), result.ok, at, spec.confirm_after)
+        state, transition = step(
+            shared.states.get(spec.id, UNKNOWN), result.ok, at, spec.confirm_after, spec.recover_after
+        )
         shared.states[spec.id] = state
         shared.sink(spec, result, state, transition)
         if transition is not None:

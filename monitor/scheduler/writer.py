@@ -38,7 +38,14 @@ from monitor.scheduler.state import State, Transition
 log = mlog.get(__name__)
 
 # A staged row: the check's columns, then the monitor's state after it.
-STAGE_COLUMNS = (*CheckResult.COLUMNS, "status", "failures", "streak_started_at")
+STAGE_COLUMNS = (
+    *CheckResult.COLUMNS,
+    "status",
+    "failures",
+    "streak_started_at",
+    "successes",
+    "recovering_since",
+)
 
 # ``details`` is staged as JSON text: COPY's binary format has no encoder for our jsonb codec,
 # and the text is what the codec would produce anyway. The insert below casts it.
@@ -47,7 +54,9 @@ CREATE TEMP TABLE IF NOT EXISTS checks_batch (
     LIKE checks,
     status text NOT NULL,
     failures integer NOT NULL,
-    streak_started_at timestamptz
+    streak_started_at timestamptz,
+    successes integer NOT NULL,
+    recovering_since timestamptz
 ) ON COMMIT DELETE ROWS;
 ALTER TABLE checks_batch ALTER COLUMN details TYPE text"""
 
@@ -64,10 +73,10 @@ WITH new AS (
     {rollups.upsert_from("new", "checks_daily", "day", "1 day")}
 )
 INSERT INTO monitor_state AS s (
-    monitor_id, status, consecutive_failures, streak_started_at,
+    monitor_id, status, consecutive_failures, streak_started_at, consecutive_successes, recovering_since,
     last_check_at, last_ok, last_error, last_status_code, last_latency_ms)
 SELECT DISTINCT ON (b.monitor_id) b.monitor_id, b.status, b.failures, b.streak_started_at,
-       b.time, b.ok, b.error, b.status_code, b.latency_ms
+       b.successes, b.recovering_since, b.time, b.ok, b.error, b.status_code, b.latency_ms
 FROM checks_batch b
 -- A monitor deleted while its check ran has no state row to keep.
 WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = b.monitor_id)
@@ -76,7 +85,9 @@ ON CONFLICT (monitor_id) DO UPDATE SET
     changed_at = CASE WHEN s.status <> excluded.status
                       THEN excluded.last_check_at ELSE s.changed_at END,
     status = excluded.status, consecutive_failures = excluded.consecutive_failures,
-    streak_started_at = excluded.streak_started_at, last_check_at = excluded.last_check_at,
+    streak_started_at = excluded.streak_started_at,
+    consecutive_successes = excluded.consecutive_successes, recovering_since = excluded.recovering_since,
+    last_check_at = excluded.last_check_at,
     last_ok = excluded.last_ok, last_error = excluded.last_error,
     last_status_code = excluded.last_status_code, last_latency_ms = excluded.last_latency_ms
 WHERE s.last_check_at IS NULL OR s.last_check_at <= excluded.last_check_at"""
@@ -137,7 +148,16 @@ class Writer:
     def add(
         self, spec: MonitorSpec, result: CheckResult, state: State, transition: Transition | None
     ) -> None:
-        self._rows.append((*result.record(), state.status, state.failures, state.streak_started_at))
+        self._rows.append(
+            (
+                *result.record(),
+                state.status,
+                state.failures,
+                state.streak_started_at,
+                state.successes,
+                state.recovering_since,
+            )
+        )
         if transition is not None:
             self._transitions.append(Pending(spec, transition, result))
         overflow = len(self._rows) - self._max_buffered
