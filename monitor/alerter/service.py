@@ -331,9 +331,10 @@ class Alerter:
                     channels,
                 )
             }
-            for channel in final:
-                log.info("alert.duplicate_skipped", channel=channel)
-                self.metrics.deliveries.labels("duplicate").inc()
+            if entry_id not in self._deferred:  # a deferred entry is looked at again every read
+                for channel in final:
+                    log.info("alert.duplicate_skipped", channel=channel)
+                    self.metrics.deliveries.labels("duplicate").inc()
             open_channels = [c for c in channels if c not in final]
             if not open_channels:
                 self._deferred.pop(entry_id, None)
