@@ -7,6 +7,7 @@ from collections.abc import Callable
 import asyncpg
 import pytest
 from support import ApiClient, FakeTelegram, ProcessFactory, TargetServer, wait_for
+from support.alerts import watched_monitor
 
 pytestmark = pytest.mark.e2e
 
@@ -40,19 +41,8 @@ async def test_channel_test_message_and_alerts_to_attached_channels(
     assert test_message.chat_id == "-1001" and "Ops &lt;team&gt;" in (test_message.text or "")
 
     # A monitor with both channels alerts both chats, once each.
-    monitor = await api.post(
-        "/api/v1/monitors",
-        json={
-            "name": "shop",
-            "url": target.url("/"),
-            "interval_seconds": 1,
-            "timeout_seconds": 1,
-            "confirm_after": 1,
-            "channel_ids": [ops.json["id"], dev.json["id"]],
-        },
-    )
-    assert monitor.status == 201 and monitor.json["channel_ids"] == [ops.json["id"], dev.json["id"]], monitor
-    await wait_for(lambda: db.fetchval("SELECT count(*) FROM checks WHERE ok"), timeout=20)
+    monitor = await watched_monitor(api, db, target.url("/"), [ops.json["id"], dev.json["id"]])
+    assert monitor["channel_ids"] == [ops.json["id"], dev.json["id"]], monitor
     target.set(500)
     await fake_telegram.wait_messages(3, timeout=20)
     await wait_for(lambda: len(fake_telegram.messages) >= 3, timeout=5)

@@ -5,22 +5,17 @@ in order; and a webhook whose bucket the answers say is used up is left alone un
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
 import pytest
 from support import ApiClient, FakeChannels, ProcessFactory, TargetServer, wait_for
+from support.alerts import watched_monitor
+
+from monitor.api.schemas_http import MASK
 
 pytestmark = pytest.mark.e2e
-
-MASK = "********"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeChannels]:
-    async with FakeChannels() as server:
-        yield server
 
 
 async def test_discord_outage_and_recovery_arrive_once_each_in_order(
@@ -28,9 +23,9 @@ async def test_discord_outage_and_recovery_arrive_once_each_in_order(
     procs: ProcessFactory,
     api_client: Callable[[str], ApiClient],
     target: TargetServer,
-    fake: FakeChannels,
+    fake_channels: FakeChannels,
 ) -> None:
-    hooks = fake.discord
+    hooks = fake_channels.discord
     # One request per 4 s window: every answer says the bucket is used up (Remaining: 0) and
     # when it refills, which the alerter must honour on its own; its 5 per 2 s would not.
     hooks.limit, hooks.window = 1, 4.0
@@ -67,19 +62,7 @@ async def test_discord_outage_and_recovery_arrive_once_each_in_order(
     assert test.json["username"] == "Uptime" and test.json["allowed_mentions"] == {"parse": []}
     assert test.query == {"wait": "true"} and test.status == 200
 
-    monitor = await api.post(
-        "/api/v1/monitors",
-        json={
-            "name": "@everyone *shop*",
-            "url": target.url("/"),
-            "interval_seconds": 1,
-            "timeout_seconds": 1,
-            "confirm_after": 1,
-            "channel_ids": [channel_id],
-        },
-    )
-    assert monitor.status == 201, monitor
-    await wait_for(lambda: db.fetchval("SELECT count(*) FROM checks WHERE ok"), timeout=20)
+    await watched_monitor(api, db, target.url("/"), [channel_id], name="@everyone *shop*")
     target.set(500)
     await hooks.wait_messages(2, destination="ops", timeout=30)
     target.set(200)

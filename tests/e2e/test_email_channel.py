@@ -12,10 +12,11 @@ from typing import Any
 import asyncpg
 import pytest
 from support import ApiClient, FakeSmtp, ProcessFactory, TargetServer, wait_for
+from support.alerts import watched_monitor
+
+from monitor.api.schemas_http import MASK
 
 pytestmark = pytest.mark.e2e
-
-MASK = "********"
 
 
 @pytest.fixture
@@ -90,19 +91,7 @@ async def test_email_outage_and_recovery_arrive_once_each_threaded(
     (test,) = await smtp.wait_messages(1, timeout=20)
     assert test.subject == "[e2e] [TEST] Ops <team>"
 
-    monitor = await api.post(
-        "/api/v1/monitors",
-        json={
-            "name": "shop & <co>",
-            "url": target.url("/"),
-            "interval_seconds": 1,
-            "timeout_seconds": 1,
-            "confirm_after": 1,
-            "channel_ids": [channel_id],
-        },
-    )
-    assert monitor.status == 201, monitor
-    await wait_for(lambda: db.fetchval("SELECT count(*) FROM checks WHERE ok"), timeout=20)
+    await watched_monitor(api, db, target.url("/"), [channel_id], name="shop & <co>")
     # The server refuses the outage's first attempt for a while (451): retried, not lost or doubled.
     smtp.fail(451, stage="DATA")
     target.set(500)

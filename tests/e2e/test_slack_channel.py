@@ -4,22 +4,17 @@ sealed at rest), a test message, then an outage and its recovery, each once, in 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
 import pytest
 from support import ApiClient, ChannelRequest, FakeChannels, ProcessFactory, TargetServer, wait_for
+from support.alerts import watched_monitor
+
+from monitor.api.schemas_http import MASK
 
 pytestmark = pytest.mark.e2e
-
-MASK = "********"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeChannels]:
-    async with FakeChannels() as server:
-        yield server
 
 
 def header(message: ChannelRequest) -> str:
@@ -33,13 +28,13 @@ async def test_slack_outage_and_recovery_arrive_once_each_in_order(
     procs: ProcessFactory,
     api_client: Callable[[str], ApiClient],
     target: TargetServer,
-    fake: FakeChannels,
+    fake_channels: FakeChannels,
 ) -> None:
     api_proc = await procs.start("api")
     await procs.start("scheduler")
     await procs.start("alerter")
     api = api_client(api_proc.base_url)
-    url = fake.slack.url_for("ops")
+    url = fake_channels.slack.url_for("ops")
     token = url.rsplit("/", 1)[1]
 
     refused = await api.post(
@@ -69,34 +64,22 @@ async def test_slack_outage_and_recovery_arrive_once_each_in_order(
     # The test message, through the real path (outbox, relay, stream, alerter).
     queued = await api.post(f"/api/v1/channels/{channel_id}/test")
     assert queued.status == 202, queued
-    (test,) = await fake.slack.wait_messages(1, destination="ops", timeout=20)
+    (test,) = await fake_channels.slack.wait_messages(1, destination="ops", timeout=20)
     assert header(test) == "✅ Test message from monitor"
     assert "Channel *Ops &lt;team&gt;* works." in str(test.json["blocks"]), test.json
 
-    monitor = await api.post(
-        "/api/v1/monitors",
-        json={
-            "name": "shop & <co>",
-            "url": target.url("/"),
-            "interval_seconds": 1,
-            "timeout_seconds": 1,
-            "confirm_after": 1,
-            "channel_ids": [channel_id],
-        },
-    )
-    assert monitor.status == 201, monitor
-    await wait_for(lambda: db.fetchval("SELECT count(*) FROM checks WHERE ok"), timeout=20)
+    await watched_monitor(api, db, target.url("/"), [channel_id], name="shop & <co>")
     # Slack fails the first attempt of the outage: it is retried, not lost or doubled.
-    fake.slack.fail(500, times=1, destination="ops")
+    fake_channels.slack.fail(500, times=1, destination="ops")
     target.set(500)
-    await fake.slack.wait_messages(2, destination="ops", timeout=30)
+    await fake_channels.slack.wait_messages(2, destination="ops", timeout=30)
     target.set(200)
-    await fake.slack.wait_messages(3, destination="ops", timeout=30)
+    await fake_channels.slack.wait_messages(3, destination="ops", timeout=30)
     await wait_for(
         lambda: db.fetchval("SELECT count(*) = 3 FROM deliveries WHERE status = 'sent'"), timeout=10
     )
 
-    test, down, up = fake.slack.messages_to("ops")
+    test, down, up = fake_channels.slack.messages_to("ops")
     assert [header(m) for m in (down, up)] == [
         "🔴 shop &amp; &lt;co&gt; is DOWN",
         "🟢 shop &amp; &lt;co&gt; is UP again",
@@ -104,8 +87,10 @@ async def test_slack_outage_and_recovery_arrive_once_each_in_order(
     assert down.json["text"].startswith("🔴 shop &amp; &lt;co&gt; is DOWN: ")
     link = down.json["blocks"][1]["text"]["text"]
     assert link.startswith(f"<{target.url('/')}|"), link
-    assert [r.status for r in fake.slack.requests if r.scripted] == [500]
-    assert not fake.slack.limited and fake.slack.statuses()[200] == 3, fake.slack.describe()
+    assert [r.status for r in fake_channels.slack.requests if r.scripted] == [500]
+    assert not fake_channels.slack.limited and fake_channels.slack.statuses()[200] == 3, (
+        fake_channels.slack.describe()
+    )
     # No process logged the webhook's token.
     assert all(token not in p.log_text() for p in procs.processes)
     assert not procs.tracebacks()

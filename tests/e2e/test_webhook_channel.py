@@ -4,23 +4,19 @@ test message, then an outage and its recovery, each delivered once, in order, si
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
 import pytest
 from support import ApiClient, ChannelRequest, FakeChannels, ProcessFactory, TargetServer, wait_for
+from support.alerts import watched_monitor
+
+from monitor.api.schemas_http import MASK
 
 pytestmark = pytest.mark.e2e
 
-MASK = "********"
 HEADER_VALUE = "Bearer receiver-token-8c1f"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeChannels]:
-    async with FakeChannels() as server:
-        yield server
 
 
 def masked(answer: dict[str, Any]) -> None:
@@ -33,13 +29,13 @@ async def test_webhook_outage_and_recovery_arrive_signed_once_each_in_order(
     procs: ProcessFactory,
     api_client: Callable[[str], ApiClient],
     target: TargetServer,
-    fake: FakeChannels,
+    fake_channels: FakeChannels,
 ) -> None:
     api_proc = await procs.start("api")
     await procs.start("scheduler")
     await procs.start("alerter")
     api = api_client(api_proc.base_url)
-    hooks = fake.webhooks
+    hooks = fake_channels.webhooks
     url = hooks.url_for("ops")
 
     created = await api.post(
@@ -76,19 +72,7 @@ async def test_webhook_outage_and_recovery_arrive_signed_once_each_in_order(
     assert test.verified and test.json["type"] == "channel.test", hooks.describe()
     assert test.json["channel"] == {"name": "Ops"} and test.json["event_id"] == queued.json["event_id"]
 
-    monitor = await api.post(
-        "/api/v1/monitors",
-        json={
-            "name": "shop",
-            "url": target.url("/"),
-            "interval_seconds": 1,
-            "timeout_seconds": 1,
-            "confirm_after": 1,
-            "channel_ids": [channel_id],
-        },
-    )
-    assert monitor.status == 201, monitor
-    await wait_for(lambda: db.fetchval("SELECT count(*) FROM checks WHERE ok"), timeout=20)
+    monitor = await watched_monitor(api, db, target.url("/"), [channel_id])
     # The receiver fails the first attempt: the retry carries the same webhook-id.
     hooks.fail(503, times=1)
     target.set(500)
@@ -109,7 +93,7 @@ async def test_webhook_outage_and_recovery_arrive_signed_once_each_in_order(
         assert message.headers["Content-Type"] == "application/json"
         assert message.headers["User-Agent"].startswith("monitor/")
         assert body["version"] == 1
-        assert body["monitor"] == {"id": monitor.json["id"], "name": "shop", "url": target.url("/")}
+        assert body["monitor"] == {"id": monitor["id"], "name": "shop", "url": target.url("/")}
     assert down.json["incident_id"] == up.json["incident_id"]
     assert down.json["seq"] < up.json["seq"]
     assert down.json["cause"]["status_code"] == 500 and down.json["ended_at"] is None

@@ -30,7 +30,7 @@ import asyncpg
 import pytest
 import redis.asyncio as aioredis
 from aiohttp import web
-from support import FakeTelegram, MonitorProcess, ProcessFactory, wait_for
+from support import FakeTelegram, MonitorProcess, ProcessFactory, TargetServer, wait_for
 from support.alerts import alert_state, alerter_env, alerts_in
 from support.redis_server import RedisServer
 
@@ -40,31 +40,13 @@ TRANSITIONS = 1000
 DEADLINE = 240.0
 
 
-class FlappingTarget:
+class FlappingTarget(TargetServer):
     """Every path answers 200, 500, 200... in turn while ``flapping``; 200 once steadied."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.flapping = True
         self._counts: dict[str, int] = defaultdict(int)
-        self._runner: web.AppRunner | None = None
-        self.port = 0
-
-    async def start(self) -> FlappingTarget:
-        app = web.Application()
-        app.router.add_get("/{path:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = self._runner.addresses[0][1]
-        return self
-
-    async def close(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}/{path}"
 
     async def _handle(self, request: web.Request) -> web.Response:
         self._counts[request.path] += 1
@@ -80,11 +62,8 @@ async def private_redis(tmp_path: Path) -> AsyncIterator[RedisServer]:
 
 @pytest.fixture
 async def flapping() -> AsyncIterator[FlappingTarget]:
-    server = await FlappingTarget().start()
-    try:
+    async with FlappingTarget() as server:
         yield server
-    finally:
-        await server.close()
 
 
 @pytest.fixture

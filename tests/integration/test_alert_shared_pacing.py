@@ -12,12 +12,10 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
-from collections.abc import AsyncIterator
 from itertools import pairwise
 from typing import Any
 
 import asyncpg
-import pytest
 import redis.asyncio as aioredis
 from support import ChannelRequest, FakeChannels, ProcessFactory, wait_for
 from support.alerts import alert_state, make_event, publish_events
@@ -28,12 +26,6 @@ from monitor.secrets import SecretBox
 MONITORS = 40
 HEADER = re.compile(r"^(?:🔴|🟢) (?P<name>.+) is (?P<kind>DOWN|UP)\b")
 SECTION = re.compile(r"^(?:🔴|🟢) \*<[^|>]*\|(?P<name>[^>]+)>\* (?P<kind>DOWN|UP)\b")
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeChannels]:
-    async with FakeChannels() as server:
-        yield server
 
 
 def alerts_in(message: ChannelRequest) -> list[tuple[str, str]]:
@@ -56,9 +48,9 @@ async def test_two_alerters_share_one_busy_webhooks_limit(
     db: asyncpg.Connection,
     redis_client: aioredis.Redis,
     procs: ProcessFactory,
-    fake: FakeChannels,
+    fake_channels: FakeChannels,
 ) -> None:
-    url = fake.slack.url_for("busy")
+    url = fake_channels.slack.url_for("busy")
     sealed = SecretBox.from_setting(TEST_SECRET_KEY).seal(url)
     channel = {"id": 1, "kind": "slack", "name": "Busy", "url": sealed}
     events = []
@@ -76,15 +68,17 @@ async def test_two_alerters_share_one_busy_webhooks_limit(
     async def settled() -> bool:
         return (await alert_state(db, redis_client)).settled(sent=MONITORS)
 
-    await wait_for(settled, timeout=60, message=fake.slack.describe)
-    messages = fake.slack.messages_to("busy")
+    await wait_for(settled, timeout=60, message=fake_channels.slack.describe)
+    messages = fake_channels.slack.messages_to("busy")
 
     # Every alert once: none lost, none doubled.
     delivered = Counter(alert for message in messages for alert in alerts_in(message))
-    assert delivered == Counter((f"busy-{n:02d}", "DOWN") for n in range(MONITORS)), fake.slack.describe()
+    assert delivered == Counter((f"busy-{n:02d}", "DOWN") for n in range(MONITORS)), (
+        fake_channels.slack.describe()
+    )
     # Slack's limit held by both together: never refused, about a second between messages.
-    assert fake.slack.statuses() == Counter({200: len(messages)}), fake.slack.describe()
-    assert not fake.slack.limited
+    assert fake_channels.slack.statuses() == Counter({200: len(messages)}), fake_channels.slack.describe()
+    assert not fake_channels.slack.limited
     times = [m.received_at for m in messages]
     gaps = [later - earlier for earlier, later in pairwise(times)]
     assert len(messages) >= 3 and min(gaps) >= 0.95, gaps

@@ -27,8 +27,10 @@ from redis.exceptions import ResponseError
 from monitor import keys
 from monitor.events import Event, publish
 
+from .api import ApiClient
 from .fake_telegram import FakeTelegram, TelegramRequest
 from .procs import clean_environ
+from .waiting import wait_for
 
 ALERT_LINE = re.compile(r"<b>(?P<name>[^<]+)</b> (?:is )?(?P<kind>DOWN|UP)\b")
 
@@ -97,6 +99,26 @@ def alerter_env(
         "MONITOR_ALERT_BACKOFF_BASE_SECONDS": str(backoff_base),
         "MONITOR_ALERT_BACKOFF_MAX_SECONDS": str(backoff_max),
     }
+
+
+async def watched_monitor(
+    api: ApiClient, db: asyncpg.Connection, url: str, channel_ids: list[int], *, name: str = "shop"
+) -> dict[str, Any]:
+    """A monitor made through the API that checks ``url`` every second and alerts
+    ``channel_ids`` at its first failure; returned once a check of it has come back up, so the
+    test's outage is the first change it sees."""
+    monitor = await api.post(
+        "/api/v1/monitors",
+        json={"name": name, "url": url, "interval_seconds": 1, "timeout_seconds": 1, "confirm_after": 1,
+              "channel_ids": channel_ids},
+    )  # fmt: skip
+    assert monitor.status == 201, monitor
+    monitor_id = monitor.json["id"]
+    await wait_for(
+        lambda: db.fetchval("SELECT count(*) FROM checks WHERE ok AND monitor_id = $1", monitor_id),
+        timeout=20,
+    )
+    return monitor.json
 
 
 # -- what reached Telegram -----------------------------------------------------------------

@@ -253,32 +253,33 @@ def render(event: Event) -> Mail:
         )
     url = event.monitor_url
     if event.kind == "down":
-        cause = describe_cause(event.cause)
-        rows = [("URL", url), ("Cause", cause), ("Since", when(event.started_at or event.at))]
-        html_rows = [
-            ("URL", _link(url)),
-            ("Cause", html.escape(cause)),
-            ("Since", html.escape(when(event.started_at or event.at))),
+        rows = [
+            ("URL", url),
+            ("Cause", describe_cause(event.cause)),
+            ("Since", when(event.started_at or event.at)),
         ]
         title = f"{event.monitor_name} is DOWN"
         return Mail(
             subject=f"[DOWN] {name}",
             text=_text(title, rows),
-            html=_html(html.escape(title), html_rows, "#c0392b"),
+            html=_html(html.escape(title), _html_rows(rows), "#c0392b"),
             message_key=event.event_id,
         )
     lasted = format_duration(event.duration_seconds or 0)
     rows = [("URL", url), ("Outage", f"{lasted} (since {when(event.started_at)})"), ("Up at", when(event.at))]
-    html_rows = [(label, html.escape(value)) for label, value in rows]
-    html_rows[0] = ("URL", _link(url))
     title = f"{event.monitor_name} is UP again"
     return Mail(
         subject=f"[UP] {name} (after {lasted})",
         text=_text(title, rows),
-        html=_html(html.escape(title), html_rows, "#27ae60"),
+        html=_html(html.escape(title), _html_rows(rows), "#27ae60"),
         message_key=event.event_id,
         reply_to_key=event.after_event_id,
     )
+
+
+def _html_rows(rows: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The rows of the text part for the HTML part: every value escaped, the URL a link."""
+    return [(label, _link(value) if label == "URL" else html.escape(value)) for label, value in rows]
 
 
 def summary(events: list[Event], max_age: float) -> Mail:
