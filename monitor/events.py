@@ -16,10 +16,12 @@ from monitor.models import CheckResult, MonitorSpec
 
 # 2 added ``channels`` (the monitor's alert channels when the change happened) and the
 # "test" kind; 3 added ``seq``, the event's place in its monitor's sequence (alerts of one
-# monitor reach each destination in that order). Versions 1 (telegram_chat_id only) and 2
-# are still understood.
-SCHEMA_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+# monitor reach each destination in that order); 4 added ``details`` (a kind's own figures)
+# and the kinds beyond down, up and test (reminders, degradations, flapping, maintenance, the
+# checker's connectivity). Versions 1 (telegram_chat_id only), 2 and 3 are still understood
+# (without details); a kind an alerter does not know is rendered as a neutral notice.
+SCHEMA_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
 
 
 class EventFormatError(ValueError):
@@ -29,7 +31,10 @@ class EventFormatError(ValueError):
 @dataclass(frozen=True)
 class Event:
     event_id: str
-    kind: str  # "down" | "up" | "test"
+    # "down" | "up" | "remind" | "degraded" | "degraded_end" | "flapping" | "flapping_end" |
+    # "maintenance_start" | "maintenance_end" | "connectivity_lost" | "connectivity_restored"
+    # (the checker's own: monitor_id None, monitor_name "") | "test" (monitor_name: the channel's)
+    kind: str
     monitor_id: int | None
     monitor_name: str
     monitor_url: str
@@ -46,6 +51,10 @@ class Event:
     after_event_id: str | None = None
     # 1, 2, 3... per monitor, in the order of its changes (None: a test message, or version < 3).
     seq: int | None = None
+    # The kind's own figures (version 4): "covers" and "note" (down, up), "reminder" and
+    # "reminder_max" (remind), "reason" (degraded, connectivity_lost), "changes" and
+    # "window_minutes" (flapping), "status" (flapping_end), "window" and "until" (maintenance_*).
+    details: dict[str, Any] = field(default_factory=dict)
     v: int = SCHEMA_VERSION
 
     def age_seconds(self, now: datetime | None = None) -> float:
@@ -84,6 +93,7 @@ class Event:
         channels: list[dict[str, Any]],
         after_event_id: str | None = None,
         seq: int | None = None,
+        details: dict[str, Any] | None = None,
     ) -> Event:
         duration = (ended_at - started_at).total_seconds() if started_at and ended_at else None
         return cls(
@@ -102,6 +112,7 @@ class Event:
             channels=channels,
             after_event_id=after_event_id,
             seq=seq,
+            details=dict(details or {}),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -111,6 +122,10 @@ class Event:
     def from_dict(cls, data: dict[str, Any]) -> Event:
         if data.get("v") not in READABLE_VERSIONS:
             raise EventFormatError(f"unsupported event schema version {data.get('v')!r}")
+        if data.get("details") is None:
+            data = {k: v for k, v in data.items() if k != "details"}  # before version 4, or null
+        elif not isinstance(data["details"], dict):
+            raise EventFormatError("event details are not a JSON object")
         try:
             return cls(**data)
         except TypeError as exc:

@@ -1,7 +1,9 @@
 """Time-based uptime for one or many monitors, in a fixed number of queries.
 
 The observed part of a window is the window clipped to the monitor's life (creation
-to now) minus the time it was paused. Downtime is the part of the observed time
+to now) minus the time it was paused and the time it spent in maintenance windows (those of
+its account that name it or one of its tags; the rules' spans are ``monitor.maintenance``'s),
+left out alike. Downtime is the part of the observed time
 covered by incidents (an incident runs from the first failing check of its
 confirming streak to the first success). Check counts come from the hourly rollups
 for whole hours (and for the current one) and from raw checks for the partial hours at
@@ -16,6 +18,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import asyncpg
+
+from monitor import logging as mlog
+from monitor.maintenance import Rule, occurrences
+
+log = mlog.get(__name__)
 
 Interval = tuple[datetime, datetime]
 HOUR = timedelta(hours=1)
@@ -140,6 +147,34 @@ async def _spans(
     return spans
 
 
+# The windows that apply to each of $1's monitors (by id, or by a tag within its account) and
+# may overlap [$2, $3).
+_WINDOWS = """
+SELECT m.id AS monitor_id, w.id, w.kind, w.starts_at, w.ends_at, w.rrule, w.cron, w.dtstart, w.timezone,
+       w.duration_seconds
+FROM monitors m JOIN maintenance_windows w
+  ON w.account_id = m.account_id AND (w.monitor_ids @> ARRAY[m.id] OR w.tags && m.tags)
+WHERE m.id = ANY($1::bigint[]) AND (w.kind <> 'once' OR (w.starts_at < $3 AND w.ends_at > $2))
+"""
+
+
+async def maintenance_spans(
+    conn: asyncpg.Connection, ids: list[int], start: datetime, end: datetime
+) -> Spans:
+    """Each monitor's maintenance spans that overlap [start, end), each window's rule read once."""
+    spans: Spans = defaultdict(list)
+    found: dict[int, list[Interval]] = {}
+    for row in await conn.fetch(_WINDOWS, ids, start, end):
+        if row["id"] not in found:
+            try:
+                found[row["id"]] = occurrences(Rule.from_row(row), start, end)
+            except ValueError as exc:  # stored rules were checked; one this version cannot read
+                log.warning("maintenance.bad_rule", window_id=row["id"], error=str(exc))
+                found[row["id"]] = []
+        spans[row["monitor_id"]].extend(found[row["id"]])
+    return spans
+
+
 async def uptimes(
     conn: asyncpg.Connection,
     monitors: Sequence[tuple[int, datetime]],
@@ -147,14 +182,17 @@ async def uptimes(
     end: datetime,
     now: datetime,
 ) -> dict[int, Uptime]:
-    """Uptime over [start, end) for each (monitor id, created_at), in four queries."""
+    """Uptime over [start, end) for each (monitor id, created_at), in five queries."""
     ids = [mid for mid, _ in monitors]
     incidents = await _spans(conn, "incidents", ids, start, end)
     pauses = await _spans(conn, "monitor_pauses", ids, start, end)
+    # Maintenance is left out like paused time (only the part up to now can be observed).
+    windows = await maintenance_spans(conn, ids, start, max(start, min(end, now)))
     counts = await count_checks(conn, ids, start, end, now)
     result: dict[int, Uptime] = {}
     for mid, created_at in monitors:
         checks, up = counts.get(mid, (0, 0))
-        percent, down = figures(start, end, created_at, now, incidents[mid], pauses[mid], checks)
+        excluded = [*pauses[mid], *windows[mid]]
+        percent, down = figures(start, end, created_at, now, incidents[mid], excluded, checks)
         result[mid] = Uptime(start, end, percent, down, checks, up)
     return result
