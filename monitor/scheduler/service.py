@@ -30,6 +30,7 @@ from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver
 from monitor.net.session import tls_context
 from monitor.scheduler import retention, writer
+from monitor.scheduler.calendar import Calendar
 from monitor.scheduler.connectivity import Change, Guard, ReferenceProbe
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
@@ -42,6 +43,7 @@ log = mlog.get(__name__)
 
 CHANNEL = "monitors_changed"
 OUTBOX_CHANNEL = "outbox_added"
+MAINTENANCE_CHANNEL = "maintenance_changed"
 
 
 class Scheduler:
@@ -65,6 +67,7 @@ class Scheduler:
         self._probes: web.AppRunner | None = None
         self._box: SecretBox | None = None
         self.guard: Guard | None = None
+        self.calendar = Calendar()
         self._reference_probe: ReferenceProbe | None = None
 
     # -- lifecycle -----------------------------------------------------------------
@@ -119,6 +122,7 @@ class Scheduler:
             limit=Slots(s.check_concurrency),
             slot=s.tick_slot_ms / 1000,
             guard=self.guard,
+            calendar=self.calendar,
         )
         self.metrics.monitors.set_function(lambda: len(self.tickers))
         # Bind the listener before any work starts: a port in use fails the start cleanly.
@@ -131,6 +135,7 @@ class Scheduler:
         self.writer.start()
         self.relay.start()
         started = time.time()
+        await self.calendar.load(self._pool)
         await self._listen()
         await self.reconcile(since=started)
         self._spawn(self._apply_changes(), "changes")
@@ -214,7 +219,20 @@ class Scheduler:
         self._listener = await db.connect(self.settings.dsn)
         await self._listener.add_listener(CHANNEL, self._on_notify)
         await self._listener.add_listener(OUTBOX_CHANNEL, self._on_outbox)
+        await self._listener.add_listener(MAINTENANCE_CHANNEL, self._on_maintenance)
         self._listener.add_termination_listener(lambda _conn: self._changed.put_nowait(None))
+
+    def _on_maintenance(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
+        # Few windows, rare changes: read them all again.
+        if self._pool is not None:
+            self._spawn(self._reload_calendar(), "calendar")
+
+    async def _reload_calendar(self) -> None:
+        assert self._pool is not None
+        try:
+            await self.calendar.load(self._pool)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+            log.warning("scheduler.calendar_failed", error=str(exc) or type(exc).__name__)
 
     def _on_outbox(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
         if self.relay is not None:
