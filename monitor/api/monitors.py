@@ -378,7 +378,7 @@ async def list_monitors(request: web.Request) -> web.Response:
                 for item in items:
                     u = figures[item["id"]]
                     item[include] = {"uptime_percent": u.percent, "downtime_seconds": u.downtime_seconds,
-                                     "checks": u.checks}  # fmt: skip
+                                     "degraded_seconds": u.degraded_seconds, "checks": u.checks}  # fmt: skip
     return web.json_response({"items": items, "next_cursor": next_cursor})
 
 

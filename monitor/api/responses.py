@@ -107,9 +107,16 @@ class Monitor(_Out):
     )
 
 
+DEGRADED_SECONDS = (
+    "time degraded (slower than degraded_above_ms, or a certificate expiring within cert_warn_days) "
+    "in the observed part of the window; not downtime: the uptime ignores it"
+)
+
+
 class UptimeFigures(_Out):
     uptime_percent: float | None = Field(description="null when nothing was observed in the window")
     downtime_seconds: float | None
+    degraded_seconds: float | None = Field(description=DEGRADED_SECONDS)
     checks: int
 
 
@@ -189,6 +196,7 @@ class Uptime(_Out):
     )
     uptime_percent: float | None = Field(description="null when nothing was observed in the window")
     downtime_seconds: float | None
+    degraded_seconds: float | None = Field(description=DEGRADED_SECONDS)
     checks: int
     checks_up: int
 
@@ -211,6 +219,7 @@ class StatsPoint(_Out):
     p50_ms: float | None
     p95_ms: float | None
     max_ms: float | None
+    degraded_seconds: float = Field(description="time degraded within the bucket (see uptime)")
 
 
 class Stats(_Out):
@@ -228,6 +237,7 @@ class Stats(_Out):
 
 class ByStatus(_Out):
     up: int
+    degraded: int
     down: int
     paused: int
     unknown: int

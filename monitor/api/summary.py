@@ -32,7 +32,7 @@ async def summary(request: web.Request) -> web.Response:
             DOWN_LISTED,
         )
         maintenance = await account_windows(conn, account)
-    by_status = {"up": 0, "down": 0, "paused": 0, "unknown": 0}
+    by_status = {"up": 0, "degraded": 0, "down": 0, "paused": 0, "unknown": 0}
     for row in counts:
         by_status[row["status"]] = row["n"]
     return web.json_response(

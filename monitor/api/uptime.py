@@ -5,7 +5,9 @@ to now) minus the time it was paused and the time it spent in maintenance window
 its account that name it or one of its tags; the rules' spans are ``monitor.maintenance``'s),
 left out alike. Downtime is the part of the observed time
 covered by incidents (an incident runs from the first failing check of its
-confirming streak to the first success). Check counts come from the hourly rollups
+confirming streak to the first success). Degraded time (a degradation: slow, or a
+certificate about to expire) is not downtime: it is the part of the observed time covered by
+degradations, reported apart. Check counts come from the hourly rollups
 for whole hours (and for the current one) and from raw checks for the partial hours at
 the edges, so they are exact and stay fast for 90-day windows.
 """
@@ -36,6 +38,8 @@ class Uptime:
     downtime_seconds: float | None
     checks: int
     checks_up: int
+    # Time degraded (slow, or a certificate about to expire): not downtime, reported apart.
+    degraded_seconds: float | None = None
 
 
 def _subtract(spans: list[Interval], holes: Sequence[Interval]) -> list[Interval]:
@@ -57,6 +61,28 @@ def _overlap(spans: Sequence[Interval], start: datetime, end: datetime) -> float
     return sum(max(0.0, (min(end, e) - max(start, s)).total_seconds()) for s, e in spans)
 
 
+def observed(
+    window_start: datetime,
+    window_end: datetime,
+    created_at: datetime,
+    now: datetime,
+    pauses: Sequence[tuple[datetime, datetime | None]],
+) -> list[Interval]:
+    """The parts of a window the monitor was watched in: from its creation to now, without
+    ``pauses`` (paused time, maintenance)."""
+    start, end = max(window_start, created_at), min(window_end, now)
+    if end <= start:
+        return []
+    return _subtract([(start, end)], [(s, e or now) for s, e in pauses])
+
+
+def time_in(
+    spans: Sequence[Interval], records: Sequence[tuple[datetime, datetime | None]], now: datetime
+) -> float:
+    """Seconds of ``spans`` covered by ``records`` (incidents, degradations; open ones to now)."""
+    return sum(_overlap(spans, began, ended or now) for began, ended in records)
+
+
 def figures(
     window_start: datetime,
     window_end: datetime,
@@ -67,14 +93,13 @@ def figures(
     checks: int,
 ) -> tuple[float | None, float | None]:
     """(uptime percent, downtime seconds); both None when nothing was observed."""
-    start, end = max(window_start, created_at), min(window_end, now)
-    if checks == 0 or end <= start:
+    if checks == 0:
         return None, None
-    observed = _subtract([(start, end)], [(s, e or now) for s, e in pauses])
-    span = sum((e - s).total_seconds() for s, e in observed)
+    spans = observed(window_start, window_end, created_at, now, pauses)
+    span = sum((e - s).total_seconds() for s, e in spans)
     if span <= 0:
         return None, None
-    down = sum(_overlap(observed, began, ended or now) for began, ended in incidents)
+    down = time_in(spans, incidents, now)
     return 100.0 * (1.0 - down / span), down
 
 
@@ -130,10 +155,11 @@ async def count_checks(
 Spans = dict[int, list[tuple[datetime, datetime | None]]]
 
 
-async def _spans(
+async def fetch_spans(
     conn: asyncpg.Connection, table: str, ids: list[int], start: datetime, end: datetime
 ) -> Spans:
-    """(started_at, ended_at) rows of ``table`` (incidents or monitor_pauses) that overlap the window."""
+    """(started_at, ended_at) rows of ``table`` (incidents, degradations or monitor_pauses) that
+    overlap the window."""
     spans: Spans = defaultdict(list)
     for row in await conn.fetch(
         f"""SELECT monitor_id, started_at, ended_at FROM {table}
@@ -182,10 +208,11 @@ async def uptimes(
     end: datetime,
     now: datetime,
 ) -> dict[int, Uptime]:
-    """Uptime over [start, end) for each (monitor id, created_at), in five queries."""
+    """Uptime over [start, end) for each (monitor id, created_at), in six queries."""
     ids = [mid for mid, _ in monitors]
-    incidents = await _spans(conn, "incidents", ids, start, end)
-    pauses = await _spans(conn, "monitor_pauses", ids, start, end)
+    incidents = await fetch_spans(conn, "incidents", ids, start, end)
+    degradations = await fetch_spans(conn, "degradations", ids, start, end)
+    pauses = await fetch_spans(conn, "monitor_pauses", ids, start, end)
     # Maintenance is left out like paused time (only the part up to now can be observed).
     windows = await maintenance_spans(conn, ids, start, max(start, min(end, now)))
     counts = await count_checks(conn, ids, start, end, now)
@@ -194,5 +221,8 @@ async def uptimes(
         checks, up = counts.get(mid, (0, 0))
         excluded = [*pauses[mid], *windows[mid]]
         percent, down = figures(start, end, created_at, now, incidents[mid], excluded, checks)
-        result[mid] = Uptime(start, end, percent, down, checks, up)
+        degraded = None
+        if percent is not None:
+            degraded = time_in(observed(start, end, created_at, now, excluded), degradations[mid], now)
+        result[mid] = Uptime(start, end, percent, down, checks, up, degraded)
     return result
