@@ -56,6 +56,8 @@ class MonitorSpec:
     # Monitors this one depends on (their outage holds its alerts), and its tags (maintenance).
     depends_on: tuple[int, ...] = ()
     tags: tuple[str, ...] = ()
+    # The owner: a tag window applies only to its own account's monitors.
+    account_id: int | None = None
     # The check type's runtime options (``Check.options``: for http, ``HttpOptions``); None
     # for a monitor with default settings, so 100,000 plain monitors pay nothing for them.
     options: Any = None
@@ -79,6 +81,7 @@ class MonitorSpec:
             cert_warn_days=int(row.get("cert_warn_days") if row.get("cert_warn_days") is not None else 14),
             depends_on=tuple(row.get("depends_on") or ()),
             tags=tuple(sys.intern(t) for t in row.get("tags") or ()),
+            account_id=row.get("account_id"),
             options=options,
         )
 

@@ -68,6 +68,9 @@ class Scheduler:
         self._box: SecretBox | None = None
         self.guard: Guard | None = None
         self.calendar = Calendar()
+        # Set by NOTIFY maintenance_changed (and a new LISTEN connection): one task reloads
+        # the calendar, once for any number of notifications that arrived meanwhile.
+        self._calendar_stale = asyncio.Event()
         self._reference_probe: ReferenceProbe | None = None
 
     # -- lifecycle -----------------------------------------------------------------
@@ -139,6 +142,7 @@ class Scheduler:
         await self._listen()
         await self.reconcile(since=started)
         self._spawn(self._apply_changes(), "changes")
+        self._spawn(self._keep_calendar(), "calendar")
         self._spawn(self._periodic_reconcile(), "reconcile")
         self._spawn(watch_loop(self.metrics.loop_blocked), "loop-watch")
         self._spawn(self.guard.run(), "connectivity")
@@ -223,16 +227,21 @@ class Scheduler:
         self._listener.add_termination_listener(lambda _conn: self._changed.put_nowait(None))
 
     def _on_maintenance(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
-        # Few windows, rare changes: read them all again.
-        if self._pool is not None:
-            self._spawn(self._reload_calendar(), "calendar")
+        self._calendar_stale.set()
 
-    async def _reload_calendar(self) -> None:
+    async def _keep_calendar(self) -> None:
+        """Read every window again when one changed (few windows, rare changes); a failed read
+        is tried again a second later, so a window is never missed for long."""
         assert self._pool is not None
-        try:
-            await self.calendar.load(self._pool)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
-            log.warning("scheduler.calendar_failed", error=str(exc) or type(exc).__name__)
+        while True:
+            await self._calendar_stale.wait()
+            self._calendar_stale.clear()
+            try:
+                await self.calendar.load(self._pool)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+                log.warning("scheduler.calendar_failed", error=str(exc) or type(exc).__name__)
+                await asyncio.sleep(1)
+                self._calendar_stale.set()
 
     def _on_outbox(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
         if self.relay is not None:
@@ -248,6 +257,7 @@ class Scheduler:
             try:
                 if monitor_id is None:  # the LISTEN connection died: reconnect, then compare all
                     await self._relisten()
+                    self._calendar_stale.set()  # windows changed while nobody listened
                     await self.reconcile()
                     if self.relay is not None:
                         self.relay.wake()  # outbox rows announced while nobody listened

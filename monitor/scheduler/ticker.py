@@ -42,7 +42,9 @@ ResultSink = Callable[[MonitorSpec, CheckResult, State, Outcome], None]
 class WindowFinder(Protocol):
     """Which maintenance window, if any, a monitor is in (the scheduler's calendar)."""
 
-    def window_at(self, monitor_id: int, tags: Sequence[str], at: datetime) -> Window | None: ...
+    def window_at(
+        self, monitor_id: int, tags: Sequence[str], at: datetime, account_id: int | None = None
+    ) -> Window | None: ...
 
 
 # Beyond the check's own timeout, the most a check may take before it is cut off.
@@ -250,7 +252,11 @@ def observe(
         ):
             days = max(0, int((expiry - at).total_seconds() // 86400))
             degraded = f"certificate expires in {days} day{'s' if days != 1 else ''} ({expiry:%Y-%m-%d})"
-    window = shared.calendar.window_at(spec.id, spec.tags, at) if shared.calendar is not None else None
+    window = (
+        shared.calendar.window_at(spec.id, spec.tags, at, spec.account_id)
+        if shared.calendar is not None
+        else None
+    )
     blocked_by = None
     for parent in spec.depends_on:
         parent_state = shared.states.get(parent)
