@@ -65,15 +65,18 @@ class Event:
             return 0.0
         return ((now or datetime.now(UTC)) - at).total_seconds()
 
-    def targets(self, destination: Callable[[Mapping[str, Any]], str | None]) -> dict[str, dict[str, Any]]:
+    def targets(
+        self, destination: Callable[[Mapping[str, Any], str], str | None]
+    ) -> dict[str, dict[str, Any]]:
         """Where this event goes: destination key -> the channel (the first one naming it), by
-        ``destination`` (the channel registry's); channels of unknown kinds are left out."""
+        ``destination(channel, event kind)`` (the channel registry's); channels of unknown
+        kinds, and of kinds that take no events of this one's kind, are left out."""
         channels = list(self.channels)
         if self.telegram_chat_id:  # version 1
             channels.append({"kind": "telegram", "name": "", "chat_id": self.telegram_chat_id})
         found: dict[str, dict[str, Any]] = {}
         for channel in channels:
-            key = destination(channel)
+            key = destination(channel, self.kind)
             if key is not None:
                 found.setdefault(key, channel)
         return found

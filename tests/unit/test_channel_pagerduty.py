@@ -10,6 +10,7 @@ from typing import Any, cast
 import pytest
 from pydantic import ValidationError
 
+from monitor.alerter import channels as registry
 from monitor.alerter.channels import REGISTRY, pagerduty
 from monitor.alerter.channels.base import DeliveryError, Reply, SendContext
 from monitor.events import Event
@@ -336,3 +337,20 @@ def test_an_old_degradation_already_over_is_not_paged() -> None:
     over = event("degraded_end", at="2025-12-31T00:05:00Z", incident_id=0)
     assert pagerduty.compose([old, over], max_age=3600, now=NOW) == ([], 1)
     assert pagerduty.compose([old], max_age=3600, now=NOW)[0][0]["event_action"] == "trigger"
+
+
+@pytest.mark.parametrize(
+    ("kind", "paged"),
+    [("down", True), ("up", True), ("degraded", True), ("remind", False), ("flapping", False),
+     ("maintenance_start", False), ("maintenance_end", False), ("flapping_end", False)],
+)  # fmt: skip
+def test_only_the_kinds_it_routes_are_addressed_to_it(kind: str, paged: bool) -> None:
+    # An event is addressed to a PagerDuty channel only if PagerDuty has a route for its kind:
+    # a reminder costs no delivery row, no pacing token and no "sent" that sent nothing.
+    channels = [
+        {"id": 1, "kind": "pagerduty", "name": "on-call", "routing_key": "R" * 32},
+        {"id": 2, "kind": "telegram", "name": "chat", "chat_id": "42"},
+    ]
+    targets = event(kind, channels=channels).targets(registry.destination)
+    assert ("pagerduty:1" in targets) is paged
+    assert any(key.startswith("telegram") for key in targets)

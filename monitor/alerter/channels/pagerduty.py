@@ -118,7 +118,9 @@ class Route:
 
 
 # Every kind that reaches PagerDuty; the others (remind, flapping, flapping_end,
-# maintenance_start, maintenance_end, kinds this version does not know) send nothing.
+# maintenance_start, maintenance_end, kinds this version does not know) are not addressed to
+# PagerDuty channels at all (``accepts``), and send nothing if they reach one anyway (an
+# event written by an older version).
 ROUTES: dict[str, Route] = {
     "down": Route("trigger", incident_key),
     "up": Route("resolve", incident_key),
@@ -313,4 +315,5 @@ KIND = ChannelKind(
     send=deliver,
     limits=limits,
     secrets=frozenset({"routing_key"}),
+    accepts=ROUTES.__contains__,
 )
