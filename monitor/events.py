@@ -13,6 +13,7 @@ import redis.asyncio as aioredis
 
 from monitor import keys
 from monitor.models import CheckResult, MonitorSpec
+from monitor.times import rfc3339
 
 # 2 added ``channels`` (the monitor's alert channels when the change happened) and the
 # "test" kind; 3 added ``seq``, the event's place in its monitor's sequence (alerts of one
@@ -107,9 +108,9 @@ class Event:
             monitor_url=spec.url,
             telegram_chat_id=None,
             incident_id=incident_id,
-            at=_iso(at),
-            started_at=_iso(started_at) if started_at else None,
-            ended_at=_iso(ended_at) if ended_at else None,
+            at=rfc3339(at),
+            started_at=rfc3339(started_at) if started_at else None,
+            ended_at=rfc3339(ended_at) if ended_at else None,
             duration_seconds=duration,
             cause={"status_code": result.status_code, "error": result.error, "latency_ms": result.latency_ms},
             channels=channels,
@@ -146,10 +147,6 @@ class Event:
         if not isinstance(data, dict):
             raise EventFormatError("event is not a JSON object")
         return cls.from_dict(data)
-
-
-def _iso(value: datetime) -> str:
-    return value.isoformat().replace("+00:00", "Z")
 
 
 async def publish(redis: aioredis.Redis, payloads: list[dict[str, Any]]) -> list[str]:

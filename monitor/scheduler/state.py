@@ -60,6 +60,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from monitor.times import rfc3339
+
 Status = Literal["unknown", "up", "degraded", "down"]
 Told = Literal["up", "degraded", "down"]
 
@@ -184,9 +186,8 @@ def step(state: State, obs: Observation, policy: Policy = DEFAULT_POLICY) -> tup
         if new.window is not None and new.window.notify:
             alerts.append(Alert("maintenance_end", at, {"window": new.window.name}))
         if obs.window is not None and obs.window.notify:
-            alerts.append(
-                Alert("maintenance_start", at, {"window": obs.window.name, "until": _iso(obs.window.until)})
-            )
+            until = rfc3339(obs.window.until)
+            alerts.append(Alert("maintenance_start", at, {"window": obs.window.name, "until": until}))
         new = replace(new, window=obs.window)
 
     flipped = any(c.kind in ("down", "up") for c in changes)
@@ -309,7 +310,3 @@ def _announce(
         alerts.append(Alert("degraded_end", change_at.get("degraded_end", at)))
         state = replace(state, told="up")
     return state
-
-
-def _iso(value: datetime) -> str:
-    return value.isoformat().replace("+00:00", "Z")

@@ -36,6 +36,7 @@ from monitor.events import Event
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.state import Alert, Change, Outcome, State
+from monitor.times import rfc3339
 
 log = mlog.get(__name__)
 
@@ -296,7 +297,7 @@ class Writer:
             monitor_url="",
             telegram_chat_id=None,
             incident_id=0,
-            at=notice.at.isoformat().replace("+00:00", "Z"),
+            at=rfc3339(notice.at),
             started_at=None,
             ended_at=None,
             duration_seconds=notice.duration_seconds,
