@@ -205,14 +205,6 @@ class Writer:
         self._rows.append((*result.record(), *state_record(state)))
         if outcome:
             self._transitions.append(Pending(spec, outcome, result))
-
-    def add_notice(self, notice: Notice) -> None:
-        """An operator alert, written with the next batch (in order with the monitors' alerts)."""
-        if self._operator_chat is None and self._operator_channel is None:
-            log.warning("operator.not_configured", kind=notice.kind, **notice.details)
-            return
-        self._transitions.append(notice)
-        self._wake.set()
         overflow = len(self._rows) - self._max_buffered
         if overflow > 0:
             for _ in range(overflow):
@@ -222,6 +214,14 @@ class Writer:
             log.warning("writer.rows_dropped", dropped=overflow, max_buffered=self._max_buffered)
         if len(self._rows) >= self._batch_rows:
             self._wake.set()
+
+    def add_notice(self, notice: Notice) -> None:
+        """An operator alert, written with the next batch (in order with the monitors' alerts)."""
+        if self._operator_chat is None and self._operator_channel is None:
+            log.warning("operator.not_configured", kind=notice.kind, **notice.details)
+            return
+        self._transitions.append(notice)
+        self._wake.set()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="writer")
@@ -401,6 +401,10 @@ SELECT o.event_id::text, o.kind, i.id AS incident_id, i.started_at, i.ended_at
 FROM outbox o JOIN incidents i ON i.id = (o.payload ->> 'incident_id')::bigint
 WHERE o.monitor_id = $1 AND o.kind IN ('down', 'up') ORDER BY o.seq DESC LIMIT 1"""
 
+# When the monitor's latest incident ended (null while one is open).
+LAST_INCIDENT_END = """
+SELECT ended_at FROM incidents WHERE monitor_id = $1 ORDER BY started_at DESC LIMIT 1"""
+
 # The monitors that depend on one, directly or through others (names, at most 50).
 DEPENDANTS = """
 WITH RECURSIVE d(id) AS (
@@ -437,7 +441,10 @@ async def _write_alert(conn: asyncpg.Connection, pending: Pending, alert: Alert,
                 return  # the down was never told: its end or reminders are no news
             incident_id, started_at = told["incident_id"], told["started_at"]
             if alert.kind == "up":
-                ended_at = alert.at if alert.at >= started_at else started_at
+                # An up said late (held back while flapping) recovered when the monitor's last
+                # incident ended, not when it could be said.
+                last_end = await conn.fetchval(LAST_INCIDENT_END, spec.id)
+                ended_at = max(started_at, min(alert.at, last_end or alert.at))
                 after_event_id = told["event_id"]
     elif alert.kind in ("degraded", "degraded_end"):
         row = await conn.fetchrow(
