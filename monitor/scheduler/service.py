@@ -351,6 +351,7 @@ class Scheduler:
         for monitor_id in set(ids) - found:
             shared.states.pop(monitor_id, None)
             shared.names.pop(monitor_id, None)
+            shared.parents.pop(monitor_id, None)
 
     def _stop(self, monitor_id: int) -> None:
         # Its state stays (a check in flight still updates it; a paused monitor that others

@@ -86,6 +86,8 @@ class TickerShared:
     states: dict[int, State] = field(default_factory=dict)
     # Monitor names by id (what a dependant's alert calls the monitor it depends on).
     names: dict[int, str] = field(default_factory=dict)
+    # Each monitor's ``depends_on`` (set by its ticker), to find a monitor down further up a chain.
+    parents: dict[int, tuple[int, ...]] = field(default_factory=dict)
     calendar: WindowFinder | None = None
     # Whether the checker itself is cut off (None: never asked, as in benchmarks).
     guard: Guard | None = None
@@ -117,6 +119,7 @@ class MonitorTicker:
         monitor's first check falls within one interval of the start however long loading took.
         """
         interval = self.spec.interval_seconds
+        self._shared.parents[self.spec.id] = self.spec.depends_on
         self._offset = stable_offset(self.spec.id, interval, self._shared.slot)
         self._k = first_tick(time.time() if since is None else since, self._offset, interval)
         self._schedule()
@@ -192,6 +195,8 @@ class MonitorTicker:
         metrics.lateness.observe(lateness)
         metrics.check_duration.observe(duration)
         blocked = result.error is not None and result.error.startswith("blocked:")
+        # A target refused before any packet left says nothing of the network.
+        refused = blocked or (result.error is not None and result.error.startswith("invalid target:"))
         if result.ok:
             metrics.checks_up.inc()
         elif blocked:
@@ -199,7 +204,7 @@ class MonitorTicker:
         else:
             metrics.checks_down.inc()
         guard = shared.guard
-        if guard is not None and not blocked:  # a refused target says nothing of the network
+        if guard is not None and not refused:
             guard.record(spec.id, result.ok or result.status_code is not None, started)
         state = shared.states.get(spec.id, UNKNOWN)
         expiry = cert_not_after(result.details)
@@ -209,7 +214,7 @@ class MonitorTicker:
         if (
             guard is not None
             and not result.ok
-            and not blocked
+            and not refused
             and (guard.outage is not None or any(c.kind == "down" for c in outcome.changes))
         ):
             # Before a failure takes a monitor down (or while the checker is known to be cut
@@ -250,7 +255,8 @@ def observe(
             and spec.cert_warn_days
             and (expiry - at).total_seconds() < spec.cert_warn_days * 86400
         ):
-            days = max(0, int((expiry - at).total_seconds() // 86400))
+            # Rounded: a 3-day certificate checked a second after issue expires "in 3 days".
+            days = max(0, round((expiry - at).total_seconds() / 86400))
             degraded = f"certificate expires in {days} day{'s' if days != 1 else ''} ({expiry:%Y-%m-%d})"
     window = (
         shared.calendar.window_at(spec.id, spec.tags, at, spec.account_id)
@@ -258,13 +264,36 @@ def observe(
         else None
     )
     blocked_by = None
-    for parent in spec.depends_on:
-        parent_state = shared.states.get(parent)
-        if parent_state is not None and parent_state.status == "down":
-            blocked_by = shared.names.get(parent, f"monitor {parent}")
-            if not result.ok:
-                result.error = f"depends on {blocked_by}, which is down ({result.error or 'check failed'})"
-            break
+    down = down_above(spec.depends_on, shared, {spec.id}) if spec.depends_on else None
+    if down is not None:
+        blocked_by = shared.names.get(down, f"monitor {down}")
+        if not result.ok:
+            how = "down" if shared.states[down].status == "down" else "failing"
+            result.error = f"depends on {blocked_by}, which is {how} ({result.error or 'check failed'})"
     if degraded is None and window is None and blocked_by is None:
         return Observation(result.ok, at)
     return Observation(result.ok, at, degraded, window, blocked_by)
+
+
+def down_above(parents: Sequence[int], shared: TickerShared, seen: set[int]) -> int | None:
+    """The monitor furthest up the chains above ``parents`` that is down or failing, or None:
+    what a dependant's failure is blamed on. A site that depends on a server that depends on a
+    router is held by the router's outage, even while the server's own failures are not yet
+    confirmed, as the router's DOWN (which lists the site among those it covers) promised.
+
+    Failing counts too (a streak not yet confirmed): when the router dies, the router and
+    everything behind it fail in the same second, and the order their checks happen to run in
+    must not decide who pages; the dependant that confirmed first waits for the router's
+    verdict. Should the router answer again unconfirmed, the hold lifts and a dependant still
+    down alerts then."""
+    for parent in parents:
+        if parent in seen:
+            continue
+        seen.add(parent)
+        higher = down_above(shared.parents.get(parent, ()), shared, seen)
+        if higher is not None:
+            return higher
+        state = shared.states.get(parent)
+        if state is not None and (state.status == "down" or state.failures):
+            return parent
+    return None
