@@ -174,7 +174,7 @@ def step(state: State, obs: Observation, policy: Policy = DEFAULT_POLICY) -> tup
         and state.told == _told(status)
         and not state.flips
         and state.held is None
-        and state.window == obs.window
+        and _same_window(state.window, obs.window)
         and not (policy.remind_every and status == "down")
     )
     if quiet:  # the common case, a monitor that stays as it was: no allocation beyond the state
@@ -182,7 +182,7 @@ def step(state: State, obs: Observation, policy: Policy = DEFAULT_POLICY) -> tup
     alerts: list[Alert] = []
     new = replace(state, status=status, **fields)
 
-    if new.window != obs.window:
+    if not _same_window(new.window, obs.window):
         if new.window is not None and new.window.notify:
             alerts.append(Alert("maintenance_end", at, {"window": new.window.name}))
         if obs.window is not None and obs.window.notify:
@@ -264,6 +264,15 @@ _CLEAR: dict[str, Any] = {**_CLEAR_FAIL, **_CLEAR_SLOW}
 
 def _same(state: State, status: Status, fields: dict[str, Any]) -> bool:
     return state.status == status and all(getattr(state, k) == v for k, v in fields.items())
+
+
+def _same_window(a: Window | None, b: Window | None) -> bool:
+    """The same window, by its fields whatever the class: a state read back after a restart
+    holds a plain ``Window``, a check finds the calendar's subclass, and dataclasses of two
+    classes never compare equal (a restart inside a window would announce it again)."""
+    if a is None or b is None:
+        return a is b
+    return (a.id, a.name, a.until, a.notify) == (b.id, b.name, b.until, b.notify)
 
 
 def _told(status: Status) -> Told:

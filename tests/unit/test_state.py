@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from monitor.scheduler.calendar import ActiveWindow
 from monitor.scheduler.state import (
     Alert,
     Change,
@@ -173,8 +174,8 @@ def test_down_across_a_window_alerts_when_it_ends() -> None:
 
 
 def test_down_that_recovers_inside_a_window_says_nothing() -> None:
-    _, told = run(minutes(0, 5, False, window=NIGHTLY) + minutes(5, 12, True, window=NIGHTLY) + minutes(12, 14, True),
-                  Policy(confirm_after=2))  # fmt: skip
+    during = minutes(0, 5, False, window=NIGHTLY) + minutes(5, 12, True, window=NIGHTLY)
+    _, told = run(during + minutes(12, 14, True), Policy(confirm_after=2))
     assert told == []
 
 
@@ -259,3 +260,13 @@ def test_an_unchanged_monitor_keeps_its_state_object() -> None:
     up = State("up")
     state, outcome = step(up, ok(), Policy())
     assert state is up and outcome == Outcome()
+
+
+def test_a_window_read_back_after_a_restart_is_the_same_window() -> None:
+    # The state read from the database holds a plain Window; a check finds the calendar's
+    # ActiveWindow for the same span. Same window: no second start or end message.
+    restored = State("down", 3, T0, told="down", told_at=T0, window=ANNOUNCED)
+    active = ActiveWindow(ANNOUNCED.id, ANNOUNCED.name, ANNOUNCED.until, ANNOUNCED.notify, start=T0)
+    for obs in (fail(window=active), ok(window=active)):
+        _, outcome = step(restored, obs, Policy(confirm_after=2))
+        assert not [a for a in outcome.alerts if a.kind.startswith("maintenance")], outcome
