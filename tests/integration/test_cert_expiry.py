@@ -10,7 +10,6 @@ first hop's: the monitored URL's own host.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from support import TargetServer, wait_for
+from support import TargetServer
 from support.canary import Origin
 from support.certs import (  # noqa: F401  (the local_ca and https_target fixtures)
     CA_ORGANIZATION,
@@ -28,6 +27,7 @@ from support.certs import (  # noqa: F401  (the local_ca and https_target fixtur
     https_target_fixture,
     local_ca_fixture,
 )
+from support.connections import all_closed
 
 from monitor.checks.base import CheckContext
 from monitor.checks.certificate import cert_days_left, cert_not_after
@@ -70,37 +70,16 @@ class Checker:
 @pytest.fixture
 async def checker(local_ca: LocalCA, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Checker]:
     """A check session that may dial loopback and trusts ``local_ca`` besides the system's
-    roots. A check returns with its TLS connection still exchanging close_notify: the fixture
-    waits until every connection it opened is closed, so none outlives the test's loop."""
-    loop = asyncio.get_running_loop()
-    opened: list[asyncio.BaseTransport] = []
-    dial = loop.create_connection
-
-    async def recording(*args: Any, **kwargs: Any) -> Any:
-        transport, protocol = await dial(*args, **kwargs)
-        opened.append(transport)
-        return transport, protocol
-
-    monkeypatch.setattr(loop, "create_connection", recording)
-    policy = AddressPolicy(LOOPBACK)
-    resolver = VettedResolver(policy)
-    session = make_session(resolver, ssl_context=local_ca.client_context())
-    try:
-        yield Checker(session, CheckContext(session, policy, allow_insecure_tls=True))
-    finally:
-        await session.close()
-        await resolver.close()
+    roots; every connection it opened is closed before the test's loop ends."""
+    async with all_closed(monkeypatch):
+        policy = AddressPolicy(LOOPBACK)
+        resolver = VettedResolver(policy)
+        session = make_session(resolver, ssl_context=local_ca.client_context())
         try:
-            await wait_for(lambda: all(_closed(t) for t in opened), timeout=5, interval=0.005)
+            yield Checker(session, CheckContext(session, policy, allow_insecure_tls=True))
         finally:
-            for transport in opened:
-                if not _closed(transport):
-                    transport.abort()  # type: ignore[attr-defined]
-
-
-def _closed(transport: asyncio.BaseTransport) -> bool:
-    sock = transport.get_extra_info("socket")
-    return sock is None or sock.fileno() == -1
+            await session.close()
+            await resolver.close()
 
 
 def _rfc3339(when: dt.datetime) -> str:
