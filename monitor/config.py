@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from monitor import secrets
+from monitor.scheduler.connectivity import parse_reference
 
 PREFIX = "MONITOR_"
 # Read by scripts/services.sh, scripts/system-test.sh and the Makefile, not by the processes.
@@ -105,8 +106,19 @@ class Settings(BaseModel):
     # Alerts older than this (seconds) when they can first be sent (no bot token for a while,
     # Telegram down for hours) arrive as one summary per chat, not one by one.
     alert_max_age: float = Field(3600.0, gt=0)
+    # Whether the checker itself is cut off (monitor/scheduler/connectivity.py): reference targets
+    # (http(s) URLs, or host:port for a TCP connect); without them, the share of monitors failing
+    # in the window, judged once at least min_monitors were checked in it.
+    connectivity_targets: list[str] = Field(default_factory=list)
+    connectivity_window_seconds: float = Field(60.0, gt=0)
+    connectivity_min_monitors: int = Field(5, ge=1)
+    connectivity_failing_share: float = Field(0.8, gt=0, le=1)
+    # Where the operator hears that the checker lost its network and got it back: a Telegram
+    # chat (with MONITOR_TELEGRAM_BOT_TOKEN) and/or an alert channel by id.
+    operator_chat: str | None = None
+    operator_channel: int | None = Field(None, ge=1)
 
-    @field_validator("dns_servers", "allow_cidrs", mode="before")
+    @field_validator("dns_servers", "allow_cidrs", "connectivity_targets", mode="before")
     @classmethod
     def _csv(cls, value: object) -> object:
         return _split_csv(value)
@@ -120,6 +132,22 @@ class Settings(BaseModel):
             except ValueError as exc:
                 raise ValueError(f"{item!r} is not a network in CIDR notation") from exc
         return value
+
+    @field_validator("connectivity_targets")
+    @classmethod
+    def _references(cls, value: list[str]) -> list[str]:
+        return [parse_reference(item).text for item in value]  # a ValueError that names the item
+
+    @field_validator("operator_chat", mode="before")
+    @classmethod
+    def _operator_chat(cls, value: object) -> object:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        # Imported here: the telegram module brings the alerter's channels, which only the
+        # processes that set this need.
+        from monitor.alerter.channels.telegram import parse_chat_id
+
+        return parse_chat_id(value.strip() if isinstance(value, str) else value)
 
     @field_validator("ca_file")
     @classmethod

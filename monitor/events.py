@@ -13,13 +13,16 @@ import redis.asyncio as aioredis
 
 from monitor import keys
 from monitor.models import CheckResult, MonitorSpec
+from monitor.times import rfc3339
 
 # 2 added ``channels`` (the monitor's alert channels when the change happened) and the
 # "test" kind; 3 added ``seq``, the event's place in its monitor's sequence (alerts of one
-# monitor reach each destination in that order). Versions 1 (telegram_chat_id only) and 2
-# are still understood.
-SCHEMA_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+# monitor reach each destination in that order); 4 added ``details`` (a kind's own figures)
+# and the kinds beyond down, up and test (reminders, degradations, flapping, maintenance, the
+# checker's connectivity). Versions 1 (telegram_chat_id only), 2 and 3 are still understood
+# (without details); a kind an alerter does not know is rendered as a neutral notice.
+SCHEMA_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
 
 
 class EventFormatError(ValueError):
@@ -29,7 +32,10 @@ class EventFormatError(ValueError):
 @dataclass(frozen=True)
 class Event:
     event_id: str
-    kind: str  # "down" | "up" | "test"
+    # "down" | "up" | "remind" | "degraded" | "degraded_end" | "flapping" | "flapping_end" |
+    # "maintenance_start" | "maintenance_end" | "connectivity_lost" | "connectivity_restored"
+    # (the checker's own: monitor_id None, monitor_name "") | "test" (monitor_name: the channel's)
+    kind: str
     monitor_id: int | None
     monitor_name: str
     monitor_url: str
@@ -46,6 +52,10 @@ class Event:
     after_event_id: str | None = None
     # 1, 2, 3... per monitor, in the order of its changes (None: a test message, or version < 3).
     seq: int | None = None
+    # The kind's own figures (version 4): "covers" and "note" (down, up), "reminder" and
+    # "reminder_max" (remind), "reason" (degraded, connectivity_lost), "changes" and
+    # "window_minutes" (flapping), "status" (flapping_end), "window" and "until" (maintenance_*).
+    details: dict[str, Any] = field(default_factory=dict)
     v: int = SCHEMA_VERSION
 
     def age_seconds(self, now: datetime | None = None) -> float:
@@ -56,15 +66,18 @@ class Event:
             return 0.0
         return ((now or datetime.now(UTC)) - at).total_seconds()
 
-    def targets(self, destination: Callable[[Mapping[str, Any]], str | None]) -> dict[str, dict[str, Any]]:
+    def targets(
+        self, destination: Callable[[Mapping[str, Any], str], str | None]
+    ) -> dict[str, dict[str, Any]]:
         """Where this event goes: destination key -> the channel (the first one naming it), by
-        ``destination`` (the channel registry's); channels of unknown kinds are left out."""
+        ``destination(channel, event kind)`` (the channel registry's); channels of unknown
+        kinds, and of kinds that take no events of this one's kind, are left out."""
         channels = list(self.channels)
         if self.telegram_chat_id:  # version 1
             channels.append({"kind": "telegram", "name": "", "chat_id": self.telegram_chat_id})
         found: dict[str, dict[str, Any]] = {}
         for channel in channels:
-            key = destination(channel)
+            key = destination(channel, self.kind)
             if key is not None:
                 found.setdefault(key, channel)
         return found
@@ -84,6 +97,7 @@ class Event:
         channels: list[dict[str, Any]],
         after_event_id: str | None = None,
         seq: int | None = None,
+        details: dict[str, Any] | None = None,
     ) -> Event:
         duration = (ended_at - started_at).total_seconds() if started_at and ended_at else None
         return cls(
@@ -94,14 +108,15 @@ class Event:
             monitor_url=spec.url,
             telegram_chat_id=None,
             incident_id=incident_id,
-            at=_iso(at),
-            started_at=_iso(started_at) if started_at else None,
-            ended_at=_iso(ended_at) if ended_at else None,
+            at=rfc3339(at),
+            started_at=rfc3339(started_at) if started_at else None,
+            ended_at=rfc3339(ended_at) if ended_at else None,
             duration_seconds=duration,
             cause={"status_code": result.status_code, "error": result.error, "latency_ms": result.latency_ms},
             channels=channels,
             after_event_id=after_event_id,
             seq=seq,
+            details=dict(details or {}),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -111,6 +126,10 @@ class Event:
     def from_dict(cls, data: dict[str, Any]) -> Event:
         if data.get("v") not in READABLE_VERSIONS:
             raise EventFormatError(f"unsupported event schema version {data.get('v')!r}")
+        if data.get("details") is None:
+            data = {k: v for k, v in data.items() if k != "details"}  # before version 4, or null
+        elif not isinstance(data["details"], dict):
+            raise EventFormatError("event details are not a JSON object")
         try:
             return cls(**data)
         except TypeError as exc:
@@ -128,10 +147,6 @@ class Event:
         if not isinstance(data, dict):
             raise EventFormatError("event is not a JSON object")
         return cls.from_dict(data)
-
-
-def _iso(value: datetime) -> str:
-    return value.isoformat().replace("+00:00", "Z")
 
 
 async def publish(redis: aioredis.Redis, payloads: list[dict[str, Any]]) -> list[str]:

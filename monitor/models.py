@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
+
+from monitor.scheduler.state import DEFAULT_POLICY, Policy
 
 # Most monitors share a few expected-status lists: keep one tuple of each (memory per
 # monitor matters when one scheduler carries 100,000 of them).
@@ -15,6 +17,23 @@ _STATUS_RANGES: dict[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] =
 
 def _shared_ranges(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
     return _STATUS_RANGES.setdefault(ranges, ranges)
+
+
+# Likewise the alert rules: most monitors share a handful of combinations.
+_POLICIES: dict[Policy, Policy] = {DEFAULT_POLICY: DEFAULT_POLICY}
+
+
+def _policy(row: Any) -> Policy:
+    remind = row.get("remind_every_minutes")
+    policy = Policy(
+        confirm_after=int(row["confirm_after"]),
+        recover_after=int(row.get("recover_after") or 1),
+        remind_every=timedelta(minutes=remind) if remind else None,
+        remind_max=row.get("remind_max"),
+        flap_threshold=row.get("flap_threshold"),
+        flap_window=timedelta(minutes=row.get("flap_window_minutes") or 30),
+    )
+    return _POLICIES.setdefault(policy, policy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +49,15 @@ class MonitorSpec:
     follow_redirects: bool
     paused: bool
     recover_after: int = 1
+    policy: Policy = DEFAULT_POLICY
+    # Degraded when a successful check takes longer (ms), or its certificate expires sooner (days).
+    degraded_above_ms: float | None = None
+    cert_warn_days: int = 14
+    # Monitors this one depends on (their outage holds its alerts), and its tags (maintenance).
+    depends_on: tuple[int, ...] = ()
+    tags: tuple[str, ...] = ()
+    # The owner: a tag window applies only to its own account's monitors.
+    account_id: int | None = None
     # The check type's runtime options (``Check.options``: for http, ``HttpOptions``); None
     # for a monitor with default settings, so 100,000 plain monitors pay nothing for them.
     options: Any = None
@@ -48,6 +76,12 @@ class MonitorSpec:
             follow_redirects=bool(row["follow_redirects"]),
             paused=bool(row["paused"]),
             recover_after=int(row.get("recover_after") or 1),
+            policy=_policy(row),
+            degraded_above_ms=row.get("degraded_above_ms"),
+            cert_warn_days=int(row.get("cert_warn_days") if row.get("cert_warn_days") is not None else 14),
+            depends_on=tuple(row.get("depends_on") or ()),
+            tags=tuple(sys.intern(t) for t in row.get("tags") or ()),
+            account_id=row.get("account_id"),
             options=options,
         )
 

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from monitor import db
 from monitor import logging as mlog
-from monitor.api import channels, guard, history, keys, monitors, openapi, summary
+from monitor.api import channels, guard, history, keys, maintenance, monitors, openapi, summary
 from monitor.api.context import POOL, RESOLVER, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, error_response
 from monitor.config import Settings
@@ -161,6 +161,6 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
-    for module in (monitors, history, channels, keys, summary, openapi):
+    for module in (monitors, history, channels, keys, maintenance, summary, openapi):
         module.add_routes(app.router)
     return app

@@ -22,7 +22,7 @@ from monitor.api.params import (
     time_range,
     window_param,
 )
-from monitor.api.uptime import uptimes
+from monitor.api.uptime import fetch_spans, time_in, uptimes
 
 DEFAULT_WINDOW = "24h"
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -177,6 +177,7 @@ async def uptime(request: web.Request) -> web.Response:
                     "observed_to": rfc3339(max(min(u.end, now), u.start, monitor["created_at"])),
                     "uptime_percent": u.percent,
                     "downtime_seconds": u.downtime_seconds,
+                    "degraded_seconds": u.degraded_seconds,
                     "checks": u.checks,
                     "checks_up": u.checks_up,
                 }
@@ -220,6 +221,7 @@ async def stats(request: web.Request) -> web.Response:
             ]
         else:
             rows = await conn.fetch(STATS_SQL, monitor["id"], first, end, size)
+        degradations = (await fetch_spans(conn, "degradations", [monitor["id"]], first, end))[monitor["id"]]
     items = []
     for row in rows:
         key = row["bucket"]
@@ -236,6 +238,7 @@ async def stats(request: web.Request) -> web.Response:
                 "p50_ms": rollups.percentile(r.hist, 0.50, r.latency_max),
                 "p95_ms": rollups.percentile(r.hist, 0.95, r.latency_max),
                 "max_ms": r.latency_max,
+                "degraded_seconds": time_in([(key, min(key + size, now))], degradations, now),
             }
         )
     return web.json_response(

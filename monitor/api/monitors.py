@@ -13,6 +13,7 @@ from monitor.api import schemas_http as http
 from monitor.api.context import POOL, RESOLVER, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
+from monitor.api.maintenance import monitor_windows
 from monitor.api.params import (
     decode_cursor,
     if_match,
@@ -47,6 +48,13 @@ COLUMNS = (
     "expected_status",
     "confirm_after",
     "recover_after",
+    "remind_every_minutes",
+    "remind_max",
+    "degraded_above_ms",
+    "cert_warn_days",
+    "depends_on",
+    "flap_threshold",
+    "flap_window_minutes",
     "follow_redirects",
     "paused",
     "tags",
@@ -60,7 +68,7 @@ SELECT m.*, s.status, s.last_check_at, s.last_ok, s.last_error, s.last_status_co
         WHERE mc.monitor_id = m.id AND c.kind = 'telegram' ORDER BY c.id LIMIT 1) AS telegram_chat_id
 FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
 """
-STATUSES = ("up", "down", "paused", "unknown")
+STATUSES = ("up", "degraded", "down", "paused", "unknown")
 UPTIME_INCLUDES = {f"uptime_{w}": w for w in ("24h", "7d", "30d", "90d")}
 _UNSET: Any = object()
 
@@ -90,6 +98,13 @@ def render(row: asyncpg.Record) -> dict[str, Any]:
         "expected_status": render_status_ranges(row["expected_status"]),
         "confirm_after": row["confirm_after"],
         "recover_after": row["recover_after"],
+        "remind_every_minutes": row["remind_every_minutes"],
+        "remind_max": row["remind_max"],
+        "degraded_above_ms": row["degraded_above_ms"],
+        "cert_warn_days": row["cert_warn_days"],
+        "depends_on": list(row["depends_on"]),
+        "flap_threshold": row["flap_threshold"],
+        "flap_window_minutes": row["flap_window_minutes"],
         "follow_redirects": row["follow_redirects"],
         **http.render(row["settings"], row["secret_view"]),
         "telegram_chat_id": row["telegram_chat_id"],
@@ -102,6 +117,12 @@ def render(row: asyncpg.Record) -> dict[str, Any]:
         "created_at": rfc3339(row["created_at"]),
         "updated_at": rfc3339(row["updated_at"]),
     }
+
+
+async def render_one(request: web.Request, row: asyncpg.Record) -> dict[str, Any]:
+    """The monitor as the answers about one monitor show it: with the maintenance windows that
+    apply to it (monitor/api/maintenance.py); lists leave them out."""
+    return {**render(row), "maintenance": await monitor_windows(request.app[POOL], row)}
 
 
 async def _vet_target(request: web.Request, url: str) -> None:
@@ -179,6 +200,47 @@ async def _changed_options(
     return http.to_stored(options.model_dump(mode="json"))
 
 
+# The monitors ``$2`` (ids) depend on, directly or through others, within account ``$1``.
+DEPENDENCY_CLOSURE = """
+WITH RECURSIVE d(id) AS (
+    SELECT unnest($2::bigint[])
+    UNION SELECT unnest(m.depends_on) FROM monitors m JOIN d ON m.id = d.id WHERE m.account_id = $1
+)
+SELECT id FROM d"""
+
+
+async def _check_dependencies(
+    conn: asyncpg.Connection, account: int, monitor_id: int | None, depends_on: list[int]
+) -> list[int]:
+    """``depends_on`` as stored: the caller's monitors, not itself, no cycle (422 otherwise).
+    The account's row is locked first, so two changes at once cannot close a cycle together."""
+    wanted = list(dict.fromkeys(depends_on))
+    if not wanted:
+        return wanted
+    await conn.execute("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", account)
+    if monitor_id in wanted:
+        raise ApiError(422, "invalid", "depends_on: a monitor cannot depend on itself", "depends_on")
+    found = {
+        r["id"]
+        for r in await conn.fetch(
+            "SELECT id FROM monitors WHERE account_id = $1 AND id = ANY($2::bigint[])", account, wanted
+        )
+    }
+    missing = [m for m in wanted if m not in found]
+    if missing:
+        raise ApiError(422, "invalid", f"depends_on: no monitor {missing[0]}", "depends_on")
+    if monitor_id is not None:
+        closure = {r["id"] for r in await conn.fetch(DEPENDENCY_CLOSURE, account, wanted)}
+        if monitor_id in closure:
+            raise ApiError(
+                422,
+                "invalid",
+                f"depends_on: a cycle: monitor {monitor_id} would depend on itself through these",
+                "depends_on",
+            )
+    return wanted
+
+
 async def _set_channels(
     conn: asyncpg.Connection, account: int, monitor_id: int, channel_ids: list[int] | None, chat: Any
 ) -> None:
@@ -253,6 +315,7 @@ async def create_monitor(request: web.Request) -> web.Response:
         await conn.execute("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", account)
         if await conn.fetchval("SELECT count(*) FROM monitors WHERE account_id = $1", account) >= quota:
             raise ApiError(409, "quota_exceeded", f"this account has its quota of {quota} monitors")
+        values["depends_on"] = await _check_dependencies(conn, account, None, values["depends_on"])
         new_id = await conn.fetchval(
             f"INSERT INTO monitors (account_id, {columns}) VALUES ($1, {placeholders}) RETURNING id",
             account,
@@ -268,7 +331,7 @@ async def create_monitor(request: web.Request) -> web.Response:
         chat = spec.telegram_chat_id if "telegram_chat_id" in spec.model_fields_set else _UNSET
         await _set_channels(conn, account, new_id, spec.channel_ids, chat)
         row = await conn.fetchrow(SELECT + " WHERE m.id = $1", new_id)
-    response = web.json_response(render(row), status=201)
+    response = web.json_response(await render_one(request, row), status=201)
     response.headers["Location"] = f"/api/v1/monitors/{new_id}"
     response.headers["ETag"] = etag(row)
     return response
@@ -315,7 +378,7 @@ async def list_monitors(request: web.Request) -> web.Response:
                 for item in items:
                     u = figures[item["id"]]
                     item[include] = {"uptime_percent": u.percent, "downtime_seconds": u.downtime_seconds,
-                                     "checks": u.checks}  # fmt: skip
+                                     "degraded_seconds": u.degraded_seconds, "checks": u.checks}  # fmt: skip
     return web.json_response({"items": items, "next_cursor": next_cursor})
 
 
@@ -331,7 +394,7 @@ async def fetch_owned(conn: asyncpg.Connection | asyncpg.Pool, request: web.Requ
 
 async def get_monitor(request: web.Request) -> web.Response:
     row = await fetch_owned(request.app[POOL], request)
-    return web.json_response(render(row), headers={"ETag": etag(row)})
+    return web.json_response(await render_one(request, row), headers={"ETag": etag(row)})
 
 
 async def patch_monitor(request: web.Request) -> web.Response:
@@ -354,6 +417,10 @@ async def patch_monitor(request: web.Request) -> web.Response:
         if expected and not if_match(expected, etag(current)):
             raise ApiError(412, "precondition_failed", "the monitor changed since you read it (ETag differs)")
         _check_timeout(values, current)
+        if "depends_on" in values:
+            values["depends_on"] = await _check_dependencies(
+                conn, account, current["id"], values["depends_on"]
+            )
         if patch.model_fields_set & set(http.FIELDS):
             # One UPDATE of settings, whatever changed (secrets too): updated_at moves, and the
             # scheduler's NOTIFY trigger reloads the monitor.
@@ -385,17 +452,24 @@ async def patch_monitor(request: web.Request) -> web.Response:
         chat = patch.telegram_chat_id if "telegram_chat_id" in patch.model_fields_set else _UNSET
         await _set_channels(conn, account, current["id"], patch.channel_ids, chat)
         row = await fetch_owned(conn, request)
-    return web.json_response(render(row), headers={"ETag": etag(row)})
+    return web.json_response(await render_one(request, row), headers={"ETag": etag(row)})
 
 
 async def delete_monitor(request: web.Request) -> web.Response:
-    deleted = await request.app[POOL].fetchval(
-        "DELETE FROM monitors WHERE id = $1 AND account_id = $2 RETURNING id",
-        path_id(request),
-        account_id(request),
-    )
-    if deleted is None:
-        raise not_found("monitor")
+    async with request.app[POOL].acquire() as conn, conn.transaction():
+        deleted = await conn.fetchval(
+            "DELETE FROM monitors WHERE id = $1 AND account_id = $2 RETURNING id",
+            path_id(request),
+            account_id(request),
+        )
+        if deleted is None:
+            raise not_found("monitor")
+        # Its dependants depend on it no more (their scheduler reloads them: updated_at moves).
+        await conn.execute(
+            """UPDATE monitors SET depends_on = array_remove(depends_on, $1), updated_at = clock_timestamp()
+               WHERE $1 = ANY(depends_on)""",
+            deleted,
+        )
     return web.Response(status=204)
 
 

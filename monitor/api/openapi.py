@@ -20,6 +20,7 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 from monitor import __version__
 from monitor.api import responses as out
 from monitor.api import schemas
+from monitor.api import schemas_maintenance as maint
 from monitor.api.context import SETTINGS
 from monitor.api.history import BUCKETS
 from monitor.api.monitors import STATUSES, UPTIME_INCLUDES
@@ -39,6 +40,8 @@ MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
                                      out.IncidentList, out.Uptime, out.UptimeWindows, out.Stats,
                                      out.Summary, out.Channel, out.ChannelList, out.Accepted, out.Key,
                                      out.NewKey, out.KeyList)),
+    (maint.MaintenanceCreate, "validation"), (maint.MaintenancePatch, "validation"),
+    (maint.MaintenanceWindow, "serialization"), (maint.MaintenanceWindowList, "serialization"),
 ]  # fmt: skip
 
 
@@ -77,7 +80,7 @@ def _components(limits: Limits) -> tuple[dict[str, Any], dict[str, dict[str, Any
     """(the JSON schemas by name, a ``$ref`` by model name)."""
     refs, top = models_json_schema(MODELS, ref_template=REF)
     found = top["$defs"]
-    for model in (schemas.MonitorPatch, schemas.ChannelPatch):
+    for model in (schemas.MonitorPatch, schemas.ChannelPatch, maint.MaintenancePatch):
         _refuse_null(found[model.__name__], model)
     _drop_null_defaults(found)
     # These limits are settings (a validation context), so pydantic cannot know them.
@@ -218,6 +221,10 @@ class _Builder:
 MONITOR_EXAMPLE = {"name": "Home page", "url": "https://example.com/", "interval_seconds": 60,
                    "expected_status": ["200-399"], "tags": ["prod"],
                    "assertions": [{"type": "keyword", "keyword": "Welcome"}]}  # fmt: skip
+TAGS = ("monitors", "history", "channels", "maintenance", "keys", "account", "meta")
+MAINTENANCE_EXAMPLE = {"name": "Sunday patching", "tags": ["prod"], "notify": True,
+                       "recurring": {"rrule": "FREQ=WEEKLY;BYDAY=SU;BYHOUR=2", "duration_minutes": 60,
+                                     "timezone": "Europe/Berlin"}}  # fmt: skip
 MONITOR_OPS = ("getMonitor", "updateMonitor", "deleteMonitor", "listChecks", "listIncidents", "getUptime",
                "getStats")  # fmt: skip
 
@@ -277,6 +284,22 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     b.add("post", "/api/v1/channels/{id}/test", "testChannel",
           "Send a test message through the alerter", tag="channels",
           ok={202: _json(r["Accepted"], "Queued for the alerter.")}, errors=(404,), parameters=(channel_id,))
+    window_id = _id("maintenance window")
+    b.add("post", "/api/v1/maintenance", "createMaintenance", "Create a maintenance window",
+          tag="maintenance", ok={201: {**_json(r["MaintenanceWindow"], "The window, as created.", LOCATION),
+                    "links": _links("getMaintenance", "updateMaintenance", "deleteMaintenance")}},
+          body=("MaintenanceCreate", MAINTENANCE_EXAMPLE))
+    b.add("get", "/api/v1/maintenance", "listMaintenance", "List maintenance windows", tag="maintenance",
+          ok={200: _json(r["MaintenanceWindowList"], "One page of windows.")}, errors=(400,),
+          parameters=(LIMIT, CURSOR))
+    b.add("get", "/api/v1/maintenance/{id}", "getMaintenance", "Read a maintenance window", tag="maintenance",
+          ok={200: _json(r["MaintenanceWindow"], "The window.")}, errors=(404,), parameters=(window_id,))
+    b.add("patch", "/api/v1/maintenance/{id}", "updateMaintenance",
+          "Change a maintenance window (only the fields given; a schedule replaces the schedule)",
+          tag="maintenance", ok={200: _json(r["MaintenanceWindow"], "The window, as changed.")},
+          errors=(404,), parameters=(window_id,), body=("MaintenancePatch", {"notify": True}))
+    b.add("delete", "/api/v1/maintenance/{id}", "deleteMaintenance", "Delete a maintenance window",
+          tag="maintenance", ok={204: {"description": "Deleted."}}, errors=(404,), parameters=(window_id,))
     b.add("post", "/api/v1/keys", "createKey", "Create an API key of the caller's account", tag="keys",
           ok={201: {**_json(r["NewKey"], "The key; its secret `key` is shown only here."),
                     "links": _links("revokeKey")}},
@@ -329,7 +352,7 @@ def document(limits: Limits) -> dict[str, Any]:
         },
         "servers": [{"url": "/"}],
         "security": [{"bearer": []}],
-        "tags": [{"name": n} for n in ("monitors", "history", "channels", "keys", "account", "meta")],
+        "tags": [{"name": n} for n in TAGS],
         "paths": _paths(refs),
         "components": {
             "schemas": found,

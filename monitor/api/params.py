@@ -12,6 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
+from monitor import times
 from monitor.api.errors import ApiError
 
 _WINDOW = re.compile(r"^(\d{1,4})([hd])$")
@@ -150,4 +151,4 @@ def next_page(rows: Sequence[Any], limit: int, key: str = "id") -> tuple[Sequenc
 def rfc3339(value: datetime | None) -> str | None:
     if value is None:
         return None
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return times.rfc3339(value)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from monitor.api.schemas_http import MASK, Method
+from monitor.api.schemas_maintenance import MonitorWindow, SummaryMaintenance
 from monitor.checks.assertions import Assertion
 
 
@@ -73,6 +74,13 @@ class Monitor(_Out):
     expected_status: list[int | str] = Field(description="status codes, 'low-high' ranges or 'Nxx' classes")
     confirm_after: int
     recover_after: int = Field(description="consecutive successes that confirm a down monitor's recovery")
+    remind_every_minutes: int | None = Field(description="while down, a reminder every N minutes")
+    remind_max: int | None = Field(description="at most this many reminders per outage (null: no limit)")
+    degraded_above_ms: int | None = Field(description="degraded when responses take longer")
+    cert_warn_days: int = Field(description="https: degraded when the certificate expires sooner")
+    depends_on: list[int] = Field(description="while one of these is down, this monitor's alerts wait")
+    flap_threshold: int | None = Field(description="more changes than this within the window: flapping")
+    flap_window_minutes: int
     follow_redirects: bool
     method: Method
     headers: dict[str, str] = Field(description=f"the values of sensitive headers read as {MASK!r}")
@@ -88,16 +96,27 @@ class Monitor(_Out):
     channel_ids: list[int]
     tags: list[str]
     paused: bool
-    status: Literal["up", "down", "paused", "unknown"]
+    status: Literal["up", "degraded", "down", "paused", "unknown"]
     status_since: datetime | None
     last_check: LastCheck | None
     created_at: datetime
     updated_at: datetime
+    # Maintenance windows (monitor/api/maintenance.py): in the answers about one monitor.
+    maintenance: list[MonitorWindow] | SkipJsonSchema[None] = Field(
+        None, description="the maintenance windows that apply to it by id or tag (not in lists)"
+    )
+
+
+DEGRADED_SECONDS = (
+    "time degraded (slower than degraded_above_ms, or a certificate expiring within cert_warn_days) "
+    "in the observed part of the window; not downtime: the uptime ignores it"
+)
 
 
 class UptimeFigures(_Out):
     uptime_percent: float | None = Field(description="null when nothing was observed in the window")
     downtime_seconds: float | None
+    degraded_seconds: float | None = Field(description=DEGRADED_SECONDS)
     checks: int
 
 
@@ -177,6 +196,7 @@ class Uptime(_Out):
     )
     uptime_percent: float | None = Field(description="null when nothing was observed in the window")
     downtime_seconds: float | None
+    degraded_seconds: float | None = Field(description=DEGRADED_SECONDS)
     checks: int
     checks_up: int
 
@@ -199,6 +219,7 @@ class StatsPoint(_Out):
     p50_ms: float | None
     p95_ms: float | None
     max_ms: float | None
+    degraded_seconds: float = Field(description="time degraded within the bucket (see uptime)")
 
 
 class Stats(_Out):
@@ -216,6 +237,7 @@ class Stats(_Out):
 
 class ByStatus(_Out):
     up: int
+    degraded: int
     down: int
     paused: int
     unknown: int
@@ -234,6 +256,7 @@ class Summary(_Out):
     monitors: int
     by_status: ByStatus
     down: list[DownMonitor] = Field(description="longest down first, at most 100")
+    maintenance: SummaryMaintenance = Field(description="windows open now, and the next to open")
 
 
 class Channel(_Out):

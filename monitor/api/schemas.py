@@ -54,6 +54,7 @@ _STATUS_RANGE = re.compile(r"^([1-5])xx$|^(\d{3})(?:-(\d{3}))?$")
 TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,49}$")
 Tag = Annotated[str, Field(pattern=TAG.pattern)]
 ChannelId = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
+MonitorRef = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
 
 Number = Annotated[float, Field(allow_inf_nan=False, strict=True)]
 
@@ -208,6 +209,27 @@ class MonitorCreate(_MonitorFields, RequestOptions):
     recover_after: StrictInt = Field(
         1, ge=1, le=10, description="consecutive successes before a down monitor is up again"
     )
+    remind_every_minutes: StrictInt | None = Field(
+        None, ge=1, le=10080, description="while down, remind every N minutes (null: no reminders)"
+    )
+    remind_max: StrictInt | None = Field(
+        None, ge=1, le=1000, description="at most this many reminders per outage (null: no limit)"
+    )
+    degraded_above_ms: StrictInt | None = Field(
+        None, ge=1, le=600000, description="degraded when responses take longer (confirm_after in a row)"
+    )
+    cert_warn_days: StrictInt = Field(
+        14, ge=0, le=365, description="https: degraded when the certificate expires sooner (0: never)"
+    )
+    depends_on: list[MonitorRef] = Field(
+        default_factory=list,
+        max_length=20,
+        description="monitors this one depends on: while one is down, this one's alerts are held",
+    )
+    flap_threshold: StrictInt | None = Field(
+        None, ge=2, le=100, description="more changes than this within flap_window_minutes: flapping"
+    )
+    flap_window_minutes: StrictInt = Field(30, ge=1, le=1440)
     follow_redirects: StrictBool = False
     telegram_chat_id: str | None = None
     paused: StrictBool = False
@@ -245,6 +267,13 @@ class MonitorPatch(_MonitorFields, HttpChecks):
     expected_status: list[StrictInt | str] | None = Field(None, max_length=20)
     confirm_after: StrictInt | None = Field(None, ge=1, le=10)
     recover_after: StrictInt | None = Field(None, ge=1, le=10)
+    remind_every_minutes: StrictInt | None = Field(None, ge=1, le=10080)
+    remind_max: StrictInt | None = Field(None, ge=1, le=1000)
+    degraded_above_ms: StrictInt | None = Field(None, ge=1, le=600000)
+    cert_warn_days: StrictInt | None = Field(None, ge=0, le=365)
+    depends_on: list[MonitorRef] | None = Field(None, max_length=20)
+    flap_threshold: StrictInt | None = Field(None, ge=2, le=100)
+    flap_window_minutes: StrictInt | None = Field(None, ge=1, le=1440)
     follow_redirects: StrictBool | None = None
     telegram_chat_id: str | None = None
     paused: StrictBool | None = None
@@ -260,6 +289,9 @@ class MonitorPatch(_MonitorFields, HttpChecks):
         "expected_status",
         "confirm_after",
         "recover_after",
+        "cert_warn_days",
+        "depends_on",
+        "flap_window_minutes",
         "follow_redirects",
         "paused",
         "tags",

@@ -1,4 +1,5 @@
-"""``/api/v1/summary``: the account at a glance: monitors by status, and which are down."""
+"""``/api/v1/summary``: the account at a glance: monitors by status, which are down, and the
+maintenance windows open now and coming next."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from aiohttp import web
 
 from monitor.api.context import POOL
 from monitor.api.guard import account_id
+from monitor.api.maintenance import account_windows
 from monitor.api.params import rfc3339
 
 DOWN_LISTED = 100
@@ -29,7 +31,8 @@ async def summary(request: web.Request) -> web.Response:
             account,
             DOWN_LISTED,
         )
-    by_status = {"up": 0, "down": 0, "paused": 0, "unknown": 0}
+        maintenance = await account_windows(conn, account)
+    by_status = {"up": 0, "degraded": 0, "down": 0, "paused": 0, "unknown": 0}
     for row in counts:
         by_status[row["status"]] = row["n"]
     return web.json_response(
@@ -47,6 +50,7 @@ async def summary(request: web.Request) -> web.Response:
                 }
                 for r in down
             ],
+            "maintenance": maintenance,
         }
     )
 

@@ -1,9 +1,13 @@
 """Time-based uptime for one or many monitors, in a fixed number of queries.
 
 The observed part of a window is the window clipped to the monitor's life (creation
-to now) minus the time it was paused. Downtime is the part of the observed time
+to now) minus the time it was paused and the time it spent in maintenance windows (those of
+its account that name it or one of its tags; the rules' spans are ``monitor.maintenance``'s),
+left out alike. Downtime is the part of the observed time
 covered by incidents (an incident runs from the first failing check of its
-confirming streak to the first success). Check counts come from the hourly rollups
+confirming streak to the first success). Degraded time (a degradation: slow, or a
+certificate about to expire) is not downtime: it is the part of the observed time covered by
+degradations, reported apart. Check counts come from the hourly rollups
 for whole hours (and for the current one) and from raw checks for the partial hours at
 the edges, so they are exact and stay fast for 90-day windows.
 """
@@ -17,6 +21,11 @@ from datetime import datetime, timedelta
 
 import asyncpg
 
+from monitor import logging as mlog
+from monitor.maintenance import Rule, occurrences
+
+log = mlog.get(__name__)
+
 Interval = tuple[datetime, datetime]
 HOUR = timedelta(hours=1)
 
@@ -29,6 +38,8 @@ class Uptime:
     downtime_seconds: float | None
     checks: int
     checks_up: int
+    # Time degraded (slow, or a certificate about to expire): not downtime, reported apart.
+    degraded_seconds: float | None = None
 
 
 def _subtract(spans: list[Interval], holes: Sequence[Interval]) -> list[Interval]:
@@ -50,6 +61,28 @@ def _overlap(spans: Sequence[Interval], start: datetime, end: datetime) -> float
     return sum(max(0.0, (min(end, e) - max(start, s)).total_seconds()) for s, e in spans)
 
 
+def observed(
+    window_start: datetime,
+    window_end: datetime,
+    created_at: datetime,
+    now: datetime,
+    pauses: Sequence[tuple[datetime, datetime | None]],
+) -> list[Interval]:
+    """The parts of a window the monitor was watched in: from its creation to now, without
+    ``pauses`` (paused time, maintenance)."""
+    start, end = max(window_start, created_at), min(window_end, now)
+    if end <= start:
+        return []
+    return _subtract([(start, end)], [(s, e or now) for s, e in pauses])
+
+
+def time_in(
+    spans: Sequence[Interval], records: Sequence[tuple[datetime, datetime | None]], now: datetime
+) -> float:
+    """Seconds of ``spans`` covered by ``records`` (incidents, degradations; open ones to now)."""
+    return sum(_overlap(spans, began, ended or now) for began, ended in records)
+
+
 def figures(
     window_start: datetime,
     window_end: datetime,
@@ -60,14 +93,13 @@ def figures(
     checks: int,
 ) -> tuple[float | None, float | None]:
     """(uptime percent, downtime seconds); both None when nothing was observed."""
-    start, end = max(window_start, created_at), min(window_end, now)
-    if checks == 0 or end <= start:
+    if checks == 0:
         return None, None
-    observed = _subtract([(start, end)], [(s, e or now) for s, e in pauses])
-    span = sum((e - s).total_seconds() for s, e in observed)
+    spans = observed(window_start, window_end, created_at, now, pauses)
+    span = sum((e - s).total_seconds() for s, e in spans)
     if span <= 0:
         return None, None
-    down = sum(_overlap(observed, began, ended or now) for began, ended in incidents)
+    down = time_in(spans, incidents, now)
     return 100.0 * (1.0 - down / span), down
 
 
@@ -123,10 +155,11 @@ async def count_checks(
 Spans = dict[int, list[tuple[datetime, datetime | None]]]
 
 
-async def _spans(
+async def fetch_spans(
     conn: asyncpg.Connection, table: str, ids: list[int], start: datetime, end: datetime
 ) -> Spans:
-    """(started_at, ended_at) rows of ``table`` (incidents or monitor_pauses) that overlap the window."""
+    """(started_at, ended_at) rows of ``table`` (incidents, degradations or monitor_pauses) that
+    overlap the window."""
     spans: Spans = defaultdict(list)
     for row in await conn.fetch(
         f"""SELECT monitor_id, started_at, ended_at FROM {table}
@@ -140,6 +173,34 @@ async def _spans(
     return spans
 
 
+# The windows that apply to each of $1's monitors (by id, or by a tag within its account) and
+# may overlap [$2, $3).
+_WINDOWS = """
+SELECT m.id AS monitor_id, w.id, w.kind, w.starts_at, w.ends_at, w.rrule, w.cron, w.dtstart, w.timezone,
+       w.duration_seconds
+FROM monitors m JOIN maintenance_windows w
+  ON w.account_id = m.account_id AND (w.monitor_ids @> ARRAY[m.id] OR w.tags && m.tags)
+WHERE m.id = ANY($1::bigint[]) AND (w.kind <> 'once' OR (w.starts_at < $3 AND w.ends_at > $2))
+"""
+
+
+async def maintenance_spans(
+    conn: asyncpg.Connection, ids: list[int], start: datetime, end: datetime
+) -> Spans:
+    """Each monitor's maintenance spans that overlap [start, end), each window's rule read once."""
+    spans: Spans = defaultdict(list)
+    found: dict[int, list[Interval]] = {}
+    for row in await conn.fetch(_WINDOWS, ids, start, end):
+        if row["id"] not in found:
+            try:
+                found[row["id"]] = occurrences(Rule.from_row(row), start, end)
+            except ValueError as exc:  # stored rules were checked; one this version cannot read
+                log.warning("maintenance.bad_rule", window_id=row["id"], error=str(exc))
+                found[row["id"]] = []
+        spans[row["monitor_id"]].extend(found[row["id"]])
+    return spans
+
+
 async def uptimes(
     conn: asyncpg.Connection,
     monitors: Sequence[tuple[int, datetime]],
@@ -147,14 +208,21 @@ async def uptimes(
     end: datetime,
     now: datetime,
 ) -> dict[int, Uptime]:
-    """Uptime over [start, end) for each (monitor id, created_at), in four queries."""
+    """Uptime over [start, end) for each (monitor id, created_at), in six queries."""
     ids = [mid for mid, _ in monitors]
-    incidents = await _spans(conn, "incidents", ids, start, end)
-    pauses = await _spans(conn, "monitor_pauses", ids, start, end)
+    incidents = await fetch_spans(conn, "incidents", ids, start, end)
+    degradations = await fetch_spans(conn, "degradations", ids, start, end)
+    pauses = await fetch_spans(conn, "monitor_pauses", ids, start, end)
+    # Maintenance is left out like paused time (only the part up to now can be observed).
+    windows = await maintenance_spans(conn, ids, start, max(start, min(end, now)))
     counts = await count_checks(conn, ids, start, end, now)
     result: dict[int, Uptime] = {}
     for mid, created_at in monitors:
         checks, up = counts.get(mid, (0, 0))
-        percent, down = figures(start, end, created_at, now, incidents[mid], pauses[mid], checks)
-        result[mid] = Uptime(start, end, percent, down, checks, up)
+        excluded = [*pauses[mid], *windows[mid]]
+        percent, down = figures(start, end, created_at, now, incidents[mid], excluded, checks)
+        degraded = None
+        if percent is not None:
+            degraded = time_in(observed(start, end, created_at, now, excluded), degradations[mid], now)
+        result[mid] = Uptime(start, end, percent, down, checks, up, degraded)
     return result

@@ -10,6 +10,10 @@ encoding we cannot decode or a body cut short does not fail it (issue 10's false
 a body assertion, at most ``max_body_bytes`` are read and judged; a longer body is cut there,
 which the result notes (``details.body_truncated``) but which is no failure by itself.
 
+Every https check records the monitored host's certificate (``details.certificate``: its expiry,
+days left, subject and issuer; shape and readers in ``checks/certificate.py``), whatever the
+verdict; a plain http check with nothing else to note keeps ``details`` None.
+
 ``HttpOptions`` is the runtime form of a monitor's stored settings (``monitors.settings``) and
 secrets (``monitor_secrets``), built once when the scheduler loads the monitor; a monitor with
 none of them has ``http = None`` and costs no memory for them.
@@ -25,6 +29,8 @@ from typing import Any, ClassVar
 
 from monitor.checks.assertions import ASSERTIONS, Judge, Observed, Outcome
 from monitor.checks.base import Check, CheckContext
+from monitor.checks.certificate import KEY as CERTIFICATE
+from monitor.checks.certificate import certificate_details
 from monitor.models import CheckResult, MonitorSpec
 from monitor.net.client import FetchResult, clip_error, fetch
 
@@ -139,6 +145,9 @@ class HttpCheck(Check):
             details = {**(details or {}), "body_truncated": True, "body_bytes": len(got.body)}
         if not got.tls_verified:
             details = {**(details or {}), "tls_verified": False}
+        if got.certificate is not None:
+            details = details if details is not None else {}
+            details[CERTIFICATE] = certificate_details(got.certificate, started)
         return CheckResult(
             monitor_id=monitor.id,
             time=started,

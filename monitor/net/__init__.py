@@ -4,6 +4,7 @@ docs/security.md states the policy. Everything a check dials goes through ``Vett
 (names) or ``AddressPolicy`` (literals); ``fetch`` is the HTTP entry point.
 """
 
+from .certificate import PeerCertificate
 from .client import FetchResult, HttpSession, fetch, make_session
 from .policy import (
     AddressPolicy,
@@ -21,6 +22,7 @@ __all__ = [
     "FetchResult",
     "HttpSession",
     "InvalidTarget",
+    "PeerCertificate",
     "ResolutionError",
     "Verdict",
     "VettedResolver",

@@ -19,6 +19,12 @@ A timeout names the phase it cut (resolving, connecting, the TLS handshake, wait
 response head, reading the body): "timed out" alone does not tell a user whether nothing
 answered or a body stalled after its 200.
 
+After each TLS handshake of the monitored URL itself (an https URL's first hop), ``certificate``
+holds the peer's leaf certificate (``certificate.PeerCertificate``: expiry, subject, issuer),
+whether or not it was verified. A redirect to another URL does not replace it: the certificate
+that matters is the one of the host the user monitors, and an http URL that redirects to https
+has none. A failed handshake leaves it None (the error says why), and so does plain http.
+
 Credentials (``credentials``: auth and sensitive headers) go to the URL's own origin only; a
 redirect to another origin drops them for the rest of the fetch, as ``Authorization`` and
 ``Cookie`` given in ``headers`` are.
@@ -36,13 +42,14 @@ from yarl import URL
 
 from monitor.aio import Deadline
 
+from .certificate import PeerCertificate
 from .http1 import REDIRECT_STATUSES, Exchange
 from .policy import AddressPolicy, BlockedTarget, InvalidTarget
 from .resolver import ResolutionError, VettedResolver
 from .session import HttpSession, make_session
 from .target import TOKEN, InvalidRequest, Target
 
-__all__ = ["FetchResult", "HttpSession", "fetch", "make_session"]
+__all__ = ["FetchResult", "HttpSession", "PeerCertificate", "fetch", "make_session"]
 
 # Credentials are meant for the origin the user configured, never for whoever it redirects to.
 _ORIGIN_BOUND_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization", "host"})
@@ -60,7 +67,8 @@ class FetchResult:
     that broke off). ``body`` holds at most ``max_body_bytes`` decoded bytes (``truncated``:
     there was more); ``headers`` the values of the fields asked for by name (lower case);
     ``tls_verified`` is False when an https certificate was not checked (``tls_verify=False``);
-    ``peer`` is the IP actually dialled.
+    ``peer`` is the IP actually dialled; ``certificate`` is the leaf certificate of the first
+    hop's TLS handshake (None for http, or when the handshake did not complete).
     """
 
     status: int | None
@@ -77,6 +85,7 @@ class FetchResult:
     headers: dict[str, tuple[str, ...]] | None = None
     content_type: str | None = None
     tls_verified: bool = True
+    certificate: PeerCertificate | None = None
     phase: str = ""  # where the fetch is, for a timeout's message
 
 
@@ -211,7 +220,9 @@ async def _follow(
             got.headers, got.truncated = None, False
             got.timings = dict.fromkeys(_TIMING_KEYS)
         try:
-            body = await _hop(loop, session, policy, target, got, request, follow_redirects=follow_redirects)
+            body = await _hop(
+                loop, session, policy, target, got, request, follow_redirects=follow_redirects, first=not hop
+            )
         except _Failed as exc:
             if hop and exc.blocked:  # name the hop: the monitor's own URL was allowed
                 raise _Failed(f"{exc.message} after a redirect to {target.text}", blocked=True) from exc
@@ -242,8 +253,10 @@ async def _hop(
     request: _Request,
     *,
     follow_redirects: bool,
+    first: bool,
 ) -> bytes:
-    """One request to ``target``: judge, resolve, dial, send, read. Raises _Failed."""
+    """One request to ``target``: judge, resolve, dial, send, read. Raises _Failed. The first
+    hop records the peer's certificate (``got.certificate``)."""
     marks = got.timings
     started = time.perf_counter()
     if target.literal is not None:
@@ -260,6 +273,7 @@ async def _hop(
     except InvalidRequest as exc:
         raise _Failed(f"invalid request to {target.text}: {exc}") from exc
     exchange: Exchange | None = None
+    tls: asyncio.Transport | None = None
     error = ""
     connecting = time.perf_counter()
     try:
@@ -291,11 +305,15 @@ async def _hop(
         marks["connect_ms"] = (connected - connecting) * 1000
         if target.tls:
             got.phase = f"in the TLS handshake with {target.host}"
-            exchange.transport = await _start_tls(loop, transport, exchange, request.ssl_context, target.host)
+            tls = exchange.transport = await _start_tls(
+                loop, transport, exchange, request.ssl_context, target.host
+            )
             marks["tls_ms"] = (time.perf_counter() - connected) * 1000
             got.tls_verified = request.ssl_context.verify_mode != ssl.CERT_NONE
         got.phase = ""  # from here on, the exchange's state tells (below)
         exchange.transport.write(data)  # type: ignore[union-attr]  # set by connection_made
+        if first and tls is not None:  # while the request travels
+            got.certificate = _peer_certificate(session, tls)
         failure = await exchange.done
     finally:
         if exchange is not None:
@@ -391,6 +409,13 @@ async def _start_tls(
     if protocol not in (None, "http/1.1"):  # we offer only http/1.1; a server that picks h2 anyway
         raise _Failed(f"the server answered in HTTP/2 only (TLS ALPN chose {protocol!r})")
     return tls
+
+
+def _peer_certificate(session: HttpSession, transport: asyncio.BaseTransport) -> PeerCertificate | None:
+    # The DER of the leaf, verified or not (getpeercert()'s dict is empty when unverified).
+    tls_object = transport.get_extra_info("ssl_object")
+    der = tls_object.getpeercert(binary_form=True) if tls_object is not None else None
+    return session.certificates.get(der) if der else None
 
 
 def _next_hop(current: Target, location: str) -> Target:

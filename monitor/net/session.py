@@ -1,7 +1,7 @@
 """The check client's shared state: one ``HttpSession`` per process, created by ``make_session``.
 
-What every fetch shares (resolver, TLS context, limits, parsed targets, the bound on fetches in
-flight) lives here; ``client.fetch`` does the work.
+What every fetch shares (resolver, TLS context, limits, parsed targets, parsed peer certificates,
+the bound on fetches in flight) lives here; ``client.fetch`` does the work.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import ssl
 
 from monitor.aio import Slots
 
+from .certificate import CertificateMemo
 from .http1 import Exchange, Limits
 from .resolver import VettedResolver
 from .target import Target
@@ -22,7 +23,8 @@ class HttpSession:
 
     ``limit`` bounds fetches in flight. ``max_targets`` bounds the parsed-URL memo
     (``target.Target``, a few hundred bytes each); past it, the newest entry makes room, so a
-    rotation over more URLs than fit still finds most of them.
+    rotation over more URLs than fit still finds most of them. ``max_certificates`` bounds the
+    memo of parsed peer certificates (``certificate.CertificateMemo``) the same way.
     """
 
     def __init__(
@@ -33,6 +35,7 @@ class HttpSession:
         limits: Limits,
         ssl_context: ssl.SSLContext,
         max_targets: int,
+        max_certificates: int = 4096,
     ) -> None:
         self.resolver = resolver
         self.limits = limits
@@ -44,6 +47,7 @@ class HttpSession:
         self.slots = Slots(limit)  # fetches in flight
         self._targets: dict[str, Target] = {}
         self._max_targets = max_targets
+        self.certificates = CertificateMemo(max_certificates)
         self._open: set[Exchange] = set()
 
     async def close(self) -> None:
@@ -52,6 +56,7 @@ class HttpSession:
             exchange.finish("session closed")
         self._open.clear()
         self._targets.clear()
+        self.certificates.clear()
 
     def target(self, url: str) -> Target:
         """The parsed target for ``url``, from the memo when it is there. Raises InvalidTarget."""
@@ -98,6 +103,7 @@ def make_session(
     max_headers: int = 1000,
     ssl_context: ssl.SSLContext | None = None,
     max_targets: int = 8192,
+    max_certificates: int = 4096,
 ) -> HttpSession:
     """The one HTTP session of a process; close it on shutdown.
 
@@ -111,4 +117,5 @@ def make_session(
         # One context for all checks: building one per request costs milliseconds of CPU each.
         ssl_context=ssl_context if ssl_context is not None else tls_context(),
         max_targets=max_targets,
+        max_certificates=max_certificates,
     )

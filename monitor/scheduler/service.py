@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import gc
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
@@ -30,17 +30,20 @@ from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver
 from monitor.net.session import tls_context
 from monitor.scheduler import retention, writer
+from monitor.scheduler.calendar import Calendar
+from monitor.scheduler.connectivity import Change, Guard, ReferenceProbe
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
-from monitor.scheduler.state import State
+from monitor.scheduler.state import State, Window
 from monitor.scheduler.ticker import MonitorTicker, TickerShared
-from monitor.scheduler.writer import Writer
+from monitor.scheduler.writer import Notice, Writer
 from monitor.secrets import SecretBox, open_monitor_secrets
 
 log = mlog.get(__name__)
 
 CHANNEL = "monitors_changed"
 OUTBOX_CHANNEL = "outbox_added"
+MAINTENANCE_CHANNEL = "maintenance_changed"
 
 
 class Scheduler:
@@ -63,6 +66,12 @@ class Scheduler:
         self.relay: Relay | None = None
         self._probes: web.AppRunner | None = None
         self._box: SecretBox | None = None
+        self.guard: Guard | None = None
+        self.calendar = Calendar()
+        # Set by NOTIFY maintenance_changed (and a new LISTEN connection): one task reloads
+        # the calendar, once for any number of notifications that arrived meanwhile.
+        self._calendar_stale = asyncio.Event()
+        self._reference_probe: ReferenceProbe | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -91,6 +100,18 @@ class Scheduler:
             max_buffered=s.write_buffer_max_rows,
             on_transitions=self.relay.wake,
             metrics=self.metrics,
+            operator_chat=s.operator_chat,
+            operator_channel=s.operator_channel,
+        )
+        if s.connectivity_targets:
+            self._reference_probe = ReferenceProbe(self._resolver, ssl_context=tls_context(s.ca_file))
+        self.guard = Guard(
+            s.connectivity_targets,
+            self._reference_probe,
+            window=s.connectivity_window_seconds,
+            min_monitors=s.connectivity_min_monitors,
+            failing_share=s.connectivity_failing_share,
+            on_change=self._on_connectivity,
         )
         self._shared = TickerShared(
             ctx=CheckContext(
@@ -103,6 +124,8 @@ class Scheduler:
             metrics=self.metrics,
             limit=Slots(s.check_concurrency),
             slot=s.tick_slot_ms / 1000,
+            guard=self.guard,
+            calendar=self.calendar,
         )
         self.metrics.monitors.set_function(lambda: len(self.tickers))
         # Bind the listener before any work starts: a port in use fails the start cleanly.
@@ -115,15 +138,30 @@ class Scheduler:
         self.writer.start()
         self.relay.start()
         started = time.time()
+        await self.calendar.load(self._pool)
         await self._listen()
         await self.reconcile(since=started)
         self._spawn(self._apply_changes(), "changes")
+        self._spawn(self._keep_calendar(), "calendar")
         self._spawn(self._periodic_reconcile(), "reconcile")
         self._spawn(watch_loop(self.metrics.loop_blocked), "loop-watch")
+        self._spawn(self.guard.run(), "connectivity")
         # The monitors just loaded live as long as the process: move them out of the cyclic
         # collector's reach, so its full passes stay short and do not delay ticks (lateness).
         gc.collect()
         gc.freeze()
+
+    def _on_connectivity(self, change: Change) -> None:
+        """The checker was cut off, or is back: one alert to the operator each way."""
+        if self.writer is None:
+            return
+        at = datetime.fromtimestamp(change.at, UTC)
+        if change.kind == "lost":
+            self.writer.add_notice(Notice("connectivity_lost", at, {"reason": change.reason}))
+        else:
+            self.writer.add_notice(
+                Notice("connectivity_restored", at, {"reason": change.reason}, duration_seconds=change.lasted)
+            )
 
     async def _ready(self) -> dict[str, bool]:
         assert self._pool is not None and self._redis is not None
@@ -161,6 +199,10 @@ class Scheduler:
             await self.writer.close()
         if self.relay is not None:
             await self.relay.close()
+        if self.guard is not None:
+            await self.guard.close()
+        if self._reference_probe is not None:
+            await self._reference_probe.close()
         if self._session is not None:
             await self._session.close()
         if self._resolver is not None:
@@ -181,7 +223,25 @@ class Scheduler:
         self._listener = await db.connect(self.settings.dsn)
         await self._listener.add_listener(CHANNEL, self._on_notify)
         await self._listener.add_listener(OUTBOX_CHANNEL, self._on_outbox)
+        await self._listener.add_listener(MAINTENANCE_CHANNEL, self._on_maintenance)
         self._listener.add_termination_listener(lambda _conn: self._changed.put_nowait(None))
+
+    def _on_maintenance(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
+        self._calendar_stale.set()
+
+    async def _keep_calendar(self) -> None:
+        """Read every window again when one changed (few windows, rare changes); a failed read
+        is tried again a second later, so a window is never missed for long."""
+        assert self._pool is not None
+        while True:
+            await self._calendar_stale.wait()
+            self._calendar_stale.clear()
+            try:
+                await self.calendar.load(self._pool)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+                log.warning("scheduler.calendar_failed", error=str(exc) or type(exc).__name__)
+                await asyncio.sleep(1)
+                self._calendar_stale.set()
 
     def _on_outbox(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
         if self.relay is not None:
@@ -197,6 +257,7 @@ class Scheduler:
             try:
                 if monitor_id is None:  # the LISTEN connection died: reconnect, then compare all
                     await self._relisten()
+                    self._calendar_stale.set()  # windows changed while nobody listened
                     await self.reconcile()
                     if self.relay is not None:
                         self.relay.wake()  # outbox rows announced while nobody listened
@@ -258,7 +319,8 @@ class Scheduler:
         shared = self._shared
         rows = await self._pool.fetch(
             """SELECT m.*, s.status, s.consecutive_failures, s.streak_started_at, s.consecutive_successes,
-                      s.recovering_since, x.secrets
+                      s.recovering_since, s.consecutive_slow, s.slow_since, s.told, s.told_at,
+                      s.reminders, s.held, s.flips, s.flapping, s.maintenance, s.cert_not_after, x.secrets
                FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
                LEFT JOIN monitor_secrets x ON x.monitor_id = m.id
                WHERE m.id = ANY($1::bigint[])""",
@@ -279,23 +341,46 @@ class Scheduler:
                 )
                 continue
             spec = MonitorSpec.from_row(row, options)
+            shared.names[spec.id] = spec.name
             if spec.id not in shared.states and row["status"] is not None:
-                shared.states[spec.id] = State(
-                    row["status"],
-                    row["consecutive_failures"],
-                    row["streak_started_at"],
-                    row["consecutive_successes"],
-                    row["recovering_since"],
-                )
+                shared.states[spec.id] = stored_state(row)
             ticker = MonitorTicker(spec, shared)
             ticker.start(since)
             self.tickers[spec.id] = ticker
             self.versions[spec.id] = row["updated_at"]
         for monitor_id in set(ids) - found:
             shared.states.pop(monitor_id, None)
+            shared.names.pop(monitor_id, None)
+            shared.parents.pop(monitor_id, None)
 
     def _stop(self, monitor_id: int) -> None:
+        # Its state stays (a check in flight still updates it; a paused monitor that others
+        # depend on is not down), its name too (their alerts still name it).
         ticker = self.tickers.pop(monitor_id, None)
         self.versions.pop(monitor_id, None)
         if ticker is not None:
             ticker.stop()
+
+
+def stored_state(row: Any) -> State:
+    """A monitor's state as the writer stored it (``monitor_state``'s columns)."""
+    window = row["maintenance"]
+    return State(
+        status=row["status"],
+        failures=row["consecutive_failures"],
+        streak_started_at=row["streak_started_at"],
+        successes=row["consecutive_successes"],
+        recovering_since=row["recovering_since"],
+        slow=row["consecutive_slow"],
+        slow_since=row["slow_since"],
+        told=row["told"],
+        told_at=row["told_at"],
+        reminders=row["reminders"],
+        held=row["held"],
+        flips=tuple(row["flips"] or ()),
+        flapping=row["flapping"],
+        window=None
+        if window is None
+        else Window(window["id"], window["name"], datetime.fromisoformat(window["until"]), window["notify"]),
+        cert_not_after=row["cert_not_after"],
+    )

@@ -20,20 +20,33 @@ import asyncio
 import hashlib
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Protocol
 
 from monitor import logging as mlog
 from monitor.aio import Deadline, Slots
 from monitor.checks import REGISTRY, CheckContext
+from monitor.checks.certificate import cert_not_after
 from monitor.models import CheckResult, MonitorSpec
+from monitor.scheduler.connectivity import Guard
 from monitor.scheduler.metrics import SchedulerMetrics
-from monitor.scheduler.state import UNKNOWN, State, Transition, step
+from monitor.scheduler.state import NOTHING, UNKNOWN, Observation, Outcome, State, Window, step
 
 log = mlog.get(__name__)
 
-ResultSink = Callable[[MonitorSpec, CheckResult, State, Transition | None], None]
+ResultSink = Callable[[MonitorSpec, CheckResult, State, Outcome], None]
+
+
+class WindowFinder(Protocol):
+    """Which maintenance window, if any, a monitor is in (the scheduler's calendar)."""
+
+    def window_at(
+        self, monitor_id: int, tags: Sequence[str], at: datetime, account_id: int | None = None
+    ) -> Window | None: ...
+
+
 # Beyond the check's own timeout, the most a check may take before it is cut off.
 HARD_TIMEOUT_MARGIN = 5.0
 
@@ -71,6 +84,13 @@ class TickerShared:
     # Per-monitor state, kept across a ticker's replacement when its monitor is edited,
     # so a check still in flight from before the edit updates the same state.
     states: dict[int, State] = field(default_factory=dict)
+    # Monitor names by id (what a dependant's alert calls the monitor it depends on).
+    names: dict[int, str] = field(default_factory=dict)
+    # Each monitor's ``depends_on`` (set by its ticker), to find a monitor down further up a chain.
+    parents: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    calendar: WindowFinder | None = None
+    # Whether the checker itself is cut off (None: never asked, as in benchmarks).
+    guard: Guard | None = None
     in_flight: set[asyncio.Task[None]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -99,6 +119,7 @@ class MonitorTicker:
         monitor's first check falls within one interval of the start however long loading took.
         """
         interval = self.spec.interval_seconds
+        self._shared.parents[self.spec.id] = self.spec.depends_on
         self._offset = stable_offset(self.spec.id, interval, self._shared.slot)
         self._k = first_tick(time.time() if since is None else since, self._offset, interval)
         self._schedule()
@@ -173,22 +194,106 @@ class MonitorTicker:
         metrics = shared.metrics
         metrics.lateness.observe(lateness)
         metrics.check_duration.observe(duration)
+        blocked = result.error is not None and result.error.startswith("blocked:")
+        # A target refused before any packet left says nothing of the network.
+        refused = blocked or (result.error is not None and result.error.startswith("invalid target:"))
         if result.ok:
             metrics.checks_up.inc()
-        elif result.error is not None and result.error.startswith("blocked:"):
+        elif blocked:
             metrics.checks_blocked.inc()
         else:
             metrics.checks_down.inc()
-        state, transition = step(
-            shared.states.get(spec.id, UNKNOWN), result.ok, at, spec.confirm_after, spec.recover_after
-        )
-        shared.states[spec.id] = state
-        shared.sink(spec, result, state, transition)
-        if transition is not None:
+        guard = shared.guard
+        if guard is not None and not refused:
+            guard.record(spec.id, result.ok or result.status_code is not None, started)
+        state = shared.states.get(spec.id, UNKNOWN)
+        expiry = cert_not_after(result.details)
+        if expiry is not None and expiry != state.cert_not_after:
+            state = replace(state, cert_not_after=expiry)
+        new, outcome = step(state, observe(spec, result, at, state, shared), spec.policy)
+        if (
+            guard is not None
+            and not result.ok
+            and not refused
+            and (guard.outage is not None or any(c.kind == "down" for c in outcome.changes))
+        ):
+            # Before a failure takes a monitor down (or while the checker is known to be cut
+            # off): is it the checker's own network? Then the result is unknown, the streak
+            # starts again, and monitors are judged from fresh checks once it is back.
+            reason = await guard.cut_off(time.time())
+            if reason is not None:
+                result.error = f"unknown: the checker's network is down ({reason})"
+                state = shared.states.get(spec.id, UNKNOWN)
+                if state.status != "down":
+                    state = replace(state, failures=0, streak_started_at=None)
+                new, outcome = state, NOTHING
+        shared.states[spec.id] = new
+        shared.sink(spec, result, new, outcome)
+        for change in outcome.changes:
             log.info(
                 "monitor.state_changed",
                 monitor_id=spec.id,
-                kind=transition.kind,
+                kind=change.kind,
                 status_code=result.status_code,
                 error=result.error,
             )
+
+
+def observe(
+    spec: MonitorSpec, result: CheckResult, at: datetime, state: State, shared: TickerShared
+) -> Observation:
+    """The check's outcome with what the state machine weighs it in: whether a success was good
+    enough, the maintenance window, a monitor it depends on being down (which also becomes the
+    recorded cause of its failure)."""
+    degraded = None
+    if result.ok:
+        expiry = state.cert_not_after
+        if spec.degraded_above_ms is not None and (result.latency_ms or 0) > spec.degraded_above_ms:
+            degraded = f"response time {result.latency_ms:.0f} ms above {spec.degraded_above_ms:g} ms"
+        elif (
+            expiry is not None
+            and spec.cert_warn_days
+            and (expiry - at).total_seconds() < spec.cert_warn_days * 86400
+        ):
+            # Rounded: a 3-day certificate checked a second after issue expires "in 3 days".
+            days = max(0, round((expiry - at).total_seconds() / 86400))
+            degraded = f"certificate expires in {days} day{'s' if days != 1 else ''} ({expiry:%Y-%m-%d})"
+    window = (
+        shared.calendar.window_at(spec.id, spec.tags, at, spec.account_id)
+        if shared.calendar is not None
+        else None
+    )
+    blocked_by = None
+    down = down_above(spec.depends_on, shared, {spec.id}) if spec.depends_on else None
+    if down is not None:
+        blocked_by = shared.names.get(down, f"monitor {down}")
+        if not result.ok:
+            how = "down" if shared.states[down].status == "down" else "failing"
+            result.error = f"depends on {blocked_by}, which is {how} ({result.error or 'check failed'})"
+    if degraded is None and window is None and blocked_by is None:
+        return Observation(result.ok, at)
+    return Observation(result.ok, at, degraded, window, blocked_by)
+
+
+def down_above(parents: Sequence[int], shared: TickerShared, seen: set[int]) -> int | None:
+    """The monitor furthest up the chains above ``parents`` that is down or failing, or None:
+    what a dependant's failure is blamed on. A site that depends on a server that depends on a
+    router is held by the router's outage, even while the server's own failures are not yet
+    confirmed, as the router's DOWN (which lists the site among those it covers) promised.
+
+    Failing counts too (a streak not yet confirmed): when the router dies, the router and
+    everything behind it fail in the same second, and the order their checks happen to run in
+    must not decide who pages; the dependant that confirmed first waits for the router's
+    verdict. Should the router answer again unconfirmed, the hold lifts and a dependant still
+    down alerts then."""
+    for parent in parents:
+        if parent in seen:
+            continue
+        seen.add(parent)
+        higher = down_above(shared.parents.get(parent, ()), shared, seen)
+        if higher is not None:
+            return higher
+        state = shared.states.get(parent)
+        if state is not None and (state.status == "down" or state.failures):
+            return parent
+    return None

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -33,7 +35,8 @@ from monitor.alerter import channels as channel_registry
 from monitor.events import Event
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.metrics import SchedulerMetrics
-from monitor.scheduler.state import State, Transition
+from monitor.scheduler.state import Alert, Change, Outcome, State
+from monitor.times import rfc3339
 
 log = mlog.get(__name__)
 
@@ -45,6 +48,16 @@ STAGE_COLUMNS = (
     "streak_started_at",
     "successes",
     "recovering_since",
+    "slow",
+    "slow_since",
+    "told",
+    "told_at",
+    "reminders",
+    "held",
+    "flips",
+    "flapping",
+    "maintenance",
+    "cert_not_after",
 )
 
 # ``details`` is staged as JSON text: COPY's binary format has no encoder for our jsonb codec,
@@ -56,7 +69,17 @@ CREATE TEMP TABLE IF NOT EXISTS checks_batch (
     failures integer NOT NULL,
     streak_started_at timestamptz,
     successes integer NOT NULL,
-    recovering_since timestamptz
+    recovering_since timestamptz,
+    slow integer NOT NULL,
+    slow_since timestamptz,
+    told text NOT NULL,
+    told_at timestamptz,
+    reminders integer NOT NULL,
+    held text,
+    flips timestamptz[] NOT NULL,
+    flapping boolean NOT NULL,
+    maintenance text,
+    cert_not_after timestamptz
 ) ON COMMIT DELETE ROWS;
 ALTER TABLE checks_batch ALTER COLUMN details TYPE text"""
 
@@ -74,9 +97,12 @@ WITH new AS (
 )
 INSERT INTO monitor_state AS s (
     monitor_id, status, consecutive_failures, streak_started_at, consecutive_successes, recovering_since,
-    last_check_at, last_ok, last_error, last_status_code, last_latency_ms)
+    consecutive_slow, slow_since, told, told_at, reminders, held, flips, flapping, maintenance,
+    cert_not_after, last_check_at, last_ok, last_error, last_status_code, last_latency_ms)
 SELECT DISTINCT ON (b.monitor_id) b.monitor_id, b.status, b.failures, b.streak_started_at,
-       b.successes, b.recovering_since, b.time, b.ok, b.error, b.status_code, b.latency_ms
+       b.successes, b.recovering_since, b.slow, b.slow_since, b.told, b.told_at, b.reminders, b.held,
+       b.flips, b.flapping, b.maintenance::jsonb, b.cert_not_after,
+       b.time, b.ok, b.error, b.status_code, b.latency_ms
 FROM checks_batch b
 -- A monitor deleted while its check ran has no state row to keep.
 WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = b.monitor_id)
@@ -87,6 +113,10 @@ ON CONFLICT (monitor_id) DO UPDATE SET
     status = excluded.status, consecutive_failures = excluded.consecutive_failures,
     streak_started_at = excluded.streak_started_at,
     consecutive_successes = excluded.consecutive_successes, recovering_since = excluded.recovering_since,
+    consecutive_slow = excluded.consecutive_slow, slow_since = excluded.slow_since,
+    told = excluded.told, told_at = excluded.told_at, reminders = excluded.reminders,
+    held = excluded.held, flips = excluded.flips, flapping = excluded.flapping,
+    maintenance = excluded.maintenance, cert_not_after = excluded.cert_not_after,
     last_check_at = excluded.last_check_at,
     last_ok = excluded.last_ok, last_error = excluded.last_error,
     last_status_code = excluded.last_status_code, last_latency_ms = excluded.last_latency_ms
@@ -100,11 +130,27 @@ async def prepare_connection(conn: asyncpg.Connection) -> None:
 
 @dataclass
 class Pending:
-    """A confirmed state change waiting to be written with its check rows."""
+    """A check's changes and alerts waiting to be written with its check rows; one event id per
+    alert, made once, so a batch written again after a lost commit writes no alert twice."""
 
     spec: MonitorSpec
-    transition: Transition
+    outcome: Outcome
     result: CheckResult
+    event_ids: list[uuid.UUID] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.event_ids:
+            self.event_ids = [uuid.uuid4() for _ in self.outcome.alerts]
+
+
+@dataclass
+class Notice:
+    """An alert for the operator, about the checker rather than a monitor (it was cut off)."""
+
+    kind: str
+    at: datetime
+    details: dict[str, Any]
+    duration_seconds: float | None = None
     event_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
@@ -126,13 +172,17 @@ class Writer:
         max_buffered: int = 1_000_000,
         on_transitions: Callable[[], None] | None = None,
         metrics: SchedulerMetrics | None = None,
+        operator_chat: str | None = None,
+        operator_channel: int | None = None,
     ) -> None:
+        self._operator_chat = operator_chat
+        self._operator_channel = operator_channel
         self._pool = pool
         self._batch_rows = batch_rows
         self._interval = interval
         self._max_buffered = max_buffered
         self._rows: deque[tuple[Any, ...]] = deque()
-        self._transitions: list[Pending] = []
+        self._transitions: list[Pending | Notice] = []
         self._wake = asyncio.Event()
         self._on_transitions = on_transitions
         self.stats = Stats()
@@ -146,20 +196,15 @@ class Writer:
         return len(self._rows)
 
     def add(
-        self, spec: MonitorSpec, result: CheckResult, state: State, transition: Transition | None
+        self,
+        spec: MonitorSpec,
+        result: CheckResult,
+        state: State,
+        outcome: Outcome,
     ) -> None:
-        self._rows.append(
-            (
-                *result.record(),
-                state.status,
-                state.failures,
-                state.streak_started_at,
-                state.successes,
-                state.recovering_since,
-            )
-        )
-        if transition is not None:
-            self._transitions.append(Pending(spec, transition, result))
+        self._rows.append((*result.record(), *state_record(state)))
+        if outcome:
+            self._transitions.append(Pending(spec, outcome, result))
         overflow = len(self._rows) - self._max_buffered
         if overflow > 0:
             for _ in range(overflow):
@@ -169,6 +214,14 @@ class Writer:
             log.warning("writer.rows_dropped", dropped=overflow, max_buffered=self._max_buffered)
         if len(self._rows) >= self._batch_rows:
             self._wake.set()
+
+    def add_notice(self, notice: Notice) -> None:
+        """An operator alert, written with the next batch (in order with the monitors' alerts)."""
+        if self._operator_chat is None and self._operator_channel is None:
+            log.warning("operator.not_configured", kind=notice.kind, **notice.details)
+            return
+        self._transitions.append(notice)
+        self._wake.set()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="writer")
@@ -211,13 +264,55 @@ class Writer:
                 self._on_transitions()
         return True
 
-    async def _write(self, rows: list[tuple[Any, ...]], transitions: list[Pending]) -> None:
+    async def _write(self, rows: list[tuple[Any, ...]], transitions: list[Pending | Notice]) -> None:
         async with self._pool.acquire(timeout=5) as conn, conn.transaction():
             if rows:
                 await conn.copy_records_to_table("checks_batch", records=rows, columns=STAGE_COLUMNS)
                 await conn.execute(WRITE_BATCH)
             for pending in transitions:
-                await _apply_transition(conn, pending)
+                if isinstance(pending, Notice):
+                    await self._write_notice(conn, pending)
+                else:
+                    await _apply_transition(conn, pending)
+
+    async def _write_notice(self, conn: asyncpg.Connection, notice: Notice) -> None:
+        if await conn.fetchval("SELECT 1 FROM outbox WHERE event_id = $1", notice.event_id):
+            return
+        channels: list[dict[str, Any]] = []
+        if self._operator_chat is not None:
+            channels.append({"id": 0, "kind": "telegram", "name": "operator", "chat_id": self._operator_chat})
+        if self._operator_channel is not None:
+            row = await conn.fetchrow(
+                "SELECT id, kind, name, config FROM channels WHERE id = $1", self._operator_channel
+            )
+            if row is None:
+                log.error("operator.channel_missing", channel_id=self._operator_channel)
+            else:
+                channels.append({"id": row["id"], "kind": row["kind"], "name": row["name"], **row["config"]})
+        event = Event(
+            event_id=str(notice.event_id),
+            kind=notice.kind,
+            monitor_id=None,
+            monitor_name="",
+            monitor_url="",
+            telegram_chat_id=None,
+            incident_id=0,
+            at=rfc3339(notice.at),
+            started_at=None,
+            ended_at=None,
+            duration_seconds=notice.duration_seconds,
+            cause={},
+            channels=channels,
+            details=notice.details,
+        )
+        await conn.execute(
+            """INSERT INTO outbox (event_id, monitor_id, kind, payload, destinations)
+               VALUES ($1, NULL, $2, $3, $4)""",
+            notice.event_id,
+            notice.kind,
+            event.to_dict(),
+            list(event.targets(channel_registry.destination)),
+        )
 
     async def close(self) -> None:
         """Stop the timer and write what is left (one last attempt)."""
@@ -233,49 +328,135 @@ class Writer:
         log.error("writer.unflushed_at_exit", rows=len(self._rows), transitions=len(self._transitions))
 
 
-async def _apply_transition(conn: asyncpg.Connection, pending: Pending) -> None:
-    # Idempotent: a batch retried after a lost commit must not open a second incident.
-    if await conn.fetchval("SELECT 1 FROM outbox WHERE event_id = $1", pending.event_id):
-        return
-    spec, transition, result = pending.spec, pending.transition, pending.result
-    monitor_exists = await conn.fetchval("SELECT 1 FROM monitors WHERE id = $1", spec.id)
-    if not monitor_exists:
-        return  # deleted while the check ran: nobody to alert
-    started_at = ended_at = None
-    after_event_id: str | None = None
-    if transition.kind == "down":
-        incident_id = await conn.fetchval(
-            """INSERT INTO incidents (monitor_id, started_at, status_code, error)
-               VALUES ($1, $2, $3, $4)
-               ON CONFLICT (monitor_id) WHERE ended_at IS NULL DO NOTHING RETURNING id""",
-            spec.id,
-            transition.at,
-            result.status_code,
-            result.error,
-        )
-        if incident_id is None:
-            return  # an incident is already open (state lost and rebuilt): no second alert
-        started_at = transition.at
-    else:
-        row = await conn.fetchrow(
-            """UPDATE incidents SET ended_at = greatest($2, started_at)
-               WHERE monitor_id = $1 AND ended_at IS NULL RETURNING id, started_at, ended_at""",
-            spec.id,
-            transition.at,
-        )
-        if row is None:
-            return  # no open incident: nothing to recover from
-        incident_id, started_at, ended_at = row["id"], row["started_at"], row["ended_at"]
-        after_event_id = await conn.fetchval(
-            """SELECT event_id::text FROM outbox
-               WHERE monitor_id = $1 AND kind = 'down' AND payload ->> 'incident_id' = $2
-               ORDER BY id DESC LIMIT 1""",
-            spec.id,
-            str(incident_id),
-        )
-    await conn.execute(
-        "UPDATE monitor_state SET changed_at = $2 WHERE monitor_id = $1", spec.id, transition.at
+def state_record(state: State) -> tuple[Any, ...]:
+    """The state's columns of a staged row (:data:`STAGE_COLUMNS` after the check's)."""
+    window = state.window
+    return (
+        state.status,
+        state.failures,
+        state.streak_started_at,
+        state.successes,
+        state.recovering_since,
+        state.slow,
+        state.slow_since,
+        state.told,
+        state.told_at,
+        state.reminders,
+        state.held,
+        list(state.flips),
+        state.flapping,
+        None
+        if window is None
+        else json.dumps(
+            {"id": window.id, "name": window.name, "until": window.until.isoformat(), "notify": window.notify}
+        ),
+        state.cert_not_after,
     )
+
+
+async def _apply_transition(conn: asyncpg.Connection, pending: Pending) -> None:
+    spec = pending.spec
+    if not await conn.fetchval("SELECT 1 FROM monitors WHERE id = $1", spec.id):
+        return  # deleted while the check ran: nothing to record, nobody to alert
+    for change in pending.outcome.changes:
+        await _record_change(conn, spec.id, change, pending.result)
+    for alert, event_id in zip(pending.outcome.alerts, pending.event_ids, strict=True):
+        await _write_alert(conn, pending, alert, event_id)
+
+
+OPEN_INCIDENT = """
+INSERT INTO incidents (monitor_id, started_at, status_code, error)
+SELECT $1, $2, $3, $4 WHERE NOT EXISTS (SELECT 1 FROM incidents WHERE monitor_id = $1 AND started_at = $2)
+ON CONFLICT (monitor_id) WHERE ended_at IS NULL DO NOTHING"""
+OPEN_DEGRADATION = """
+INSERT INTO degradations (monitor_id, started_at, reason)
+SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM degradations WHERE monitor_id = $1 AND started_at = $2)
+ON CONFLICT (monitor_id) WHERE ended_at IS NULL DO NOTHING"""
+CLOSE = """
+UPDATE {table} SET ended_at = $2 WHERE monitor_id = $1 AND ended_at IS NULL AND started_at <= $2"""
+
+
+async def _record_change(
+    conn: asyncpg.Connection, monitor_id: int, change: Change, result: CheckResult
+) -> None:
+    """Open or close an incident or a degradation. Written again after a lost commit, it
+    changes nothing: an opening is skipped when one that started then exists, and a closing
+    closes only what started before it."""
+    if change.kind == "down":
+        await conn.execute(OPEN_INCIDENT, monitor_id, change.at, result.status_code, result.error)
+    elif change.kind == "degraded":
+        await conn.execute(OPEN_DEGRADATION, monitor_id, change.at, change.reason)
+    else:
+        table = "incidents" if change.kind == "up" else "degradations"
+        await conn.execute(CLOSE.format(table=table), monitor_id, change.at)
+    if change.kind in ("down", "up"):
+        await conn.execute(
+            "UPDATE monitor_state SET changed_at = $2 WHERE monitor_id = $1", monitor_id, change.at
+        )
+
+
+# The last down or up told about a monitor, and its incident.
+LAST_TOLD = """
+SELECT o.event_id::text, o.kind, i.id AS incident_id, i.started_at, i.ended_at
+FROM outbox o JOIN incidents i ON i.id = (o.payload ->> 'incident_id')::bigint
+WHERE o.monitor_id = $1 AND o.kind IN ('down', 'up') ORDER BY o.seq DESC LIMIT 1"""
+
+# When the monitor's latest incident ended (null while one is open).
+LAST_INCIDENT_END = """
+SELECT ended_at FROM incidents WHERE monitor_id = $1 ORDER BY started_at DESC LIMIT 1"""
+
+# The monitors that depend on one, directly or through others (names, at most 50).
+DEPENDANTS = """
+WITH RECURSIVE d(id) AS (
+    SELECT id FROM monitors WHERE $1 = ANY(depends_on)
+    UNION SELECT m.id FROM monitors m JOIN d ON d.id = ANY(m.depends_on)
+)
+SELECT name FROM monitors WHERE id IN (SELECT id FROM d) AND id <> $1 ORDER BY name LIMIT 50"""
+
+
+async def _write_alert(conn: asyncpg.Connection, pending: Pending, alert: Alert, event_id: uuid.UUID) -> None:
+    # Idempotent: a batch retried after a lost commit must not alert twice.
+    if await conn.fetchval("SELECT 1 FROM outbox WHERE event_id = $1", event_id):
+        return
+    spec, result = pending.spec, pending.result
+    details = dict(alert.details)
+    incident_id, started_at, ended_at = 0, None, None
+    after_event_id: str | None = None
+    if alert.kind in ("down", "up", "remind"):
+        told = await conn.fetchrow(LAST_TOLD, spec.id)
+        if alert.kind == "down":
+            if told is not None and told["kind"] == "down" and told["ended_at"] is None:
+                return  # already told (state lost and rebuilt): no second alert
+            row = await conn.fetchrow(
+                "SELECT id, started_at FROM incidents WHERE monitor_id = $1 AND ended_at IS NULL", spec.id
+            )
+            if row is None:
+                return
+            incident_id, started_at = row["id"], row["started_at"]
+            covers = [r["name"] for r in await conn.fetch(DEPENDANTS, spec.id)]
+            if covers:
+                details["covers"] = covers
+        else:
+            if told is None or told["kind"] != "down":
+                return  # the down was never told: its end or reminders are no news
+            incident_id, started_at = told["incident_id"], told["started_at"]
+            if alert.kind == "up":
+                # An up said late (held back while flapping) recovered when the monitor's last
+                # incident ended, not when it could be said.
+                last_end = await conn.fetchval(LAST_INCIDENT_END, spec.id)
+                ended_at = max(started_at, min(alert.at, last_end or alert.at))
+                after_event_id = told["event_id"]
+    elif alert.kind in ("degraded", "degraded_end"):
+        row = await conn.fetchrow(
+            """SELECT id, started_at, ended_at, reason FROM degradations WHERE monitor_id = $1
+               ORDER BY started_at DESC LIMIT 1""",
+            spec.id,
+        )
+        if row is not None:
+            incident_id, started_at = row["id"], row["started_at"]
+            ended_at = row["ended_at"] if alert.kind == "degraded_end" else None
+            if alert.kind == "degraded" and not details.get("reason"):
+                details["reason"] = row["reason"]
     channels = [
         {"id": r["id"], "kind": r["kind"], "name": r["name"], **r["config"]}
         for r in await conn.fetch(
@@ -289,24 +470,27 @@ async def _apply_transition(conn: asyncpg.Connection, pending: Pending) -> None:
     # writer that raced to the same number: its transaction is retried).
     seq = await conn.fetchval("SELECT coalesce(max(seq), 0) + 1 FROM outbox WHERE monitor_id = $1", spec.id)
     event = Event.build(
-        event_id=pending.event_id,
-        kind=transition.kind,
+        event_id=event_id,
+        kind=alert.kind,
         spec=spec,
         incident_id=incident_id,
-        at=transition.at,
+        at=alert.at,
         started_at=started_at,
         ended_at=ended_at,
         result=result,
         channels=channels,
         after_event_id=after_event_id,
         seq=seq,
+        details=details,
     )
+    if alert.kind == "remind" and started_at is not None:  # how long it has been down so far
+        event = replace(event, duration_seconds=(alert.at - started_at).total_seconds())
     await conn.execute(
         """INSERT INTO outbox (event_id, monitor_id, kind, payload, seq, destinations)
            VALUES ($1, $2, $3, $4, $5, $6)""",
-        pending.event_id,
+        event_id,
         spec.id,
-        transition.kind,
+        alert.kind,
         event.to_dict(),
         seq,
         list(event.targets(channel_registry.destination)),

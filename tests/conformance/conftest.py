@@ -7,7 +7,6 @@ the way ``MONITOR_CA_FILE`` adds one. Servers are stopped (nginx by PID) at the 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import shutil
 import ssl
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import wait_for
+from support.connections import all_closed
 
 # bench/ (whose nginx runner we reuse) is not an installed package: import it from the checkout.
 _REPO = str(Path(__file__).resolve().parents[2])
@@ -119,43 +118,14 @@ async def client(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Cli
     """The check's context for one test: a session that may dial loopback only, trusts the
     test CA on top of the system's roots (as MONITOR_CA_FILE does), and resolves names through
     a DNS server that never answers (every row but one uses literals or *.localhost, which
-    the resolver answers itself).
-
-    A check returns as soon as its answer is complete; a TLS connection then still exchanges
-    close_notify before its socket closes. The test's event loop ends with the test, so the
-    fixture waits (with a deadline) until every connection the check opened is closed, rather
-    than leave sockets to the garbage collector."""
-    loop = asyncio.get_running_loop()
-    opened: list[asyncio.BaseTransport] = []
-    dial = loop.create_connection
-
-    async def recording(*args: Any, **kwargs: Any) -> Any:
-        transport, protocol = await dial(*args, **kwargs)
-        opened.append(transport)
-        return transport, protocol
-
-    monkeypatch.setattr(loop, "create_connection", recording)
-    policy = AddressPolicy(LOOPBACK)
-    resolver = VettedResolver(policy, [lab.dns_server], timeout=5.0)
-    session = make_session(resolver, ssl_context=lab.client_tls)
-    try:
-        yield Client(CheckContext(session, policy, allow_insecure_tls=True), resolver)
-    finally:
-        await session.close()
-        await resolver.close()
+    the resolver answers itself). Every connection a check opened is closed before the test's
+    loop ends (``support.connections``)."""
+    async with all_closed(monkeypatch):
+        policy = AddressPolicy(LOOPBACK)
+        resolver = VettedResolver(policy, [lab.dns_server], timeout=5.0)
+        session = make_session(resolver, ssl_context=lab.client_tls)
         try:
-            await wait_for(
-                lambda: all(_closed(t) for t in opened),
-                timeout=5,
-                interval=0.005,
-                message="connections the check opened are still open 5 s after it returned",
-            )
+            yield Client(CheckContext(session, policy, allow_insecure_tls=True), resolver)
         finally:
-            for transport in opened:
-                if not _closed(transport):
-                    transport.abort()  # type: ignore[attr-defined]
-
-
-def _closed(transport: asyncio.BaseTransport) -> bool:
-    sock = transport.get_extra_info("socket")
-    return sock is None or sock.fileno() == -1
+            await session.close()
+            await resolver.close()

@@ -189,9 +189,11 @@ async def test_channel_and_key_lists_hold_only_the_callers(world: World) -> None
 
 async def test_summary_counts_only_the_callers_monitors(world: World) -> None:
     b = (await world.b.get("/api/v1/summary")).json
-    assert b == {"monitors": 2, "by_status": {"up": 0, "down": 0, "paused": 1, "unknown": 1}, "down": []}
+    assert b == {"monitors": 2, "by_status": {"up": 0, "degraded": 0, "down": 0, "paused": 1, "unknown": 1},
+                 "down": [], "maintenance": {"active": [], "upcoming": []}}  # fmt: skip
     a = (await world.a.get("/api/v1/summary")).json
-    assert a["monitors"] == 2 and a["by_status"] == {"up": 0, "down": 1, "paused": 0, "unknown": 1}
+    assert a["monitors"] == 2
+    assert a["by_status"] == {"up": 0, "degraded": 0, "down": 1, "paused": 0, "unknown": 1}
     assert [d["id"] for d in a["down"]] == [world.down["id"]]
 
 

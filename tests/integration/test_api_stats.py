@@ -419,7 +419,7 @@ async def test_summary_counts_by_status_and_lists_the_monitors_down(api: ApiClie
     assert response.status == 200, response
     body = response.json
     # ``d`` is paused, so it counts as paused whatever its last state says, and is not listed down.
-    assert body["by_status"] == {"up": 1, "down": 2, "paused": 1, "unknown": 1}
+    assert body["by_status"] == {"up": 1, "degraded": 0, "down": 2, "paused": 1, "unknown": 1}
     assert body["monitors"] == 5
     # Longest down first.
     assert [(m["id"], m["name"], m["since"], m["status_code"], m["error"]) for m in body["down"]] == [
@@ -456,7 +456,7 @@ async def test_monitor_list_includes_each_ones_30_day_uptime(
 
     for name, item in by_name.items():
         got = item["uptime_30d"]
-        assert set(got) == {"uptime_percent", "downtime_seconds", "checks"}, got
+        assert set(got) == {"uptime_percent", "downtime_seconds", "degraded_seconds", "checks"}, got
         # The list's now is between the two readings; figures that run with the clock are bracketed.
         low, high = (
             expected_uptime(name, "30d", (when - fleet.t0).total_seconds()) for when in (before, after)
@@ -551,3 +551,43 @@ async def test_a_monitor_created_paused_has_an_open_pause(api: ApiClient, db: as
     assert rows[0]["started_at"] == parse_time(created["created_at"])
     got = (await api.get(f"/api/v1/monitors/{created['id']}/uptime", params={"window": "24h"})).json
     assert got["uptime_percent"] is None and got["checks"] == 0
+
+
+# -- degraded time -----------------------------------------------------------------------------
+
+
+async def test_degraded_time_is_reported_apart_and_is_not_downtime(
+    api: ApiClient, db: asyncpg.Connection, monitor_factory: Any
+) -> None:
+    """``s``, created T0-1d, up all along, slow T0-5h..T0-4h and again since T0-10m: 24 h uptime
+    stays 100 %, degraded_seconds is 3600 + the 10 minutes to the API's now; /stats puts each
+    degradation in its hour; /summary counts the monitor as degraded."""
+    t0: datetime = await db.fetchval("SELECT now()")
+    mid = (await monitor_factory(url="http://s.example/", name="s", created_at=t0 - D))["id"]
+    hour = t0.replace(minute=0, second=0, microsecond=0)
+    await write_checks(db, mid, [ok(hour - 5 * H + 30 * M, 900), ok(t0 - 5 * M, 950)], t0)
+    await db.executemany(
+        "INSERT INTO degradations (monitor_id, started_at, ended_at, reason) VALUES ($1, $2, $3, 'slow')",
+        [(mid, hour - 5 * H, hour - 4 * H), (mid, t0 - 10 * M, None)],
+    )
+    await set_state(db, mid, "degraded", t0 - 10 * M)
+
+    response = await api.get(f"/api/v1/monitors/{mid}/uptime", params={"window": "24h"})
+    assert response.status == 200, response
+    body = response.json
+    now = parse_time(body["to"])
+    assert body["uptime_percent"] == 100.0 and body["downtime_seconds"] == 0.0
+    assert body["degraded_seconds"] == pytest.approx(3600 + (now - (t0 - 10 * M)).total_seconds())
+
+    response = await api.get(
+        f"/api/v1/monitors/{mid}/stats",
+        params={"bucket": "1h", "from": rfc3339(hour - 6 * H), "to": rfc3339(t0 + M)},
+    )
+    assert response.status == 200, response
+    degraded = {parse_time(item["start"]): item["degraded_seconds"] for item in response.json["items"]}
+    assert degraded[hour - 5 * H] == 3600.0
+    assert degraded[(t0 - 5 * M).replace(minute=0, second=0, microsecond=0)] > 0  # the hour of the last check
+
+    summary = await api.get("/api/v1/summary")
+    assert summary.status == 200, summary
+    assert summary.json["by_status"]["degraded"] == 1

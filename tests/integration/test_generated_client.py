@@ -129,6 +129,25 @@ async def test_every_operation_through_the_generated_client(
         assert isinstance(await call("keys.list_keys"), models.KeyList)
         await call("keys.revoke_key", key.id, status=204)
 
+        target = await call("monitors.create_monitor", body=models.MonitorCreate(name="m", url="http://127.0.0.1:9/"),
+                            status=201)  # fmt: skip
+        schedule = models.RecurringSchedule(rrule="FREQ=WEEKLY;BYDAY=SU;BYHOUR=2", duration_minutes=60,
+                                            timezone="Europe/Berlin")  # fmt: skip
+        window = await call(
+            "maintenance.create_maintenance",
+            body=models.MaintenanceCreate(name="patching", recurring=schedule, monitor_ids=[target.id]),
+            status=201,
+        )
+        assert isinstance(window, models.MaintenanceWindow) and window.recurring.timezone == "Europe/Berlin"
+        assert isinstance(await call("maintenance.list_maintenance"), models.MaintenanceWindowList)
+        assert (await call("maintenance.get_maintenance", window.id)).name == "patching"
+        changed = await call(
+            "maintenance.update_maintenance", window.id, body=models.MaintenancePatch(notify=True)
+        )
+        assert changed.notify is True
+        assert [w.id for w in (await call("monitors.get_monitor", target.id)).maintenance] == [window.id]
+        await call("maintenance.delete_maintenance", window.id, status=204)
+
     operations = {
         f"{group.name}.{module.stem}"
         for group in Path(generated.__file__).parent.joinpath("api").iterdir()

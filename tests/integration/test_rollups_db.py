@@ -12,7 +12,7 @@ from monitor import db as monitor_db
 from monitor import rollups
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler import writer
-from monitor.scheduler.state import State
+from monitor.scheduler.state import NOTHING, State
 from monitor.scheduler.writer import Writer
 
 T = datetime(2026, 3, 1, 22, 30, tzinfo=UTC)
@@ -40,7 +40,7 @@ def _result(monitor_id: int, at: datetime, ok: bool, latency: float | None) -> C
 async def _write(pool: asyncpg.Pool, rows: list[tuple[int, datetime, bool, float | None]]) -> None:
     w = Writer(pool)
     for monitor_id, at, ok, latency in rows:
-        w.add(_spec(monitor_id), _result(monitor_id, at, ok, latency), UP, None)
+        w.add(_spec(monitor_id), _result(monitor_id, at, ok, latency), UP, NOTHING)
     assert await w.flush()
 
 

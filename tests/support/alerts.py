@@ -162,6 +162,54 @@ def delivered_alerts(fake: FakeTelegram, *, exclude: Iterable[TelegramRequest] =
     return found
 
 
+# Every kind of alert, as the first line of its own message (its title) or as one line of a
+# combined one (its brief), reduced to (name, KIND). Maintenance and network notices name the
+# monitor after "Maintenance for" or name nobody ("").
+_SAID = [
+    (re.compile(r"^(?P<name>.+?) stopped flapping; now (?P<now>[A-Z]+)"), "STABLE"),
+    (re.compile(r"^(?P<name>.+?) (?:is )?still DOWN\b"), "REMIND"),
+    (re.compile(r"^(?P<name>.+?) (?:is )?DOWN\b"), "DOWN"),
+    (re.compile(r"^(?P<name>.+?) (?:is )?UP\b"), "UP"),
+    (re.compile(r"^(?P<name>.+?) (?:is )?no longer degraded\b"), "DEGRADED_END"),
+    (re.compile(r"^(?P<name>.+?) (?:is )?DEGRADED\b"), "DEGRADED"),
+    (re.compile(r"^(?P<name>.+?) (?:is )?FLAPPING\b"), "FLAPPING"),
+    (re.compile(r"^Maintenance for (?P<name>.+?) ended\b"), "MAINTENANCE_END"),
+    (re.compile(r"^Maintenance for (?P<name>.+?)(?:: .*)?$"), "MAINTENANCE"),
+    (re.compile(r"^The checker's network is down\b"), "NETWORK_DOWN"),
+    (re.compile(r"^The checker's network is back\b"), "NETWORK_BACK"),
+]
+_COMBINED = re.compile(r"^\S+ \d+ alerts: ")
+_TAG = re.compile(r"<[^>]+>")
+
+
+def said(text: str | None) -> list[tuple[str, str]]:
+    """(monitor name, KIND) of every alert in one message, in order, for every kind of alert:
+    DOWN, REMIND, UP, DEGRADED, DEGRADED_END, FLAPPING, STABLE:<NOW>, MAINTENANCE,
+    MAINTENANCE_END, NETWORK_DOWN, NETWORK_BACK (name "" for the network ones)."""
+    lines = (text or "").split("\n")
+    heads = lines[1:] if _COMBINED.match(lines[0]) else lines[:1]
+    found = []
+    for head in heads:
+        plain = html.unescape(_TAG.sub("", head)).split(" ", 1)[-1]  # without the icon
+        plain = re.sub(r" \((?:https?|tcp)://[^)]*\)$", "", plain)  # a combined line's URL
+        for pattern, kind in _SAID:
+            m = pattern.match(plain)
+            if m:
+                name = m.groupdict().get("name") or ""
+                label = f"{kind}:{m['now']}" if kind == "STABLE" else kind
+                found.append((name, label))
+                break
+        else:
+            found.append(("", f"?{plain[:60]}"))
+    return found
+
+
+def said_to(fake: FakeTelegram, chat_id: str | int) -> list[tuple[str, str]]:
+    """Every alert delivered to one chat, in arrival order, as (name, KIND) (see :func:`said`)."""
+    ordered = sorted(fake.messages_to(chat_id), key=lambda r: r.received_at)
+    return [alert for request in ordered for alert in said(request.text)]
+
+
 def requests_with(fake: FakeTelegram, name: str, kind: str | None = None) -> list[TelegramRequest]:
     """sendMessage calls (answered or not, any status) that carried an alert of monitor ``name``
     (of that kind, "DOWN" or "UP", if given)."""

@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from .alerts import said
 from .fake_telegram import FakeTelegram
 from .procs import free_port
 from .target import TargetServer
@@ -189,3 +190,28 @@ def test_free_port_is_bindable() -> None:
     port = free_port()
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("🔴 <b>shop &amp; co</b> is DOWN\nhttps://x/\nCause: HTTP 500", [("shop & co", "DOWN")]),
+        ("🔔 <b>shop</b> is still DOWN\nhttps://x/", [("shop", "REMIND")]),
+        ("🟢 <b>shop</b> is UP again\nRecovered", [("shop", "UP")]),
+        ("🟡 <b>shop</b> is DEGRADED\nslow", [("shop", "DEGRADED")]),
+        ("🟢 <b>shop</b> is no longer degraded", [("shop", "DEGRADED_END")]),
+        ("🟠 <b>shop</b> is FLAPPING", [("shop", "FLAPPING")]),
+        ("🟢 <b>shop</b> stopped flapping; now UP", [("shop", "STABLE:UP")]),
+        ("🔧 Maintenance for <b>shop</b>\nWindow: w", [("shop", "MAINTENANCE")]),
+        ("🔧 Maintenance for <b>shop</b> ended\nWindow: w", [("shop", "MAINTENANCE_END")]),
+        ("⚠️ The checker's network is down\nReason: x", [("", "NETWORK_DOWN")]),
+        ("✅ The checker's network is back\nCut off for 1m", [("", "NETWORK_BACK")]),
+        (
+            "⚠️ 3 alerts: 2 down, 1 up\n🔴 <b>a</b> DOWN: HTTP 500, since 10:00 (https://a/)\n"
+            "🟢 <b>b</b> UP after 5m (https://b/)\n🔔 <b>c</b> still DOWN: HTTP 500, since 9:00 (https://c/)",
+            [("a", "DOWN"), ("b", "UP"), ("c", "REMIND")],
+        ),
+    ],
+)
+def test_said_reads_every_kind_of_alert(text: str, found: list[tuple[str, str]]) -> None:
+    assert said(text) == found

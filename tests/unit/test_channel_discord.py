@@ -363,3 +363,113 @@ async def test_errors_never_carry_the_webhook_url() -> None:
 def test_limits_five_per_two_seconds_and_thirty_a_minute() -> None:
     assert discord.limits("discord:5") == [Bucket("discord:5", 5, 2.1), Bucket("discord:5:minute", 30, 61.0)]
     assert discord.KIND.destination_of({"id": 5, "kind": "discord", "url": "sealed"}) == "discord:5"
+
+
+# -- the other kinds of events ----------------------------------------------------------------
+
+CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": "", "incident_id": 0, "cause": {}}
+UNTIL = "<t:1767268800:f> (<t:1767268800:R>)"  # 2026-01-01T12:00:00Z
+
+
+@pytest.mark.parametrize(
+    ("kind", "overrides", "title", "color", "description", "fields"),
+    [
+        (
+            "remind",
+            {"details": {"reminder": 3, "reminder_max": None}, "at": "2026-01-01T10:30:00Z"},
+            "🔴 site 7 is still DOWN",
+            discord.RED,
+            "Reminder 3\nDown for **30m**\n**Latest cause:** unexpected status 503",
+            ["Since"],
+        ),
+        (
+            "degraded",
+            {"details": {"reason": "response time 812 ms above 500 ms"}},
+            "🟡 site 7 is DEGRADED",
+            discord.YELLOW,
+            "**Reason:** response time 812 ms above 500 ms",
+            ["Since"],
+        ),
+        (
+            "degraded_end",
+            {"duration_seconds": 90.0},
+            "🟢 site 7 is no longer degraded",
+            discord.GREEN,
+            "Degraded for **1m 30s**",
+            ["Since"],
+        ),
+        (
+            "flapping",
+            {"details": {"changes": 7, "window_minutes": 30}},
+            "🟠 site 7 is FLAPPING",
+            discord.YELLOW,
+            "7 changes in 30 min; alerts paused until it is stable for 30 min",
+            [],
+        ),
+        (
+            "flapping_end",
+            {"details": {"status": "up"}},
+            "🟢 site 7 stopped flapping; now UP",
+            discord.GREEN,
+            None,
+            [],
+        ),
+        (
+            "maintenance_start",
+            {"details": {"window": "Nightly", "until": "2026-01-01T12:00:00Z"}},
+            "🔧 Maintenance for site 7",
+            discord.BLUE,
+            f"**Window:** Nightly until {UNTIL}",
+            [],
+        ),
+        (
+            "maintenance_end",
+            {"details": {"window": "Nightly"}},
+            "🔧 Maintenance for site 7 ended",
+            discord.GREEN,
+            "**Window:** Nightly",
+            [],
+        ),
+        (
+            "connectivity_lost",
+            {**CHECKER, "details": {"reason": "no route"}},
+            "⚠️ The checker's network is down",
+            discord.YELLOW,
+            "**Reason:** no route\nChecks are recorded as unknown; no monitor is marked down meanwhile",
+            ["Since"],
+        ),
+        (
+            "connectivity_restored",
+            {**CHECKER, "duration_seconds": 60.0, "started_at": None},
+            "✅ The checker's network is back",
+            discord.GREEN,
+            "Cut off for **1m**",
+            [],
+        ),
+        ("brand_new", {}, "🔔 site 7: brand\\_new", discord.BLUE, None, ["At"]),
+    ],
+)
+def test_other_kinds(
+    kind: str,
+    overrides: dict[str, Any],
+    title: str,
+    color: int,
+    description: str | None,
+    fields: list[str],
+) -> None:
+    payload, covered = discord.compose([event(kind, **overrides)])
+    assert covered == 1
+    assert_fits(payload)
+    (item,) = payload["embeds"]
+    assert (item["title"], item["color"], item.get("description")) == (title, color, description)
+    assert [f["name"] for f in item.get("fields", [])] == fields
+    about_monitor = "monitor_id" not in overrides
+    assert ("footer" in item, "url" in item) == (about_monitor, about_monitor)
+    assert item["timestamp"] == event(kind, **overrides).at
+
+
+def test_several_kinds_in_one_message_are_counted_by_level() -> None:
+    events = [event("down", 1), event("flapping", 2), event("maintenance_start", 3), event("test", 4)]
+    payload, covered = discord.compose(events)
+    assert covered == 4
+    assert payload["content"] == "⚠️ 4 alerts: 1 down, 1 up, 1 warning, 1 notice"

@@ -498,3 +498,98 @@ async def test_invalid_stored_settings_are_permanent() -> None:
     with pytest.raises(DeliveryError) as caught:
         await email.deliver(context(None), {"host": "x.example", "to": []}, email.render(event()))
     assert caught.value.permanent and "settings invalid" in str(caught.value)
+
+
+# -- the other kinds of events ----------------------------------------------------------------
+
+CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": "", "incident_id": 0, "cause": {}}
+
+
+@pytest.mark.parametrize(
+    ("kind", "overrides", "subject", "in_text", "colour"),
+    [
+        (
+            "remind",
+            {"details": {"reminder": 2, "reminder_max": 5}, "after_event_id": DOWN_ID},
+            "[STILL DOWN] <shop> & co (reminder 2 of 5)",
+            ["<shop> & co is still DOWN: HTTP 500", "Reminder 2 of 5", "Latest cause: HTTP 500"],
+            "#c0392b",
+        ),
+        (
+            "degraded",
+            {"details": {"reason": "certificate expires in 3 days (2026-12-03)"}},
+            "[DEGRADED] <shop> & co",
+            ["is DEGRADED: certificate expires in 3 days (2026-12-03)", "Since:  2026-01-01 11:59:00 UTC"],
+            "#d68910",
+        ),
+        (
+            "degraded_end",
+            {"duration_seconds": 120.0},
+            "[NOT DEGRADED] <shop> & co (after 2m)",
+            ["is no longer degraded", "Degraded for: 2m (since 2026-01-01 11:59:00 UTC)"],
+            "#27ae60",
+        ),
+        (
+            "flapping",
+            {"details": {"changes": 6, "window_minutes": 20}},
+            "[FLAPPING] <shop> & co",
+            ["is FLAPPING: 6 changes in 20 min; alerts paused until it is stable for 20 min"],
+            "#d68910",
+        ),
+        (
+            "flapping_end",
+            {"details": {"status": "down"}},
+            "[STABLE] <shop> & co",
+            ["stopped flapping; now DOWN"],
+            "#c0392b",
+        ),
+        (
+            "maintenance_start",
+            {"details": {"window": "Nightly <ops>", "until": "2026-01-01T14:00:00Z"}},
+            "[MAINTENANCE] <shop> & co",
+            ["Maintenance for <shop> & co: Nightly <ops> until 2026-01-01 14:00:00 UTC"],
+            "#2874a6",
+        ),
+        (
+            "maintenance_end",
+            {"details": {"window": "Nightly <ops>"}},
+            "[MAINTENANCE OVER] <shop> & co",
+            ["Maintenance for <shop> & co ended: Nightly <ops>"],
+            "#27ae60",
+        ),
+        (
+            "connectivity_lost",
+            {**CHECKER, "details": {"reason": "no route <x>"}},
+            "[NETWORK] The checker's network is down",
+            ["Reason: no route <x>", "no monitor is marked down meanwhile"],
+            "#d68910",
+        ),
+        (
+            "connectivity_restored",
+            {**CHECKER, "duration_seconds": 300.0, "started_at": None},
+            "[NETWORK] The checker's network is back (after 5m)",
+            ["Cut off for: 5m"],
+            "#27ae60",
+        ),
+        ("brand_new", {}, "[BRAND_NEW] <shop> & co", ["<shop> & co: brand_new"], "#2874a6"),
+    ],
+)
+def test_other_kinds(
+    kind: str, overrides: dict[str, Any], subject: str, in_text: list[str], colour: str
+) -> None:
+    mail = email.render(event(kind, **overrides))
+    assert mail.subject == subject
+    for text in in_text:
+        assert text in mail.text, (text, mail.text)
+    assert f"color:{colour}" in mail.html
+    assert "<shop>" not in mail.html and "<ops>" not in mail.html and "<x>" not in mail.html
+    # A reminder threads under its outage, like a recovery.
+    assert mail.reply_to_key == overrides.get("after_event_id")
+
+
+def test_a_sentence_the_first_line_says_is_not_repeated() -> None:
+    mail = email.render(event("flapping", details={"changes": 6, "window_minutes": 20}))
+    assert mail.text.count("alerts paused") == 1 and mail.html.count("alerts paused") == 1
+    held = email.render(event(details={"note": "Held during maintenance window 'Nightly'"}))
+    assert "\n\nHeld during maintenance window 'Nightly'\n\n" in held.text
+    assert "<p>Held during maintenance window &#x27;Nightly&#x27;</p>" in held.html

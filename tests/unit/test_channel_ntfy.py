@@ -318,3 +318,123 @@ async def test_send_publishes_json_to_the_server_root_with_the_token() -> None:
     assert published["topic"] == "alerts-Ops_1" and published["priority"] == 5
     assert published["title"] == "**Shop** <b>[x](https://evil.example)</b> ✓ is DOWN"
     assert "markdown" not in published
+
+
+# -- the other kinds of events ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "details", "level", "title", "part", "tags", "priority"),
+    [
+        (
+            "remind",
+            {"reminder": 2, "reminder_max": None},
+            "down",
+            "is still DOWN",
+            "Reminder 2",
+            ("repeat",),
+            5,
+        ),
+        (
+            "degraded",
+            {"reason": "response time 812 ms above 500 ms"},
+            "warn",
+            "is DEGRADED",
+            "Reason: response time 812 ms above 500 ms",
+            ("warning",),
+            4,
+        ),
+        ("degraded_end", {}, "up", "is no longer degraded", "Degraded for ", ("white_check_mark",), 3),
+        (
+            "flapping",
+            {"changes": 7, "window_minutes": 30},
+            "warn",
+            "is FLAPPING",
+            "7 changes in 30 min; alerts paused until it is stable for 30 min",
+            ("warning",),
+            4,
+        ),
+        (
+            "flapping_end",
+            {"status": "down"},
+            "down",
+            "stopped flapping; now DOWN",
+            "https://shop.example/",
+            ("rotating_light",),
+            5,
+        ),
+        (
+            "maintenance_start",
+            {"window": "Nightly", "until": "2026-01-01T13:00:00Z"},
+            "info",
+            "Maintenance for ",
+            "Window: Nightly until 2026-01-01 13:00:00 UTC",
+            ("wrench",),
+            3,
+        ),
+        (
+            "maintenance_end",
+            {"window": "Nightly"},
+            "up",
+            "Maintenance for ",
+            "Window: Nightly",
+            ("wrench",),
+            3,
+        ),
+        (
+            "connectivity_lost",
+            {"reason": "no route"},
+            "warn",
+            "The checker's network is down",
+            "Checks are recorded as unknown",
+            ("warning",),
+            4,
+        ),
+        (
+            "connectivity_restored",
+            {},
+            "up",
+            "The checker's network is back",
+            "Cut off for ",
+            ("white_check_mark",),
+            3,
+        ),
+        ("brand_new", {}, "info", ": brand_new", "https://shop.example/", ("information_source",), 3),
+    ],
+)
+def test_other_kinds(
+    kind: str,
+    details: dict[str, Any],
+    level: str,
+    title: str,
+    part: str,
+    tags: tuple[str, ...],
+    priority: int,
+) -> None:
+    message, covered = ntfy.compose([event(kind, details=details)], max_age=3600, now=NOW)
+    assert covered == 1
+    assert (message.level, message.tags) == (level, tags)
+    assert title in message.title and part in message.message
+    assert ntfy.publish_body({"url": URL}, message)["priority"] == priority
+
+
+@pytest.mark.parametrize(
+    ("down", "up", "levels"),
+    [(5, 3, {"warn": 4, "info": 3}), (4, 2, {"warn": 3, "info": 2}), (2, 3, {"warn": 3, "info": 3})],
+)
+def test_a_warning_is_between_the_channels_priorities(down: int, up: int, levels: dict[str, int]) -> None:
+    channel = {"url": URL, "priority_down": down, "priority_up": up}
+    for level, priority in levels.items():
+        assert ntfy.priority(channel, level) == priority
+
+
+def test_several_kinds_in_one_message_take_the_most_urgent_level() -> None:
+    events = [
+        event("degraded", event_id="a", details={"reason": "slow"}),
+        event("maintenance_start", event_id="b", monitor_id=8, details={"window": "W", "until": None}),
+        event("up", event_id="c", monitor_id=9),
+    ]
+    message, covered = ntfy.compose(events, max_age=3600, now=NOW)
+    assert covered == 3 and message.level == "warn" and message.tags == ("warning",)
+    assert message.title == "3 alerts: 0 down, 1 up, 1 warning, 1 notice"
+    assert message.message.split("\n")[0].startswith("🟡 **Shop**")

@@ -10,6 +10,7 @@ from typing import Any, cast
 import pytest
 from pydantic import ValidationError
 
+from monitor.alerter import channels as registry
 from monitor.alerter.channels import REGISTRY, pagerduty
 from monitor.alerter.channels.base import DeliveryError, Reply, SendContext
 from monitor.events import Event
@@ -257,3 +258,99 @@ async def test_invalid_stored_settings_are_permanent_and_quiet() -> None:
     with pytest.raises(DeliveryError) as caught:
         await pagerduty.deliver(ctx(FakeWeb()), channel(routing_key="short-key"), pagerduty.render(event()))
     assert caught.value.permanent and "short-key" not in str(caught.value)
+
+
+# -- the other kinds of events ----------------------------------------------------------------
+
+CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": "", "incident_id": 0, "cause": {}}
+
+
+@pytest.mark.parametrize(
+    ("kind", "overrides", "action", "key", "severity"),
+    [
+        ("down", {}, "trigger", "monitor-7-incident-3", None),  # the channel's
+        ("up", {}, "resolve", "monitor-7-incident-3", None),
+        ("degraded", {"details": {"reason": "slow"}}, "trigger", "monitor-7-degraded", "warning"),
+        ("degraded_end", {"incident_id": 0}, "resolve", "monitor-7-degraded", None),
+        ("connectivity_lost", {**CHECKER, "details": {"reason": "no route"}}, "trigger",
+         "monitor-checker-connectivity", "critical"),
+        ("connectivity_restored", CHECKER, "resolve", "monitor-checker-connectivity", None),
+        # PagerDuty re-notifies by itself, and an open alert already says the monitor is down.
+        ("remind", {"details": {"reminder": 1}}, None, None, None),
+        ("flapping", {"details": {"changes": 5, "window_minutes": 30}}, None, None, None),
+        ("flapping_end", {"details": {"status": "up"}}, None, None, None),
+        ("maintenance_start", {"details": {"window": "W", "until": "2026-01-01T13:00Z"}}, None, None, None),
+        ("maintenance_end", {"details": {"window": "W"}}, None, None, None),
+        ("brand_new", {}, None, None, None),
+    ],
+)  # fmt: skip
+def test_each_kinds_route(
+    kind: str, overrides: dict[str, Any], action: str | None, key: str | None, severity: str | None
+) -> None:
+    sent = pagerduty.render(event(kind, **overrides))
+    assert pagerduty.dedup_key(event(kind, **overrides)) == key
+    if action is None:
+        assert sent == []
+        return
+    (item,) = sent
+    assert (item["event_action"], item["dedup_key"]) == (action, key)
+    if action == "trigger":
+        assert item["payload"].get("severity") == severity
+
+
+def test_a_degradation_says_why_and_the_checker_alert_names_no_monitor() -> None:
+    (degraded,) = pagerduty.render(event("degraded", details={"reason": "response time 812 ms above 500 ms"}))
+    payload = degraded["payload"]
+    assert payload["summary"] == "<shop> & co is DEGRADED: response time 812 ms above 500 ms"
+    assert payload["custom_details"]["reason"] == "response time 812 ms above 500 ms"
+    (lost,) = pagerduty.render(event("connectivity_lost", **{**CHECKER, "details": {"reason": "no route"}}))
+    payload = lost["payload"]
+    assert payload["summary"] == "The checker's network is down: no route"
+    assert (payload["source"], payload["component"]) == ("monitor", "checker")
+    assert "monitor" not in payload["custom_details"] and lost["links"] == []
+
+
+async def test_a_routes_severity_wins_over_the_channels() -> None:
+    web = FakeWeb()
+    await pagerduty.deliver(ctx(web), channel(severity="critical"), pagerduty.render(event("degraded")))
+    ((_, body, _),) = web.posts
+    assert body["payload"]["severity"] == "warning"
+
+
+@pytest.mark.parametrize(
+    ("kinds", "covered", "sends"),
+    [
+        # Events PagerDuty is not sent go together, with nothing to send...
+        (["remind", "flapping", "maintenance_start", "down"], 3, []),
+        # ...and the next one is sent on its own.
+        (["down", "remind"], 1, ["trigger"]),
+        (["remind"], 1, []),
+    ],
+)
+def test_compose_covers_what_is_not_sent_at_once(kinds: list[str], covered: int, sends: list[str]) -> None:
+    payload, n = pagerduty.compose([event(kind) for kind in kinds], max_age=3600, now=NOW)
+    assert n == covered and [e["event_action"] for e in payload] == sends
+
+
+def test_an_old_degradation_already_over_is_not_paged() -> None:
+    old = event("degraded", at="2025-12-31T00:00:00Z", details={"reason": "slow"})
+    over = event("degraded_end", at="2025-12-31T00:05:00Z", incident_id=0)
+    assert pagerduty.compose([old, over], max_age=3600, now=NOW) == ([], 1)
+    assert pagerduty.compose([old], max_age=3600, now=NOW)[0][0]["event_action"] == "trigger"
+
+
+@pytest.mark.parametrize(
+    ("kind", "paged"),
+    [("down", True), ("up", True), ("degraded", True), ("remind", False), ("flapping", False),
+     ("maintenance_start", False), ("maintenance_end", False), ("flapping_end", False)],
+)  # fmt: skip
+def test_only_the_kinds_it_routes_are_addressed_to_it(kind: str, paged: bool) -> None:
+    # An event is addressed to a PagerDuty channel only if PagerDuty has a route for its kind:
+    # a reminder costs no delivery row, no pacing token and no "sent" that sent nothing.
+    channels = [
+        {"id": 1, "kind": "pagerduty", "name": "on-call", "routing_key": "R" * 32},
+        {"id": 2, "kind": "telegram", "name": "chat", "chat_id": "42"},
+    ]
+    targets = event(kind, channels=channels).targets(registry.destination)
+    assert ("pagerduty:1" in targets) is paged
+    assert any(key.startswith("telegram") for key in targets)

@@ -59,8 +59,8 @@ def assert_fits(payload: Mapping[str, Any]) -> None:
     for block in payload["blocks"]:
         if block["type"] == "header":
             assert len(block["text"]["text"]) <= slack.MAX_HEADER
-        if block["type"] == "section":
-            assert len(block["text"]["text"]) <= slack.MAX_SECTION
+        if block["type"] == "section":  # a section's text is optional beside fields
+            assert len(block.get("text", {}).get("text", "")) <= slack.MAX_SECTION
             assert all(len(f["text"]) <= slack.MAX_FIELD for f in block.get("fields", []))
 
 
@@ -331,3 +331,99 @@ async def test_errors_never_carry_the_webhook_url() -> None:
 def test_limits_one_message_a_second_per_webhook() -> None:
     assert slack.limits("slack:5") == [Bucket("slack:5", 1, 1.05)]
     assert slack.KIND.destination_of({"id": 5, "kind": "slack", "url": "sealed"}) == "slack:5"
+
+
+# -- the other kinds of events ----------------------------------------------------------------
+
+CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": "", "incident_id": 0, "cause": {}}
+
+
+@pytest.mark.parametrize(
+    ("kind", "overrides", "header", "wanted"),
+    [
+        (
+            "remind",
+            {"details": {"reminder": 2, "reminder_max": 5}},
+            "🔴 site 7 is still DOWN",
+            ["Reminder 2 of 5", "*Down for*\n0s", "*Latest cause*\nunexpected status 503"],
+        ),
+        (
+            "degraded",
+            {"details": {"reason": "certificate expires in 3 days (2026-12-03)"}},
+            "🟡 site 7 is DEGRADED",
+            ["*Reason*\ncertificate expires in 3 days (2026-12-03)", "*Since*\n2026-01-01 10:00:00 UTC"],
+        ),
+        (
+            "degraded_end",
+            {"duration_seconds": 600.0},
+            "🟢 site 7 is no longer degraded",
+            ["*Degraded for*\n10m", "*Since*\n2026-01-01 10:00:00 UTC"],
+        ),
+        (
+            "flapping",
+            {"details": {"changes": 9, "window_minutes": 15}},
+            "🟠 site 7 is FLAPPING",
+            ["9 changes in 15 min; alerts paused until it is stable for 15 min"],
+        ),
+        ("flapping_end", {"details": {"status": "degraded"}}, "🟡 site 7 stopped flapping; now DEGRADED", []),
+        (
+            "maintenance_start",
+            {"details": {"window": "Nightly", "until": "2026-01-01T12:00:00Z"}},
+            "🔧 Maintenance for site 7",
+            ["*Window*\nNightly until 2026-01-01 12:00:00 UTC"],
+        ),
+        ("maintenance_end", {"details": {"window": "Nightly"}}, "🔧 Maintenance for site 7 ended", []),
+        (
+            "connectivity_lost",
+            {**CHECKER, "details": {"reason": "no route to 1.1.1.1"}},
+            "⚠️ The checker's network is down",
+            [
+                "*Reason*\nno route to 1.1.1.1",
+                "Checks are recorded as unknown; no monitor is marked down meanwhile",
+            ],
+        ),
+        (
+            "connectivity_restored",
+            {**CHECKER, "duration_seconds": 125.0},
+            "✅ The checker's network is back",
+            ["*Cut off for*\n2m 5s"],
+        ),
+        ("brand_new", {}, "🔔 site 7: brand_new", ["*At*\n2026-01-01 10:00:00 UTC"]),
+    ],
+)
+def test_other_kinds(kind: str, overrides: dict[str, Any], header: str, wanted: list[str]) -> None:
+    payload, covered = slack.compose([event(kind, **overrides)])
+    assert covered == 1
+    assert_fits(payload)
+    assert payload["blocks"][0]["text"]["text"] == header
+    found = "\n".join(texts(payload))
+    for text in wanted:
+        assert text in found
+    # Only events about a monitor link it and name it in a context line.
+    assert ("Monitor #7" in found) == ("monitor_id" not in overrides)
+    assert ("incident #107" in found) == (kind == "remind")  # only an outage's events name it
+    assert ("<https://s7.example/" in found) == ("monitor_id" not in overrides)
+    assert payload["text"].startswith(header)
+
+
+def test_several_kinds_in_one_message() -> None:
+    events = [
+        event("remind", 1, details={"reminder": 1}),
+        event("degraded", 2, details={"reason": "slow <b>"}),
+        event("connectivity_lost", 3, **{**CHECKER, "details": {"reason": "cut"}}),
+        event("maintenance_end", 4, details={"window": "W"}),
+    ]
+    payload, covered = slack.compose(events)
+    assert covered == 4
+    assert_fits(payload)
+    header, *sections = payload["blocks"]
+    assert header["text"]["text"] == "⚠️ 4 alerts: 1 down, 1 up, 2 warnings"
+    assert [s["text"]["text"] for s in sections] == [
+        "🔴 *<https://s1.example/?a=1&amp;b=2|site 1>* still DOWN: unexpected status 503, "
+        "since 2026-01-01 10:00:00 UTC",
+        "🟡 *<https://s2.example/?a=1&amp;b=2|site 2>* DEGRADED: slow &lt;b&gt;, "
+        "since 2026-01-01 10:00:00 UTC",
+        "⚠️ The checker's network is down: cut",
+        "🔧 Maintenance for *<https://s4.example/?a=1&amp;b=2|site 4>* ended: W",
+    ]
+    assert payload["text"].endswith(": site 1, site 2, The checker's network is down, site 4")

@@ -16,6 +16,7 @@ from support import sign_webhook
 
 from monitor.alerter.channels import REGISTRY, webhook
 from monitor.alerter.channels.base import DeliveryError, Reply, SendContext, config_values
+from monitor.alerter.channels.notice import KINDS
 from monitor.events import Event
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -311,3 +312,69 @@ async def test_send_posts_the_body_signed_and_retries_keep_the_id() -> None:
         assert headers["webhook-signature"] == sign_webhook(
             SECRET, headers["webhook-id"], headers["webhook-timestamp"], body
         )
+
+
+# -- the other kinds of events ----------------------------------------------------------------
+
+CHECKER = {
+    "monitor_id": None,
+    "monitor_name": "",
+    "monitor_url": "",
+    "incident_id": 0,
+    "cause": {},
+    "seq": None,
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "overrides", "type_", "about_monitor"),
+    [
+        ("remind", {"details": {"reminder": 2, "reminder_max": None}}, "monitor.reminder", True),
+        ("degraded", {"details": {"reason": "slow"}, "incident_id": 5}, "monitor.degraded", True),
+        ("degraded_end", {"incident_id": 5}, "monitor.degraded_end", True),
+        ("flapping", {"details": {"changes": 7, "window_minutes": 30}}, "monitor.flapping", True),
+        ("flapping_end", {"details": {"status": "up", "window_minutes": 30}}, "monitor.flapping_end", True),
+        (
+            "maintenance_start",
+            {"details": {"window": "Nightly", "until": "2026-01-01T12:00:00Z"}},
+            "maintenance.started",
+            True,
+        ),
+        ("maintenance_end", {"details": {"window": "Nightly"}}, "maintenance.ended", True),
+        (
+            "connectivity_lost",
+            {**CHECKER, "details": {"reason": "no route"}},
+            "checker.connectivity_lost",
+            False,
+        ),
+        (
+            "connectivity_restored",
+            {**CHECKER, "duration_seconds": 60.0},
+            "checker.connectivity_restored",
+            False,
+        ),
+        ("brand_new", {}, "monitor.brand_new", True),
+    ],
+)
+def test_other_kinds_carry_their_type_and_details(
+    kind: str, overrides: dict[str, Any], type_: str, about_monitor: bool
+) -> None:
+    message, covered = webhook.compose([event(kind, **overrides)])
+    body = json.loads(message.body)
+    assert covered == 1 and body["type"] == type_
+    assert body["details"] == overrides.get("details", {})
+    assert (body["monitor"] is not None) == about_monitor
+    # Only an outage's events name it; a degradation's record, say, is no incident.
+    assert body["incident_id"] == (11 if kind == "remind" else None)
+    if not about_monitor:
+        assert body["cause"] is None and body["seq"] is None
+
+
+def test_every_kind_has_a_type() -> None:
+    assert set(webhook.TYPES) == KINDS
+    assert len(set(webhook.TYPES.values())) == len(KINDS)
+
+
+def test_down_and_test_bodies_carry_empty_details() -> None:
+    for kind in ("down", "up", "test"):
+        assert json.loads(webhook.compose([event(kind)])[0].body)["details"] == {}

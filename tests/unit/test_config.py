@@ -31,11 +31,60 @@ def test_defaults_and_secrets_hidden() -> None:
         ({"MONITOR_HTTP_MAX_HEAD_BYTES": "100"}, "MONITOR_HTTP_MAX_HEAD_BYTES"),
         ({"MONITOR_ALLOW_INSECURE_TLS": "maybe"}, "MONITOR_ALLOW_INSECURE_TLS"),
         ({"MONITOR_SECRET_KEY": "not-a-fernet-key"}, "MONITOR_SECRET_KEY"),
+        (
+            {"MONITOR_CONNECTIVITY_TARGETS": "https://example.com/,example.com"},
+            "MONITOR_CONNECTIVITY_TARGETS",
+        ),
+        ({"MONITOR_CONNECTIVITY_TARGETS": "ftp://example.com/"}, "MONITOR_CONNECTIVITY_TARGETS"),
+        ({"MONITOR_CONNECTIVITY_TARGETS": "1.1.1.1:0"}, "MONITOR_CONNECTIVITY_TARGETS"),
+        ({"MONITOR_CONNECTIVITY_WINDOW_SECONDS": "0"}, "MONITOR_CONNECTIVITY_WINDOW_SECONDS"),
+        ({"MONITOR_CONNECTIVITY_MIN_MONITORS": "0"}, "MONITOR_CONNECTIVITY_MIN_MONITORS"),
+        ({"MONITOR_CONNECTIVITY_FAILING_SHARE": "1.5"}, "MONITOR_CONNECTIVITY_FAILING_SHARE"),
+        ({"MONITOR_CONNECTIVITY_FAILING_SHARE": "0"}, "MONITOR_CONNECTIVITY_FAILING_SHARE"),
+        ({"MONITOR_OPERATOR_CHAT": "my chat"}, "MONITOR_OPERATOR_CHAT"),
+        ({"MONITOR_OPERATOR_CHANNEL": "0"}, "MONITOR_OPERATOR_CHANNEL"),
+        ({"MONITOR_OPERATOR_CHANNEL": "ops"}, "MONITOR_OPERATOR_CHANNEL"),
     ],
 )
 def test_invalid_or_unknown_settings_name_the_variable(env: dict, named: str) -> None:
     with pytest.raises(config.ConfigError, match=named):
         config.load(env)
+
+
+def test_connectivity_defaults() -> None:
+    settings = config.load({})
+    assert settings.connectivity_targets == []
+    assert settings.connectivity_window_seconds == 60
+    assert settings.connectivity_min_monitors == 5
+    assert settings.connectivity_failing_share == 0.8
+    assert settings.operator_chat is None and settings.operator_channel is None
+
+
+@pytest.mark.parametrize(
+    ("value", "targets"),
+    [
+        ("", []),
+        (" https://example.com/ping , 1.1.1.1:53,", ["https://example.com/ping", "1.1.1.1:53"]),
+        ("http://10.0.0.1:8080/health", ["http://10.0.0.1:8080/health"]),
+        ("dns.google:443,[2606:4700:4700::1111]:53", ["dns.google:443", "[2606:4700:4700::1111]:53"]),
+    ],
+)
+def test_connectivity_targets(value: str, targets: list[str]) -> None:
+    assert config.load({"MONITOR_CONNECTIVITY_TARGETS": value}).connectivity_targets == targets
+
+
+@pytest.mark.parametrize(
+    ("env", "chat", "channel"),
+    [
+        ({}, None, None),
+        ({"MONITOR_OPERATOR_CHAT": "-1001234567890"}, "-1001234567890", None),
+        ({"MONITOR_OPERATOR_CHAT": "@ops_channel", "MONITOR_OPERATOR_CHANNEL": "7"}, "@ops_channel", 7),
+        ({"MONITOR_OPERATOR_CHAT": " "}, None, None),
+    ],
+)
+def test_operator_destinations(env: dict[str, str], chat: str | None, channel: int | None) -> None:
+    settings = config.load(env)
+    assert (settings.operator_chat, settings.operator_channel) == (chat, channel)
 
 
 def test_redact_url() -> None:

@@ -13,7 +13,7 @@ import pytest
 import schemathesis
 from openapi_spec_validator import OpenAPIV31SpecValidator
 
-from monitor.api import openapi, schemas
+from monitor.api import openapi, schemas, schemas_maintenance
 from monitor.api.app import create_app
 from monitor.api.schemas_http import MASK
 from monitor.config import Settings
@@ -29,7 +29,8 @@ OPERATIONS = {
 PUBLIC = {("GET", p) for p in ("/api/v1/openapi.json", "/healthz", "/readyz", "/metrics")}
 BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorPatch": schemas.MonitorPatch,
           "ChannelCreate": schemas.ChannelCreate, "ChannelPatch": schemas.ChannelPatch,
-          "KeyCreate": schemas.KeyCreate}  # fmt: skip
+          "KeyCreate": schemas.KeyCreate, "MaintenanceCreate": schemas_maintenance.MaintenanceCreate,
+          "MaintenancePatch": schemas_maintenance.MaintenancePatch}  # fmt: skip
 
 
 def responses(key: tuple[str, str]) -> set[str]:

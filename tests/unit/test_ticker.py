@@ -1,11 +1,14 @@
 """Tick offsets on the slot grid, and the hot path's small primitives (monitor/aio.py)."""
 
 import asyncio
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
 from monitor.aio import Deadline, Slots
-from monitor.scheduler.ticker import first_tick, stable_offset
+from monitor.scheduler.state import State
+from monitor.scheduler.ticker import TickerShared, down_above, first_tick, stable_offset
 
 
 def test_offsets_are_whole_slots_spread_over_the_interval_and_stable() -> None:
@@ -76,3 +79,31 @@ async def test_a_deadline_turns_only_its_own_cancellation_into_a_timeout() -> No
     task.cancel()  # someone else's cancellation stays a cancellation
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+# Monitors: 1 router; 2 server (on 1); 3 site (on 2); 4 mirror (on 1); 5 shop (on 3 and 4);
+# 6 and 7 depend on each other (a cycle the API refuses, but the walk must survive it).
+PARENTS = {2: (1,), 3: (2,), 4: (1,), 5: (3, 4), 6: (7,), 7: (6,)}
+
+
+@pytest.mark.parametrize(
+    ("states", "monitor", "blamed"),
+    [
+        ({}, 3, None),  # nothing known: nothing to blame
+        ({1: State("up"), 2: State("up")}, 3, None),
+        ({1: State("down"), 2: State("up")}, 3, 1),  # two levels up
+        ({1: State("down"), 2: State("down")}, 3, 1),  # the furthest up, as the router's DOWN said
+        ({1: State("up"), 2: State("down")}, 3, 2),
+        ({1: State("up", failures=1), 2: State("up")}, 3, 1),  # failing, not yet confirmed
+        ({1: State("up", failures=1), 2: State("down")}, 3, 1),
+        ({1: State("up"), 2: State("up"), 4: State("down")}, 5, 4),  # a diamond: either branch
+        ({1: State("down")}, 5, 1),
+        ({6: State("down"), 7: State("down")}, 6, 7),
+        ({}, 6, None),
+    ],
+)
+def test_a_dependant_is_blamed_on_the_failing_monitor_furthest_up(
+    states: dict[int, State], monitor: int, blamed: int | None
+) -> None:
+    shared = cast(TickerShared, SimpleNamespace(parents=PARENTS, states=states))
+    assert down_above(PARENTS[monitor], shared, {monitor}) == blamed

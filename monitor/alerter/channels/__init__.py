@@ -30,8 +30,11 @@ def get(name: str) -> ChannelKind | None:
     return REGISTRY.get(name)
 
 
-def destination(channel: Mapping[str, Any]) -> str | None:
+def destination(channel: Mapping[str, Any], event_kind: str | None = None) -> str | None:
     """The destination key of one channel as an event carries it ({"id", "kind", "name", ...
-    its settings}); None for a kind this version does not know."""
+    its settings}); None for a kind this version does not know, or one that does not take
+    events of ``event_kind``."""
     kind = REGISTRY.get(str(channel.get("kind")))
-    return kind.destination_of(channel) if kind is not None else None
+    if kind is None or (event_kind is not None and not kind.accepts(event_kind)):
+        return None
+    return kind.destination_of(channel)

@@ -157,6 +157,8 @@ class ChannelKind:
     blocks that key for every alerter). ``destination(channel)``: the key that
     names where messages go (coalescing, pacing, deliveries); the channel's id by default.
     ``unavailable(ctx)``: why this kind cannot send now (None: it can), e.g. no bot token.
+    ``accepts(event_kind)``: whether events of that kind go to channels of this kind at all
+    (PagerDuty takes no reminders); an event is not addressed to a channel that does not.
     """
 
     name: str
@@ -168,6 +170,7 @@ class ChannelKind:
     secrets: frozenset[str] = frozenset()
     destination: Callable[[Mapping[str, Any]], str | None] | None = None
     unavailable: Callable[[SendContext], str | None] = lambda ctx: None
+    accepts: Callable[[str], bool] = lambda event_kind: True
     # Fills in what the API generates (a webhook's signing secret) in a config as stored.
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     # Limits one destination shares with others, from its channel (secrets opened): an ntfy

@@ -2,8 +2,9 @@
 
 A channel is one webhook URL (``https://discord.com/api/webhooks/{id}/{token}``), itself the
 credential: sealed at rest, masked by the API, never logged; and optionally the name the
-messages show (``username``). An alert is one embed (red for down, green for up, the title
-linking to the monitor); alerts waiting for the same webhook at once go as several embeds of
+messages show (``username``). An alert is one embed (its colour by the event's level: red for
+down, green for up, yellow for a warning, blue for a notice; the title linking to the
+monitor); alerts waiting for the same webhook at once go as several embeds of
 one message (at most 10, 6,000 characters in all). ``allowed_mentions`` is empty and every
 user-supplied string has its Markdown escaped, so a monitor named ``@everyone`` or
 ``[click](https://evil)`` pings nobody and links nowhere.
@@ -23,6 +24,7 @@ per minute, the channel's own limit on webhook messages (same source), as 30 per
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -40,14 +42,8 @@ from monitor.alerter.channels.base import (
     secret_url,
     without_url,
 )
-from monitor.alerter.channels.text import (
-    describe_cause,
-    format_duration,
-    link_target,
-    stale_count,
-    summarize,
-    when,
-)
+from monitor.alerter.channels.notice import Level, Line, Notice, notice, summarize, tally
+from monitor.alerter.channels.text import format_duration, link_target, stale_count, when, write
 from monitor.alerter.pacing import Bucket
 from monitor.events import Event
 
@@ -59,8 +55,12 @@ MAX_FIELD_VALUE = 1024
 MAX_URL = 2048
 RED = 0xED4245
 GREEN = 0x57F287
+YELLOW = 0xFEE75C
+BLUE = 0x3498DB
 BLURPLE = 0x5865F2
 GREY = 0x95A5A6
+COLOURS: dict[Level, int] = {"down": RED, "up": GREEN, "warn": YELLOW, "info": BLUE, "test": BLURPLE}
+MAX_LINE = 1500  # one line of a description
 WEBHOOK_COUNT, WEBHOOK_WINDOW = 5, 2.1  # Discord: 5 per 2 s per webhook
 CHANNEL_COUNT, CHANNEL_WINDOW = 30, 61.0  # Discord: 30 webhook messages a minute per channel
 MAX_HOLD = 60.0  # the longest X-RateLimit-Reset-After taken from an accepted message's answer
@@ -127,8 +127,9 @@ def escape(text: str, limit: int | None = None, *, special: frozenset[str] = _MA
     return "".join(out)
 
 
-def _title(text: str, limit: int) -> str:
-    return escape(" ".join(text.split()), limit, special=_TITLE_MARKDOWN)
+def _title(text: str, limit: int | None = None) -> str:
+    """``text`` for a title: one line, its inline styles made plain."""
+    return escape(re.sub(r"\s+", " ", text), limit, special=_TITLE_MARKDOWN)
 
 
 def _timestamp(value: str | None) -> str:
@@ -142,42 +143,66 @@ def _timestamp(value: str | None) -> str:
     return f"<t:{seconds}:f> (<t:{seconds}:R>)"
 
 
-def _footer(event: Event) -> dict[str, str] | None:
-    if event.monitor_id is None:
+def _footer(event: Event, said: Notice) -> dict[str, str] | None:
+    if said.url is None or event.monitor_id is None:
         return None
-    return {"text": f"Monitor #{event.monitor_id} · incident #{event.incident_id}"}
+    incident = f" · incident #{event.incident_id}" if said.incident and event.incident_id else ""
+    return {"text": f"Monitor #{event.monitor_id}{incident}"}
+
+
+def _bold(name: str) -> str:
+    return f"**{name}**" if name else ""
+
+
+def _around(line: Line) -> tuple[str, str]:
+    """What a line's label puts before and after its text: "**Cause:** x", "Outage lasted **5m**"."""
+    if line.label is None:
+        return "", ""
+    if line.prose:
+        return f"{escape(line.label)} **", "**"
+    return f"**{escape(line.label)}:** ", ""
+
+
+def _field(name: str, value: str) -> dict[str, Any]:
+    return {"name": name, "value": value, "inline": True}
 
 
 def embed(event: Event) -> dict[str, Any]:
-    """One event as one embed."""
-    if event.kind == "test":
-        return {
-            "title": "✅ Test message from monitor",
-            "description": f"Channel **{escape(event.monitor_name, 500)}** works.",
-            "color": BLURPLE,
-        }
-    down = event.kind == "down"
-    icon, suffix = ("🔴 ", " is DOWN") if down else ("🟢 ", " is UP again")
+    """One event as one embed: its lines in the description ("**Cause:** ...", "Outage lasted
+    **5m**", sentences), times as inline fields."""
+    said = notice(event)
+    icon = f"{said.icon} "
     out: dict[str, Any] = {
-        "title": icon + _title(event.monitor_name, MAX_TITLE - len(icon) - len(suffix)) + suffix,
-        "color": RED if down else GREEN,
+        "title": icon + write(said.title, _title, limit=MAX_TITLE - len(icon)),
+        "color": COLOURS[said.level],
     }
-    if down:
-        out["description"] = f"**Cause:** {escape(describe_cause(event.cause), 1500)}"
-        out["fields"] = [{"name": "Since", "value": _timestamp(event.started_at), "inline": True}]
-    else:
-        out["description"] = f"Outage lasted **{format_duration(event.duration_seconds or 0)}**"
-        out["fields"] = [
-            {"name": "Since", "value": _timestamp(event.started_at), "inline": True},
-            {"name": "Recovered", "value": _timestamp(event.ended_at or event.at), "inline": True},
-        ]
-    url = link_target(event.monitor_url, MAX_URL)
+    description: list[str] = []
+    room = MAX_DESCRIPTION
+    fields: list[dict[str, Any]] = []
+    for line in said.lines:
+        if line.label is not None and line.time_only:
+            fields.append(_field(line.label, write(line.text, escape, stamp=_timestamp)))
+        else:
+            head, tail = _around(line)
+            size = min(MAX_LINE, room - len(head) - len(tail) - 1)
+            if size > 20:
+                text = write(line.text, escape, limit=size, strong=_bold, stamp=_timestamp)
+                description.append(f"{head}{text}{tail}")
+                room -= len(description[-1]) + 1
+        if line.since is not None:
+            fields.append(_field("Since", _timestamp(line.since)))
+    if description:
+        out["description"] = "\n".join(description)
+    if fields:
+        out["fields"] = fields
+    url = link_target(said.url, MAX_URL) if said.url else None
     if url is not None:
         out["url"] = url
-    footer = _footer(event)
+    footer = _footer(event, said)
     if footer is not None:
         out["footer"] = footer
-    out["timestamp"] = event.at
+    if said.level != "test":
+        out["timestamp"] = event.at
     return out
 
 
@@ -221,8 +246,8 @@ def compose(
         size += embed_size(item)
     if len(embeds) == 1:
         return _message(embeds), 1
-    down = sum(1 for e in events[: len(embeds)] if e.kind == "down")
-    return _message(embeds, f"⚠️ {len(embeds)} alerts: {down} down, {len(embeds) - down} up"), len(embeds)
+    counts = tally([notice(e).level for e in events[: len(embeds)]], tests_as_up=True)
+    return _message(embeds, f"⚠️ {len(embeds)} alerts: {counts}"), len(embeds)
 
 
 def summary(events: list[Event], max_age: float) -> dict[str, Any]:
@@ -235,8 +260,8 @@ def summary(events: list[Event], max_age: float) -> dict[str, Any]:
     size = len(intro)
     summaries = summarize(events)
     for shown, seen in enumerate(summaries):
-        state = seen.state(stamp=_timestamp, escape=lambda kind: escape(kind, 20))
-        text = f"**{escape(seen.name, 150)}**: {seen.downs} down, {seen.ups} up; {state}"
+        state = seen.state(stamp=_timestamp, escape=lambda words: escape(words, 60))
+        text = f"**{escape(seen.name, 150)}**: {seen.counts()}; {state}"
         more = f"… and {len(summaries) - shown} more monitors"
         if size + 1 + len(text) + 1 + len(more) > MAX_DESCRIPTION:
             lines.append(more)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import html
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.message import EmailMessage
@@ -44,15 +44,8 @@ from pydantic import (
 from monitor import logging as mlog
 from monitor.alerter.channels import smtp
 from monitor.alerter.channels.base import ChannelKind, DeliveryError, SendContext
-from monitor.alerter.channels.text import (
-    clip,
-    describe_cause,
-    format_duration,
-    lead,
-    stale_count,
-    summarize,
-    when,
-)
+from monitor.alerter.channels.notice import Level, notice, summarize
+from monitor.alerter.channels.text import clip, format_duration, lead, plain, stale_count, when
 from monitor.alerter.pacing import Bucket
 from monitor.events import Event
 from monitor.names import name_problem
@@ -66,6 +59,14 @@ MAX_PASSWORD = 1024
 PER_DESTINATION_INTERVAL = 2.0
 SEND_TIMEOUT = 60.0  # the whole exchange
 MAX_SUBJECT_NAME = 150
+# The colour of a message's first line, by the event's level.
+COLOURS: dict[Level, str] = {
+    "down": "#c0392b",
+    "up": "#27ae60",
+    "warn": "#d68910",
+    "info": "#2874a6",
+    "test": "#333",
+}
 
 # A bare address (no display name, no quoted local part, ASCII: SMTPUTF8 is not assumed).
 _LOCAL = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
@@ -219,59 +220,51 @@ def _link(url: str) -> str:
     return escaped
 
 
-def _html(title: str, rows: list[tuple[str, str]], colour: str) -> str:
-    """A small HTML body; ``title`` and the rows' values are already escaped."""
+def _html(title: str, rows: list[tuple[str, str]], colour: str, notes: Sequence[str] = ()) -> str:
+    """A small HTML body; ``title``, the rows' values and the ``notes`` are already escaped."""
     cells = "".join(
         f'<tr><td style="padding:2px 12px 2px 0;color:#666">{label}</td><td>{value}</td></tr>'
         for label, value in rows
     )
+    paragraphs = "".join(f"<p>{note}</p>" for note in notes)
     return (
         '<!DOCTYPE html><html><body style="font-family:sans-serif">'
         f'<p style="font-size:18px;color:{colour}"><b>{title}</b></p>'
-        f"<table>{cells}</table>"
+        f"<table>{cells}</table>{paragraphs}"
         '<p style="color:#888;font-size:12px">Sent by monitor.</p></body></html>'
     )
 
 
-def _text(title: str, rows: list[tuple[str, str]]) -> str:
+def _text(title: str, rows: list[tuple[str, str]], notes: Sequence[str] = ()) -> str:
     width = max((len(label) for label, _ in rows), default=0) + 2
-    lines = [title, ""] + [f"{(label + ':').ljust(width)}{value}" for label, value in rows]
-    return "\n".join(lines) + "\n\n-- \nSent by monitor.\n"
+    table = "\n".join(f"{(label + ':').ljust(width)}{value}" for label, value in rows)
+    parts = [title, table, "\n".join(notes), "-- \nSent by monitor.\n"]
+    return "\n\n".join(part for part in parts if part)
 
 
 def render(event: Event) -> Mail:
-    """The message for one event: every user-supplied string escaped in the HTML part, and
-    kept to one line in the subject."""
-    name = _one_line(event.monitor_name, MAX_SUBJECT_NAME)
-    if event.kind == "test":
-        title = f"Test message from monitor: channel {event.monitor_name} works."
-        return Mail(
-            subject=f"[TEST] {name}",
-            text=_text(title, []),
-            html=_html(html.escape(title), [], "#333"),
-            message_key=event.event_id,
-        )
-    url = event.monitor_url
-    if event.kind == "down":
-        rows = [
-            ("URL", url),
-            ("Cause", describe_cause(event.cause)),
-            ("Since", when(event.started_at or event.at)),
-        ]
-        title = f"{event.monitor_name} is DOWN"
-        return Mail(
-            subject=f"[DOWN] {name}",
-            text=_text(title, rows),
-            html=_html(html.escape(title), _html_rows(rows), "#c0392b"),
-            message_key=event.event_id,
-        )
-    lasted = format_duration(event.duration_seconds or 0)
-    rows = [("URL", url), ("Outage", f"{lasted} (since {when(event.started_at)})"), ("Up at", when(event.at))]
-    title = f"{event.monitor_name} is UP again"
+    """The message for one event: its gist as the first line, then a row per labelled line (and
+    the monitor's URL), then the sentences; every user-supplied string escaped in the HTML
+    part, and kept to one line in the subject."""
+    said = notice(event)
+    name = _one_line(event.monitor_name or plain(said.title), MAX_SUBJECT_NAME)
+    subject = f"[{said.tag}] {name}" + (f" ({said.aside})" if said.aside else "")
+    rows = [("URL", said.url)] if said.url else []
+    notes: list[str] = []
+    for line in said.lines:
+        if line.label is None:
+            if not line.in_gist:
+                notes.append(plain(line.text))
+        else:
+            since = f" (since {when(line.since)})" if line.since is not None else ""
+            rows.append((line.label, plain(line.text) + since))
+    title = plain(said.gist)
     return Mail(
-        subject=f"[UP] {name} (after {lasted})",
-        text=_text(title, rows),
-        html=_html(html.escape(title), _html_rows(rows), "#27ae60"),
+        subject=subject,
+        text=_text(title, rows, notes),
+        html=_html(
+            html.escape(title), _html_rows(rows), COLOURS[said.level], [html.escape(n) for n in notes]
+        ),
         message_key=event.event_id,
         reply_to_key=event.after_event_id,
     )
@@ -286,8 +279,7 @@ def summary(events: list[Event], max_age: float) -> Mail:
     """Old alerts (from while alerts could not be sent) as one message: per monitor, what
     happened and how it ended, so a mailbox gets one note, not a burst of stale news."""
     rows = [
-        (clip(seen.name, 120), f"{seen.downs} down, {seen.ups} up; {seen.state(icons=False)}")
-        for seen in summarize(events)
+        (clip(seen.name, 120), f"{seen.counts()}; {seen.state(icons=False)}") for seen in summarize(events)
     ]
     title = (
         f"{len(events)} alerts older than {format_duration(max_age)}, from while alerts could not be "

@@ -12,9 +12,11 @@ text (no ``markdown``), so a name cannot format or link anything. Several alerts
 once become one message, one line each, kept under ntfy's 4096-byte message limit (beyond
 it ntfy turns the message into an attached file).
 
-Priority by event: ``priority_down`` (default 5, "urgent": a long vibration burst and a
-pop-over on Android) for a DOWN, a message with one, and a test message (so a test shows how
-an outage arrives); ``priority_up`` (default 3, "default") for recoveries and summaries.
+Priority by the event's level (:func:`priority`): ``priority_down`` (default 5, "urgent": a
+long vibration burst and a pop-over on Android) for a DOWN or its reminder, a message with
+one, and a test message (so a test shows how an outage arrives); one below it, but never below
+``priority_up``, for a warning (degraded, flapping, the checker cut off); ``priority_up``
+(default 3, "default") for recoveries, notices (maintenance) and summaries.
 
 Limits: ntfy.sh limits each visitor (client address) to a burst of 60 requests, then one per
 5 s (``visitor-request-limit-burst``/``-replenish``; a self-hosted server's defaults are the
@@ -46,14 +48,8 @@ from monitor.alerter.channels.base import (
     retry_after,
     without_url,
 )
-from monitor.alerter.channels.text import (
-    clip,
-    describe_cause,
-    format_duration,
-    lead,
-    summarize,
-    when,
-)
+from monitor.alerter.channels.notice import Level, Notice, most_urgent, notice, summarize, tally
+from monitor.alerter.channels.text import clip, format_duration, lead, plain, when
 from monitor.alerter.pacing import Bucket
 from monitor.events import Event
 from monitor.net.policy import InvalidTarget, parse_target_url
@@ -68,7 +64,17 @@ TOPIC = re.compile(r"^[-_A-Za-z0-9]{1,64}$")  # ntfy's topic rule
 TOKEN = re.compile(r"^[\x21-\x7e]{1,256}$")
 PRIORITIES = {"min": 1, "low": 2, "default": 3, "high": 4, "urgent": 5, "max": 5}
 USER_AGENT = f"monitor/{__version__} (ntfy)"
-TAGS = {"down": "rotating_light", "up": "white_check_mark", "test": "bell", "summary": "hourglass"}
+# Tags (emoji on the notification) by level, and the kinds that have their own.
+TAGS = {
+    "down": "rotating_light",
+    "up": "white_check_mark",
+    "warn": "warning",
+    "info": "information_source",
+    "test": "bell",
+    "summary": "hourglass",
+}
+KIND_TAGS = {"maintenance_start": "wrench", "maintenance_end": "wrench", "remind": "repeat"}
+MAX_LINE = 600  # one alert of a combined message, without its URL
 # How long to hold a topic after a 429, by ntfy's error code, when no Retry-After says.
 THROTTLE_WAIT = {42901: 5.0, 42905: 600.0, 42908: 600.0}
 DEFAULT_THROTTLE_WAIT = 60.0
@@ -135,8 +141,8 @@ class NtfySettings(BaseModel):
 
 @dataclass(frozen=True)
 class NtfyMessage:
-    """One notification; ``level`` ("down", "up", "test", "summary") picks the channel's
-    priority at send time."""
+    """One notification; ``level`` (an event's: "down", "up", "warn", "info", "test"; or
+    "summary") picks the channel's priority at send time."""
 
     level: str
     title: str
@@ -159,34 +165,24 @@ def _click(url: str) -> str | None:
     return url if url.startswith(("http://", "https://")) else None
 
 
+def _tags(said: Notice) -> tuple[str, ...]:
+    return (KIND_TAGS.get(said.kind) or TAGS[said.level],)
+
+
 def render(event: Event) -> NtfyMessage:
     """The notification for one event."""
-    name = clip(event.monitor_name, 200)
-    if event.kind == "test":
-        return NtfyMessage("test", "Test message from monitor", f"Channel {name} works.", (TAGS["test"],))
-    if event.kind == "down":
-        text = (
-            f"{event.monitor_url}\nCause: {clip(describe_cause(event.cause), 1000)}\n"
-            f"Since: {when(event.started_at)}"
-        )
-        title = f"{name} is DOWN"
-    else:
-        lasted = format_duration(event.duration_seconds or 0)
-        text = f"{event.monitor_url}\nOutage lasted {lasted} (since {when(event.started_at)})"
-        title = f"{name} is UP again"
-    level = "down" if event.kind == "down" else "up"
-    return NtfyMessage(level, clip(title, MAX_TITLE), _fit(text), (TAGS[level],), _click(event.monitor_url))
+    said = notice(event)
+    lines = [said.url] if said.url else []
+    lines += [plain(line.sentence(), MAX_MESSAGE_BYTES) for line in said.lines]
+    title = plain(said.title, MAX_TITLE)
+    click = _click(said.url) if said.url else None
+    return NtfyMessage(said.level, title, _fit("\n".join(lines)), _tags(said), click)
 
 
 def _line(event: Event) -> str:
-    name = clip(event.monitor_name, 120)
-    url = clip(event.monitor_url, 200)
-    if event.kind == "test":
-        return f"✅ test message: channel {name} works"
-    if event.kind == "down":
-        cause = clip(describe_cause(event.cause), 200)
-        return f"🔴 {name} DOWN: {cause} ({url}), since {when(event.started_at)}"
-    return f"🟢 {name} UP after {format_duration(event.duration_seconds or 0)} ({url})"
+    said = notice(event)
+    text = f"{said.icon} {plain(said.brief, MAX_LINE)}"
+    return f"{text} ({clip(said.url, 200)})" if said.url else text
 
 
 def compose(
@@ -211,19 +207,16 @@ def compose(
         size = grown
     if len(lines) == 1:
         return render(events[0]), 1
-    batch = events[: len(lines)]
-    down = sum(1 for e in batch if e.kind == "down")
-    up = sum(1 for e in batch if e.kind == "up")
-    title = f"{len(lines)} alerts: {down} down, {up} up"
-    level = "down" if down else ("up" if up else "test")
+    levels = [notice(e).level for e in events[: len(lines)]]
+    level = most_urgent(levels)
+    title = f"{len(lines)} alerts: {tally(levels)}"
     return NtfyMessage(level, title, _fit("\n".join(lines)), (TAGS[level],)), len(lines)
 
 
 def summary(events: list[Event], max_age: float) -> NtfyMessage:
     """Old alerts as one message: per monitor, what happened and how it ended."""
     lines = [
-        f"{clip(seen.name, 120)}: {seen.downs} down, {seen.ups} up; {seen.state(icons=False)}"
-        for seen in summarize(events)
+        f"{clip(seen.name, 120)}: {seen.counts()}; {seen.state(icons=False)}" for seen in summarize(events)
     ]
     title = f"{len(events)} alerts older than {format_duration(max_age)}"
     text = (
@@ -233,16 +226,26 @@ def summary(events: list[Event], max_age: float) -> NtfyMessage:
     return NtfyMessage("summary", title, _fit(text), (TAGS["summary"],))
 
 
+def priority(channel: Mapping[str, Any], level: Level | str) -> int:
+    """The channel's priority for a message of ``level``: its ``priority_down`` for what is
+    urgent (and a test, so a test shows how an outage arrives), one less (never below
+    ``priority_up``) for a warning, its ``priority_up`` for the rest."""
+    down, up = int(channel.get("priority_down", 5)), int(channel.get("priority_up", 3))
+    if level in ("down", "test"):
+        return down
+    if level == "warn":
+        return max(up, down - 1)
+    return up
+
+
 def publish_body(channel: Mapping[str, Any], message: NtfyMessage) -> dict[str, Any]:
     """The JSON published for ``message`` to the channel's topic, with its priority."""
     _, topic = split_topic_url(str(channel["url"]))
-    down = message.level in ("down", "test")
-    priority = channel.get("priority_down", 5) if down else channel.get("priority_up", 3)
     body: dict[str, Any] = {
         "topic": topic,
         "title": message.title,
         "message": message.message,
-        "priority": int(priority),
+        "priority": priority(channel, message.level),
         "tags": list(message.tags),
     }
     if message.click:

@@ -1,9 +1,15 @@
 """PagerDuty Events API v2: a DOWN triggers an alert, its UP resolves it, so the page closes itself.
 
-Both carry the incident's ``dedup_key`` (``monitor-<monitor id>-incident-<incident id>``),
+What each kind of event does is one table, :data:`ROUTES`: an action (trigger or resolve), the
+``dedup_key`` that ties a trigger to its resolve, and a severity of its own if it has one.
+A DOWN and its UP carry the incident's key (``monitor-<monitor id>-incident-<incident id>``),
 computable from either event, so a retried trigger adds to the open alert instead of paging
-twice, and the resolve finds it. The integration (routing) key is the channel's secret: it
-travels in the body only, and no error or log line quotes it.
+twice, and the resolve finds it. A degradation triggers a ``warning`` under the monitor's own
+key (``monitor-<id>-degraded``), which its end resolves; the checker losing its network
+triggers a ``critical`` alert (``monitor-checker-connectivity``), resolved when it is back.
+Reminders, flapping and maintenance are not sent: PagerDuty re-notifies on its own, and an
+open alert already says the monitor is down. The integration (routing) key is the channel's
+secret: it travels in the body only, and no error or log line quotes it.
 
 A test has no equivalent in the API (every trigger is an alert): it is a trigger of severity
 ``info`` under a key of its own, resolved by a second event in the same send, so the channel
@@ -18,7 +24,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -34,7 +41,8 @@ from monitor.alerter.channels.base import (
     retry_after,
     secret_url,
 )
-from monitor.alerter.channels.text import clip, describe_cause, when
+from monitor.alerter.channels.notice import notice
+from monitor.alerter.channels.text import clip, describe_cause, plain, when
 from monitor.alerter.pacing import Bucket
 from monitor.events import Event
 
@@ -81,9 +89,53 @@ class PagerDutySettings(BaseModel):
         return secret_url(value) if isinstance(value, str) else value
 
 
-def dedup_key(event: Event) -> str:
+def incident_key(event: Event) -> str:
     """The same for an incident's DOWN and UP: the UP resolves what the DOWN triggered."""
     return f"monitor-{event.monitor_id}-incident-{event.incident_id}"
+
+
+def degraded_key(event: Event) -> str:
+    """One per monitor: a monitor is degraded or not, and the end resolves the start."""
+    return f"monitor-{event.monitor_id}-degraded"
+
+
+def connectivity_key(event: Event) -> str:
+    return "monitor-checker-connectivity"
+
+
+def test_key(event: Event) -> str:
+    return f"monitor-test-{event.event_id}"
+
+
+@dataclass(frozen=True)
+class Route:
+    """What one kind of event does at PagerDuty: ``action``, ``key`` (its dedup key), and the
+    severity of a trigger (None: the channel's ``severity``)."""
+
+    action: Literal["trigger", "resolve", "test"]
+    key: Callable[[Event], str]
+    severity: Severity | None = None
+
+
+# Every kind that reaches PagerDuty; the others (remind, flapping, flapping_end,
+# maintenance_start, maintenance_end, kinds this version does not know) are not addressed to
+# PagerDuty channels at all (``accepts``), and send nothing if they reach one anyway (an
+# event written by an older version).
+ROUTES: dict[str, Route] = {
+    "down": Route("trigger", incident_key),
+    "up": Route("resolve", incident_key),
+    "degraded": Route("trigger", degraded_key, "warning"),
+    "degraded_end": Route("resolve", degraded_key),
+    "connectivity_lost": Route("trigger", connectivity_key, "critical"),
+    "connectivity_restored": Route("resolve", connectivity_key),
+    "test": Route("test", test_key, "info"),
+}
+
+
+def dedup_key(event: Event) -> str | None:
+    """The alert ``event`` triggers or resolves; None for a kind PagerDuty is not sent."""
+    route = ROUTES.get(event.kind)
+    return route.key(event) if route is not None else None
 
 
 def _source(event: Event) -> str:
@@ -100,42 +152,47 @@ def _links(event: Event) -> list[dict[str, str]]:
     return []
 
 
-def trigger(event: Event) -> dict[str, Any]:
-    """A DOWN as a trigger (without routing key and severity: the channel's, added by send)."""
-    cause = describe_cause(event.cause)
+def trigger(event: Event, route: Route) -> dict[str, Any]:
+    """An alert as a trigger (without routing key and, unless the route has its own, severity:
+    the channel's, added by send)."""
+    said = notice(event)
+    details: dict[str, Any] = {}
+    if event.monitor_id is not None:
+        details.update(monitor=event.monitor_name, url=event.monitor_url)
+    if event.cause:
+        details.update(
+            cause=describe_cause(event.cause),
+            status_code=event.cause.get("status_code"),
+            error=event.cause.get("error"),
+            latency_ms=event.cause.get("latency_ms"),
+        )
+    details["since"] = when(event.started_at or event.at)
+    if event.monitor_id is not None:
+        details.update(monitor_id=event.monitor_id, incident_id=event.incident_id)
+    for name, value in event.details.items():  # the kind's own figures: a reason, the monitors covered
+        details.setdefault(name, value)
+    payload: dict[str, Any] = {
+        "summary": clip(plain(said.gist), MAX_SUMMARY),
+        "source": _source(event),
+        "timestamp": event.at,
+        "component": clip(event.monitor_name or "checker", MAX_SOURCE),
+        "class": "uptime",
+        "custom_details": details,
+    }
+    if route.severity is not None:
+        payload["severity"] = route.severity
     return {
         "event_action": "trigger",
-        "dedup_key": dedup_key(event),
-        "payload": {
-            "summary": clip(f"{event.monitor_name} is DOWN: {cause}", MAX_SUMMARY),
-            "source": _source(event),
-            "timestamp": event.at,
-            "component": clip(event.monitor_name, MAX_SOURCE),
-            "class": "uptime",
-            "custom_details": {
-                "monitor": event.monitor_name,
-                "url": event.monitor_url,
-                "cause": cause,
-                "status_code": event.cause.get("status_code"),
-                "error": event.cause.get("error"),
-                "latency_ms": event.cause.get("latency_ms"),
-                "since": when(event.started_at or event.at),
-                "monitor_id": event.monitor_id,
-                "incident_id": event.incident_id,
-            },
-        },
+        "dedup_key": route.key(event),
+        "payload": payload,
         "links": _links(event),
         "client": "monitor",
     }
 
 
-def resolve(event: Event) -> dict[str, Any]:
-    return {"event_action": "resolve", "dedup_key": dedup_key(event)}
-
-
-def test_alert(event: Event) -> list[dict[str, Any]]:
+def test_alert(event: Event, route: Route = ROUTES["test"]) -> list[dict[str, Any]]:
     """A test: an info alert under its own key, resolved at once."""
-    key = f"monitor-test-{event.event_id}"
+    key = route.key(event)
     return [
         {
             "event_action": "trigger",
@@ -143,7 +200,7 @@ def test_alert(event: Event) -> list[dict[str, Any]]:
             "payload": {
                 "summary": clip(f"Test from monitor: channel {event.monitor_name} works", MAX_SUMMARY),
                 "source": "monitor",
-                "severity": "info",
+                "severity": route.severity or "info",
                 "timestamp": event.at,
                 "class": "test",
             },
@@ -154,34 +211,40 @@ def test_alert(event: Event) -> list[dict[str, Any]]:
 
 
 def render(event: Event) -> list[dict[str, Any]]:
-    """The Events API events (in order) for one alert."""
-    if event.kind == "test":
-        return test_alert(event)
-    if event.kind == "down":
-        return [trigger(event)]
-    return [resolve(event)]
+    """The Events API events (in order) for one alert: none for a kind PagerDuty is not sent."""
+    route = ROUTES.get(event.kind)
+    if route is None:
+        return []
+    if route.action == "test":
+        return test_alert(event, route)
+    if route.action == "trigger":
+        return [trigger(event, route)]
+    return [{"event_action": "resolve", "dedup_key": route.key(event)}]
 
 
 def _resolved_later(event: Event, events: list[Event]) -> bool:
-    return any(
-        e.kind == "up" and e.monitor_id == event.monitor_id and e.incident_id == event.incident_id
-        for e in events
-    )
+    key = dedup_key(event)
+    return any(ROUTES[e.kind].action == "resolve" and dedup_key(e) == key for e in events if e.kind in ROUTES)
 
 
 def compose(
     events: list[Event], *, max_age: float | None = None, now: datetime | None = None
 ) -> tuple[list[dict[str, Any]], int]:
-    """One alert per send (PagerDuty takes one event per request). An old DOWN (older than
-    ``max_age``: it waited while alerts could not be sent) whose recovery is already queued
+    """One alert per send (PagerDuty takes one event per request). An old trigger (older than
+    ``max_age``: it waited while alerts could not be sent) whose resolve is already queued
     behind it sends nothing: paging someone for an outage that is over helps nobody, and the
-    resolve that follows finds no open alert, which PagerDuty accepts."""
+    resolve that follows finds no open alert, which PagerDuty accepts. Events of kinds that
+    are not sent (reminders, flapping, maintenance) at the front are covered together, with
+    nothing to send."""
     if not events:
         raise ValueError("nothing to compose")
     first = events[0]
+    if first.kind not in ROUTES:
+        silent = next((i for i, e in enumerate(events) if e.kind in ROUTES), len(events))
+        return [], silent
     if (
         max_age is not None
-        and first.kind == "down"
+        and ROUTES[first.kind].action == "trigger"
         and first.age_seconds(now) > max_age
         and _resolved_later(first, events[1:])
     ):
@@ -252,4 +315,5 @@ KIND = ChannelKind(
     send=deliver,
     limits=limits,
     secrets=frozenset({"routing_key"}),
+    accepts=ROUTES.__contains__,
 )

@@ -35,14 +35,16 @@ from monitor.alerter.channels.base import (
     secret_url,
     without_url,
 )
+from monitor.alerter.channels.notice import Notice, notice, summarize, tally
 from monitor.alerter.channels.text import (
     clip,
-    describe_cause,
+    escaper,
     format_duration,
     lead,
     link_target,
-    summarize,
+    plain,
     when,
+    write,
 )
 from monitor.alerter.pacing import Bucket
 from monitor.events import Event
@@ -82,22 +84,14 @@ class SlackSettings(BaseModel):
 # -- rendering -----------------------------------------------------------------------------
 
 
+_escape = escaper(_ESCAPES)
+
+
 def escape(text: str, limit: int | None = None) -> str:
     """``text`` for Slack's text fields: ``&``, ``<`` and ``>`` as entities (the only ones
     Slack reads), at most ``limit`` characters once escaped, cut before an entity, never
     inside one."""
-    escaped = "".join(_ESCAPES.get(c, c) for c in text)
-    if limit is None or len(escaped) <= limit:
-        return escaped
-    out: list[str] = []
-    size = 0
-    for c in text:
-        piece = _ESCAPES.get(c, c)
-        if size + len(piece) > limit - 1:
-            break
-        out.append(piece)
-        size += len(piece)
-    return "".join(out) + "…"
+    return _escape(text, limit)
 
 
 def link(url: str, label: str) -> str:
@@ -112,8 +106,10 @@ def _header(text: str) -> dict[str, Any]:
     return {"type": "header", "text": {"type": "plain_text", "text": text, "emoji": True}}
 
 
-def _section(text: str, fields: list[str] | None = None) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+def _section(text: str | None, fields: list[str] | None = None) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "section"}
+    if text:
+        block["text"] = {"type": "mrkdwn", "text": text}
     if fields:
         block["fields"] = [{"type": "mrkdwn", "text": f} for f in fields]
     return block
@@ -123,48 +119,57 @@ def _context(text: str) -> dict[str, Any]:
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
 
 
-def _headline(event: Event) -> str:
-    """The header of one event's message, its name cut to fit Slack's 150."""
-    if event.kind == "test":
-        return "✅ Test message from monitor"
-    suffix = " is DOWN" if event.kind == "down" else " is UP again"
-    icon = "🔴 " if event.kind == "down" else "🟢 "
-    return icon + escape(event.monitor_name, MAX_HEADER - len(icon) - len(suffix)) + suffix
+def _headline(said: Notice) -> str:
+    """The header of one event's message, cut to fit Slack's 150 (its name first)."""
+    icon = f"{said.icon} "
+    return icon + write(said.title, escape, limit=MAX_HEADER - len(icon))
+
+
+def _bold(name: str) -> str:
+    return f"*{name}*" if name else ""
+
+
+def _details(said: Notice) -> tuple[str, list[str]]:
+    """A notice's link and sentences as a section's text, its labelled lines as the section's
+    fields (with a "Since" of their own where a line says since when)."""
+    text = [link(said.url, escape(said.url, 500))] if said.url else []
+    room = MAX_SECTION - sum(len(t) + 1 for t in text)
+    fields: list[str] = []
+    for line in said.lines:
+        if line.label is None:
+            if room > 20:
+                text.append(write(line.text, escape, limit=min(1000, room - 1), strong=_bold))
+                room -= len(text[-1]) + 1
+            continue
+        label = f"*{escape(line.label)}*\n"
+        fields.append(label + write(line.text, escape, limit=min(1000, MAX_FIELD - len(label))))
+        if line.since is not None:
+            fields.append(f"*Since*\n{when(line.since)}")
+    return "\n".join(text), fields[:10]  # Slack takes 10 fields a section
 
 
 def render(event: Event) -> dict[str, Any]:
     """The message for one event: a header, its details, and the fallback text."""
-    name = escape(event.monitor_name, 200)
-    if event.kind == "test":
-        return {
-            "text": f"✅ Test message from monitor: channel {name} works",
-            "blocks": [_header(_headline(event)), _section(f"Channel *{name}* works.")],
-        }
-    shown = link(event.monitor_url, escape(event.monitor_url, 500))
-    if event.kind == "down":
-        cause = escape(describe_cause(event.cause), 1000)
-        fields = [f"*Cause*\n{cause}", f"*Since*\n{when(event.started_at)}"]
-        text = f"🔴 {name} is DOWN: {cause}"
-    else:
-        lasted = format_duration(event.duration_seconds or 0)
-        fields = [f"*Outage lasted*\n{lasted}", f"*Since*\n{when(event.started_at)}"]
-        text = f"🟢 {name} is UP again after {lasted}"
-    blocks = [_header(_headline(event)), _section(shown, fields)]
-    if event.monitor_id is not None:
-        blocks.append(_context(f"Monitor #{event.monitor_id} · incident #{event.incident_id}"))
-    return {"text": clip(text, MAX_FALLBACK), "blocks": blocks}
+    said = notice(event)
+    text, fields = _details(said)
+    blocks = [_header(_headline(said))]
+    if text or fields:
+        blocks.append(_section(text, fields))
+    if said.url is not None and event.monitor_id is not None:
+        incident = f" · incident #{event.incident_id}" if said.incident and event.incident_id else ""
+        blocks.append(_context(f"Monitor #{event.monitor_id}{incident}"))
+    fallback = f"{said.icon} " + write(said.gist, escape, limit=MAX_FALLBACK - len(said.icon) - 1)
+    return {"text": fallback, "blocks": blocks}
 
 
 def line(event: Event) -> str:
     """One event as one section of a combined message."""
-    name = escape(event.monitor_name, 150)
-    if event.kind == "test":
-        return f"✅ test message: channel *{name}* works"
-    title = f"*{link(event.monitor_url, name)}*"
-    if event.kind == "down":
-        cause = escape(describe_cause(event.cause), 500)
-        return f"🔴 {title} DOWN: {cause}, since {when(event.started_at)}"
-    return f"🟢 {title} UP after {format_duration(event.duration_seconds or 0)}"
+    said = notice(event)
+
+    def title(name: str) -> str:
+        return f"*{link(said.url, name)}*" if said.url else _bold(name)
+
+    return f"{said.icon} " + write(said.brief, escape, limit=MAX_SECTION - 10, strong=title)
 
 
 def compose(
@@ -180,9 +185,10 @@ def compose(
     if first is not None:
         return first
     batch = events[:MAX_COMBINED]
-    down = sum(1 for e in batch if e.kind == "down")
-    head = f"⚠️ {len(batch)} alerts: {down} down, {len(batch) - down} up"
-    names = escape(", ".join(clip(e.monitor_name, 60) for e in batch), MAX_FALLBACK - len(head) - 2)
+    said = [notice(e) for e in batch]
+    head = f"⚠️ {len(batch)} alerts: {tally([n.level for n in said], tests_as_up=True)}"
+    who = ", ".join(clip(e.monitor_name or plain(n.title), 60) for e, n in zip(batch, said, strict=True))
+    names = escape(who, MAX_FALLBACK - len(head) - 2)
     return {
         "text": f"{head}: {names}",
         "blocks": [_header(head), *(_section(line(e)) for e in batch)],
@@ -198,8 +204,8 @@ def summary(events: list[Event], max_age: float) -> dict[str, Any]:
     )
     lines = []
     for seen in summarize(events):
-        state = seen.state(escape=lambda kind: escape(kind, 20))
-        lines.append(f"*{escape(seen.name, 150)}*: {seen.downs} down, {seen.ups} up; {state}")
+        state = seen.state(escape=lambda words: escape(words, 60))
+        lines.append(f"*{escape(seen.name, 150)}*: {seen.counts()}; {state}")
     sections: list[str] = []
     shown = 0
     for text in lines:

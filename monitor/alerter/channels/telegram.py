@@ -18,8 +18,9 @@ import aiohttp
 from pydantic import BaseModel, ConfigDict, SecretStr, field_validator
 
 from monitor.alerter.channels.base import ChannelKind, DeliveryError, DestinationMoved, SendContext
+from monitor.alerter.channels.notice import notice, summarize, tally
 from monitor.alerter.channels.text import clip as _clip
-from monitor.alerter.channels.text import describe_cause, format_duration, lead, summarize
+from monitor.alerter.channels.text import escaper, format_duration, lead, write
 from monitor.alerter.channels.text import when as _when
 from monitor.alerter.pacing import Bucket
 from monitor.events import Event
@@ -30,6 +31,10 @@ PER_CHAT_INTERVAL = 1.05  # a little over 1 s: clocks and network jitter differ
 GROUP_WINDOW = 61.0  # 20 a minute, with a second of margin for the same reason
 GROUP_MAX = 20
 BOT_PER_SECOND = 30
+MAX_HEADLINE = 1024  # a headline's characters, escaped: a cut message keeps its first line whole
+MAX_LINE = 600  # one alert of a combined message, escaped, without its URL
+# What Telegram's HTML reads (and html.escape writes): every user-supplied string goes through it.
+escape = escaper({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"})
 
 
 def parse_chat_id(value: Any) -> Any:
@@ -67,38 +72,25 @@ class TelegramConfig:
             raise ValueError("MONITOR_TELEGRAM_BOT_TOKEN does not look like a bot token (id:secret)")
 
 
+def _bold(name: str) -> str:
+    return f"<b>{name}</b>" if name else ""
+
+
 def render(event: Event) -> str:
     """The message for one event: HTML with every user-supplied string escaped."""
-    name = html.escape(event.monitor_name)
-    url = html.escape(event.monitor_url)
-    if event.kind == "test":
-        return f"✅ Test message from monitor: channel <b>{name}</b> works."
-    if event.kind == "down":
-        text = (
-            f"🔴 <b>{name}</b> is DOWN\n"
-            f"{url}\n"
-            f"Cause: {html.escape(describe_cause(event.cause))}\n"
-            f"Since: {_when(event.started_at)}"
-        )
-    else:
-        lasted = format_duration(event.duration_seconds or 0)
-        text = (
-            f"🟢 <b>{name}</b> is UP again\n{url}\nOutage lasted {lasted} (since {_when(event.started_at)})"
-        )
-    return truncate(text)
+    said = notice(event)
+    lines = [f"{said.icon} {write(said.title, escape, limit=MAX_HEADLINE, strong=_bold)}"]
+    if said.url:
+        lines.append(html.escape(said.url))
+    lines += [write(line.sentence(), escape, limit=MAX_MESSAGE // 2, strong=_bold) for line in said.lines]
+    return truncate("\n".join(lines))
 
 
 def _line(event: Event) -> str:
     """One event as one line of a combined message."""
-    name = html.escape(_clip(event.monitor_name, 120))
-    url = html.escape(_clip(event.monitor_url, 200))
-    if event.kind == "test":
-        return f"✅ test message: channel <b>{name}</b> works"
-    if event.kind == "down":
-        cause = html.escape(_clip(describe_cause(event.cause), 200))
-        return f"🔴 <b>{name}</b> DOWN: {cause} ({url}), since {_when(event.started_at)}"
-    lasted = format_duration(event.duration_seconds or 0)
-    return f"🟢 <b>{name}</b> UP after {lasted} ({url})"
+    said = notice(event)
+    text = f"{said.icon} {write(said.brief, escape, limit=MAX_LINE, strong=_bold)}"
+    return f"{text} ({html.escape(_clip(said.url, 200))})" if said.url else text
 
 
 def compose(
@@ -125,16 +117,15 @@ def compose(
         size += len(line) + 1
     if len(lines) == 1:
         return render(events[0]), 1
-    down = sum(1 for e in events[: len(lines)] if e.kind == "down")
-    header = f"⚠️ {len(lines)} alerts: {down} down, {len(lines) - down} up"
+    counts = tally([notice(e).level for e in events[: len(lines)]], tests_as_up=True)
+    header = f"⚠️ {len(lines)} alerts: {counts}"
     return truncate("\n".join([header, *lines])), len(lines)
 
 
 def summary(events: list[Event], max_age: float) -> str:
     """Old alerts of one chat as one message: per monitor, what happened and how it ended."""
     lines = [
-        f"<b>{html.escape(_clip(seen.name, 120))}</b>: {seen.downs} down, {seen.ups} up; "
-        f"{seen.state(escape=html.escape)}"
+        f"<b>{html.escape(_clip(seen.name, 120))}</b>: {seen.counts()}; {seen.state(escape=html.escape)}"
         for seen in summarize(events)
     ]
     header = (

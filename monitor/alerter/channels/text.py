@@ -1,11 +1,13 @@
-"""Pure text helpers every kind's renderer shares: durations, causes, times, clipping.
+"""Pure text helpers every kind's renderer shares: durations, causes, times, clipping, and
+text whose names and times are marked (:data:`Text`), which each kind writes in its own
+markup (HTML, mrkdwn, Markdown, plain text) with :func:`write`, escaping every piece itself.
 
-Plain text only; each kind escapes for its own markup (HTML, mrkdwn, Markdown) itself.
+What an event says is :mod:`monitor.alerter.channels.notice`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
@@ -30,10 +32,14 @@ def format_duration(seconds: float) -> str:
 
 
 def when(value: str | None) -> str:
-    """An event's RFC 3339 time as ``YYYY-MM-DD HH:MM:SS UTC``; ``?`` when absent."""
+    """An event's RFC 3339 time as ``YYYY-MM-DD HH:MM:SS UTC``; ``?`` when absent or not a time
+    (a time is written as it is, never escaped: it must not carry the user's text)."""
     if not value:
         return "?"
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except ValueError:
+        return "?"
 
 
 def describe_cause(cause: dict[str, object]) -> str:
@@ -85,47 +91,6 @@ def lead(
     return None
 
 
-@dataclass(frozen=True)
-class MonitorSummary:
-    """One monitor's share of a backlog of old alerts: how many of each, and the last one."""
-
-    name: str
-    downs: int
-    ups: int
-    last: Event
-
-    def state(
-        self,
-        *,
-        stamp: Callable[[str | None], str] = when,
-        escape: Callable[[str], str] = lambda text: text,
-        icons: bool = True,
-    ) -> str:
-        """How it ended: "🔴 last DOWN since ..." / "🟢 last UP at ..." (times by ``stamp``)."""
-        last = self.last
-        if last.kind == "down":
-            return f"{'🔴 ' if icons else ''}last DOWN since {stamp(last.started_at or last.at)}"
-        if last.kind == "up":
-            return f"{'🟢 ' if icons else ''}last UP at {stamp(last.at)}"
-        return f"last {escape(last.kind)} at {stamp(last.at)}"
-
-
-def summarize(events: Sequence[Event]) -> list[MonitorSummary]:
-    """Per monitor, in the order first seen: its downs, ups and last event."""
-    by_monitor: dict[int | None, list[Event]] = {}
-    for event in events:
-        by_monitor.setdefault(event.monitor_id, []).append(event)
-    return [
-        MonitorSummary(
-            seen[-1].monitor_name,
-            sum(1 for e in seen if e.kind == "down"),
-            sum(1 for e in seen if e.kind == "up"),
-            seen[-1],
-        )
-        for seen in by_monitor.values()
-    ]
-
-
 def link_target(url: str, limit: int = 2048) -> str | None:
     """``url`` fit to be a link in a message's markup: http(s) only, characters that markup
     reads (``<``, ``>``, ``|``, quotes, spaces) percent-encoded; None when it is not http(s) or
@@ -134,3 +99,92 @@ def link_target(url: str, limit: int = 2048) -> str | None:
         return None
     target = quote(url, safe=":/?#[]@!$&'()*+,;=%~")
     return target if len(target) <= limit else None
+
+
+# -- text with names and times marked, written in any markup ---------------------------
+
+
+@dataclass(frozen=True)
+class Name:
+    """A monitor's (or, in a test message, the channel's) name: markup may make it bold or a link."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Time:
+    """An RFC 3339 time: ``when`` writes it, Discord its own time markup."""
+
+    value: str | None
+
+
+# Plain words (ours or the user's: every one is escaped), names and times, in order.
+Piece = str | Name | Time
+Text = tuple[Piece, ...]
+# ``escape(text, limit)``: ``text`` in a markup, at most ``limit`` characters (None: no limit)
+# once escaped, cut with an ellipsis where no entity or escape is split.
+Escape = Callable[[str, int | None], str]
+
+
+def _plain(text: str, limit: int | None = None) -> str:
+    return text if limit is None else clip(text, limit)
+
+
+def write(
+    text: Text,
+    escape: Escape = _plain,
+    *,
+    limit: int | None = None,
+    strong: Callable[[str], str] = lambda name: name,
+    stamp: Callable[[str | None], str] = when,
+) -> str:
+    """``text`` in a kind's markup: words and names escaped by ``escape`` (names then wrapped by
+    ``strong``: bold, a link), times written by ``stamp`` (never escaped: markup of its own).
+    Within ``limit`` characters: the longest words or name are cut first, where ``escape`` cuts."""
+
+    def one(piece: Piece, size: int | None) -> str:
+        if isinstance(piece, Time):
+            return stamp(piece.value)
+        if isinstance(piece, Name):
+            room = None if size is None else max(1, size - len(strong("")))
+            return strong(escape(piece.text, room))
+        return escape(piece, size)
+
+    out = [one(piece, None) for piece in text]
+    while limit is not None and sum(map(len, out)) > limit:
+        cuttable = [i for i, piece in enumerate(text) if not isinstance(piece, Time)]
+        if not cuttable:
+            break
+        longest = max(cuttable, key=lambda i: len(out[i]))
+        over = sum(map(len, out)) - limit
+        cut = one(text[longest], max(1, len(out[longest]) - over))
+        if len(cut) >= len(out[longest]):
+            break  # nothing left to cut
+        out[longest] = cut
+    return "".join(out)
+
+
+def plain(text: Text, limit: int | None = None) -> str:
+    """``text`` as plain text (times by :func:`when`)."""
+    return write(text, limit=limit)
+
+
+def escaper(entities: Mapping[str, str]) -> Escape:
+    """An :data:`Escape` replacing each character of ``entities`` by its entity (HTML, Slack's
+    mrkdwn), cut between entities, never inside one."""
+
+    def escape(text: str, limit: int | None = None) -> str:
+        escaped = "".join(entities.get(c, c) for c in text)
+        if limit is None or len(escaped) <= limit:
+            return escaped
+        out: list[str] = []
+        size = 0
+        for c in text:
+            piece = entities.get(c, c)
+            if size + len(piece) > limit - 1:
+                break
+            out.append(piece)
+            size += len(piece)
+        return "".join(out) + "…"
+
+    return escape

@@ -39,13 +39,29 @@ from monitor.alerter.channels.base import (
     classify,
     without_url,
 )
+from monitor.alerter.channels.notice import notice
 from monitor.alerter.pacing import Bucket
 from monitor.events import Event
 from monitor.net.policy import InvalidTarget, parse_target_url
 from monitor.net.target import FRAMING_HEADERS
 
 PAYLOAD_VERSION = 1
-TYPES = {"down": "monitor.down", "up": "monitor.up", "test": "channel.test"}
+# The body's ``type`` for each kind of event (docs/webhooks.md); a kind this version does not
+# know is sent as "monitor.<kind>".
+TYPES = {
+    "down": "monitor.down",
+    "up": "monitor.up",
+    "remind": "monitor.reminder",
+    "degraded": "monitor.degraded",
+    "degraded_end": "monitor.degraded_end",
+    "flapping": "monitor.flapping",
+    "flapping_end": "monitor.flapping_end",
+    "maintenance_start": "maintenance.started",
+    "maintenance_end": "maintenance.ended",
+    "connectivity_lost": "checker.connectivity_lost",
+    "connectivity_restored": "checker.connectivity_restored",
+    "test": "channel.test",
+}
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 24  # what we generate; the spec's range for a secret's key is 24 to 64 bytes
 SECRET_KEY_RANGE = (24, 64)
@@ -184,23 +200,30 @@ def prepare(config: dict[str, Any]) -> dict[str, Any]:
 def event_body(event: Event) -> dict[str, Any]:
     """The JSON a receiver gets for one event (version ``PAYLOAD_VERSION``; docs/webhooks.md).
 
-    ``channel.test`` has no monitor, incident or cause; it names the channel instead.
+    ``channel.test`` has no monitor, incident or cause; it names the channel instead. The
+    checker's own events (``checker.*``) have no monitor either; only an outage's events (down,
+    reminders, up) name an incident. ``details``: the kind's own
+    figures (a reminder's number, a degradation's reason...), ``{}`` for none.
     """
     test = event.kind == "test"
+    about_monitor = not test and event.monitor_id is not None
     body: dict[str, Any] = {
         "type": TYPES.get(event.kind, f"monitor.{event.kind}"),
         "version": PAYLOAD_VERSION,
         "event_id": event.event_id,
         "seq": event.seq,
         "at": event.at,
-        "monitor": None
-        if test
-        else {"id": event.monitor_id, "name": event.monitor_name, "url": event.monitor_url},
-        "incident_id": None if test else event.incident_id,
+        "monitor": {"id": event.monitor_id, "name": event.monitor_name, "url": event.monitor_url}
+        if about_monitor
+        else None,
+        "incident_id": event.incident_id if notice(event).incident and event.incident_id else None,
         "started_at": event.started_at,
         "ended_at": event.ended_at,
         "duration_seconds": event.duration_seconds,
-        "cause": None if test else {k: event.cause.get(k) for k in ("status_code", "error", "latency_ms")},
+        "cause": {k: event.cause.get(k) for k in ("status_code", "error", "latency_ms")}
+        if not test and event.cause
+        else None,
+        "details": dict(event.details),
     }
     if test:
         body["channel"] = {"name": event.monitor_name}
