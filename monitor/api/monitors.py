@@ -25,14 +25,19 @@ from monitor.api.params import (
     window_param,
 )
 from monitor.api.schemas import (
+    PATCH_BODIES,
     TAG,
     MonitorCreate,
     MonitorPatch,
     check_timeout,
     parse_status_ranges,
     render_status_ranges,
+    validate_create,
 )
 from monitor.api.uptime import uptimes
+from monitor.checks import REGISTRY as CHECKS
+from monitor.checks import Check
+from monitor.checks.heartbeat import new_token
 from monitor.net.policy import BlockedTarget, InvalidTarget, parse_target_url
 from monitor.net.resolver import ResolutionError
 from monitor.secrets import SecretBox, open_monitor_secrets, seal_monitor_secrets
@@ -68,6 +73,8 @@ SELECT m.*, s.status, s.last_check_at, s.last_ok, s.last_error, s.last_status_co
         WHERE mc.monitor_id = m.id AND c.kind = 'telegram' ORDER BY c.id LIMIT 1) AS telegram_chat_id
 FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
 """
+# Where a heartbeat monitor's pings go (monitor/api/pings.py): this and its token.
+PING_PATH = "/ping/"
 STATUSES = ("up", "degraded", "down", "paused", "unknown")
 UPTIME_INCLUDES = {f"uptime_{w}": w for w in ("24h", "7d", "30d", "90d")}
 _UNSET: Any = object()
@@ -77,7 +84,9 @@ def etag(row: asyncpg.Record) -> str:
     return f'"{row["id"]}-{int(row["updated_at"].timestamp() * 1_000_000)}"'
 
 
-def render(row: asyncpg.Record) -> dict[str, Any]:
+def render(row: asyncpg.Record, base: str = "") -> dict[str, Any]:
+    """The monitor as the API shows it: the common fields, then its type's own (for http the URL
+    and request options; for the others their ``Settings``, and a heartbeat's ping URL)."""
     status = "paused" if row["paused"] else (row["status"] or "unknown")
     last_check = None
     if row["last_check_at"] is not None:
@@ -88,14 +97,12 @@ def render(row: asyncpg.Record) -> dict[str, Any]:
             "latency_ms": row["last_latency_ms"],
             "error": row["last_error"],
         }
-    return {
+    shown = {
         "id": row["id"],
         "name": row["name"],
         "type": row["type"],
-        "url": row["url"],
         "interval_seconds": row["interval_seconds"],
         "timeout_seconds": row["timeout_seconds"],
-        "expected_status": render_status_ranges(row["expected_status"]),
         "confirm_after": row["confirm_after"],
         "recover_after": row["recover_after"],
         "remind_every_minutes": row["remind_every_minutes"],
@@ -105,8 +112,7 @@ def render(row: asyncpg.Record) -> dict[str, Any]:
         "depends_on": list(row["depends_on"]),
         "flap_threshold": row["flap_threshold"],
         "flap_window_minutes": row["flap_window_minutes"],
-        "follow_redirects": row["follow_redirects"],
-        **http.render(row["settings"], row["secret_view"]),
+        **_type_fields(row, base),
         "telegram_chat_id": row["telegram_chat_id"],
         "channel_ids": list(row["channel_ids"]),
         "tags": list(row["tags"]),
@@ -117,26 +123,69 @@ def render(row: asyncpg.Record) -> dict[str, Any]:
         "created_at": rfc3339(row["created_at"]),
         "updated_at": rfc3339(row["updated_at"]),
     }
+    return shown
+
+
+def public_base(request: web.Request) -> str:
+    """The origin (and path prefix) users reach the api at: MONITOR_PUBLIC_URL, else the
+    address of this request."""
+    configured = request.app[SETTINGS].public_url
+    return configured.rstrip("/") if configured else str(request.url.origin())
+
+
+def _type_fields(row: asyncpg.Record, base: str) -> dict[str, Any]:
+    if row["type"] == "http":
+        return {
+            "url": row["url"],
+            "expected_status": render_status_ranges(row["expected_status"]),
+            "follow_redirects": row["follow_redirects"],
+            **http.render(row["settings"], row["secret_view"]),
+        }
+    check = CHECKS.get(row["type"])
+    assert check.Settings is not None
+    fields: dict[str, Any] = {"url": row["url"] or None}
+    fields.update(check.Settings.model_validate(row["settings"] or {}).model_dump(mode="json"))
+    if row["ping_token"] is not None:
+        fields["ping_url"] = f"{base}{PING_PATH}{row['ping_token']}"
+    return fields
 
 
 async def render_one(request: web.Request, row: asyncpg.Record) -> dict[str, Any]:
     """The monitor as the answers about one monitor show it: with the maintenance windows that
     apply to it (monitor/api/maintenance.py); lists leave them out."""
-    return {**render(row), "maintenance": await monitor_windows(request.app[POOL], row)}
+    return {**render(row, public_base(request)), "maintenance": await monitor_windows(request.app[POOL], row)}
 
 
 async def _vet_target(request: web.Request, url: str) -> None:
     """First of the two SSRF layers: refuse a target that is denied right now."""
-    host = parse_target_url(url).raw_host or ""
+    await _vet_host(request, parse_target_url(url).raw_host or "", "url")
+
+
+async def _vet_hosts(request: web.Request, check: Check, settings: Any) -> None:
+    """The hosts a monitor of a type with ``Settings`` dials, vetted as a URL's host is."""
+    for host in check.hosts(settings):
+        field = next(
+            (n for n in type(settings).model_fields if _holds(getattr(settings, n, None), host)), "host"
+        )
+        await _vet_host(request, host, field)
+
+
+def _holds(value: Any, host: str) -> bool:
+    if isinstance(value, str):
+        return value == host or value.startswith(f"{host}:")
+    return isinstance(value, list | tuple) and any(_holds(v, host) for v in value)
+
+
+async def _vet_host(request: web.Request, host: str, field: str) -> None:
     try:
         await request.app[RESOLVER].vet(host)
     except BlockedTarget as exc:
         reason = str(exc)
         if exc.host and not reason.startswith(exc.host):
             reason = f"{exc.host} {reason}"  # "private.test resolves to 10.0.0.5 (...)"
-        raise ApiError(400, "target_blocked", f"url: {reason}", "url") from None
+        raise ApiError(400, "target_blocked", f"{field}: {reason}", field) from None
     except InvalidTarget as exc:
-        raise ApiError(400, "invalid", f"url: {exc}", "url") from None
+        raise ApiError(400, "invalid", f"{field}: {exc}", field) from None
     except ResolutionError as exc:
         # Not resolving is not dangerous: the site may not be live yet, or DNS may be down.
         # The monitor is created and its checks report the failure (as Uptime Kuma does);
@@ -198,6 +247,23 @@ async def _changed_options(
     except ValidationError as exc:
         raise from_validation(exc, http.RequestOptions) from None
     return http.to_stored(options.model_dump(mode="json"))
+
+
+async def _changed_settings(
+    request: web.Request, check: Check, current: asyncpg.Record, patch: Any
+) -> tuple[dict[str, Any], str]:
+    """A typed monitor's stored settings and target as the PATCH changes them, validated whole
+    (rules between the type's fields hold whichever changed), its hosts vetted."""
+    assert check.Settings is not None
+    given = patch.model_dump(include=patch.model_fields_set & set(check.Settings.model_fields))
+    try:
+        settings = check.Settings.model_validate(
+            {**(current["settings"] or {}), **given}, context=_validation_context(request)
+        )
+    except ValidationError as exc:
+        raise from_validation(exc, check.Settings) from None
+    await _vet_hosts(request, check, settings)
+    return settings.model_dump(mode="json"), check.target(settings)
 
 
 # The monitors ``$2`` (ids) depend on, directly or through others, within account ``$1``.
@@ -298,14 +364,26 @@ async def create_monitor(request: web.Request) -> web.Response:
     account = account_id(request)
     body = await json_object(request)
     try:
-        spec = MonitorCreate.model_validate(body, context=_validation_context(request))
+        spec: Any = validate_create(body, _validation_context(request))
     except ValidationError as exc:
         raise from_validation(exc, MonitorCreate) from None
-    options = http.unmask(spec.model_dump(include=set(http.FIELDS), mode="json"), {})
-    settings, secrets = http.to_stored(options)
-    await _vet_target(request, spec.url)
-    values = spec.model_dump(include=set(COLUMNS))
-    values["expected_status"] = parse_status_ranges(values["expected_status"])
+    except ValueError as exc:
+        raise ApiError(422, "invalid", str(exc), "type") from None
+    check = CHECKS.get(spec.type)
+    secrets: dict[str, Any] | None = None
+    if check.Settings is None:  # http
+        options = http.unmask(spec.model_dump(include=set(http.FIELDS), mode="json"), {})
+        settings, secrets = http.to_stored(options)
+        await _vet_target(request, spec.url)
+        values = spec.model_dump(include=set(COLUMNS))
+        values["expected_status"] = parse_status_ranges(values["expected_status"])
+    else:
+        await _vet_hosts(request, check, spec)
+        settings = spec.model_dump(include=set(check.Settings.model_fields), mode="json")
+        values = spec.model_dump(include=set(COLUMNS))
+        values["url"] = check.target(spec)
+        if not check.scheduled:
+            values["ping_token"] = new_token()
     values["settings"] = settings
     columns = ", ".join(values)
     placeholders = ", ".join(f"${i}" for i in range(2, len(values) + 2))
@@ -368,7 +446,7 @@ async def list_monitors(request: web.Request) -> web.Response:
         limit + 1,
     )
     page, next_cursor = next_page(rows, limit)
-    items = [render(r) for r in page]
+    items = [render(r, public_base(request)) for r in page]
     if includes and page:
         async with request.app[POOL].acquire() as conn:
             now = await conn.fetchval("SELECT now()")
@@ -400,10 +478,17 @@ async def get_monitor(request: web.Request) -> web.Response:
 async def patch_monitor(request: web.Request) -> web.Response:
     account = account_id(request)
     body = await json_object(request)
+    kind = await request.app[POOL].fetchval(
+        "SELECT type FROM monitors WHERE id = $1 AND account_id = $2", path_id(request), account
+    )
+    if kind is None:
+        raise not_found("monitor")
+    model = PATCH_BODIES[kind]
     try:
-        patch = MonitorPatch.model_validate(body, context=_validation_context(request))
+        patch: Any = model.model_validate(body, context=_validation_context(request))
     except ValidationError as exc:
-        raise from_validation(exc, MonitorPatch) from None
+        raise from_validation(exc, model) from None
+    check = CHECKS.get(kind)
     values = patch.model_dump(include=set(COLUMNS), exclude_unset=True)
     if "url" in values:
         await _vet_target(request, values["url"])
@@ -421,7 +506,10 @@ async def patch_monitor(request: web.Request) -> web.Response:
             values["depends_on"] = await _check_dependencies(
                 conn, account, current["id"], values["depends_on"]
             )
-        if patch.model_fields_set & set(http.FIELDS):
+        typed = set(check.Settings.model_fields) if check.Settings is not None else set()
+        if patch.model_fields_set & typed:
+            values["settings"], values["url"] = await _changed_settings(request, check, current, patch)
+        elif check.Settings is None and patch.model_fields_set & set(http.FIELDS):
             # One UPDATE of settings, whatever changed (secrets too): updated_at moves, and the
             # scheduler's NOTIFY trigger reloads the monitor.
             values["settings"], secrets = await _changed_options(conn, request, current, patch)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from monitor.checks.base import Check, CheckContext, Registry
+from monitor.checks.heartbeat import HeartbeatCheck
 from monitor.checks.http import HttpCheck
 
 REGISTRY = Registry()
 REGISTRY.register(HttpCheck)
+REGISTRY.register(HeartbeatCheck)
 
 __all__ = ["REGISTRY", "Check", "CheckContext"]

@@ -87,7 +87,7 @@ async def test_every_operation_through_the_generated_client(
         await call("meta.get_open_api")
         assert isinstance(await call("account.get_summary"), models.Summary)
 
-        body = models.MonitorCreate(name="generated", url="http://127.0.0.1:9/health")
+        body = models.HttpMonitorCreate(name="generated", url="http://127.0.0.1:9/health")
         monitor = await call("monitors.create_monitor", body=body, status=201)
         assert isinstance(monitor, models.Monitor)
         assert isinstance(await call("monitors.list_monitors"), models.MonitorList)
@@ -129,7 +129,7 @@ async def test_every_operation_through_the_generated_client(
         assert isinstance(await call("keys.list_keys"), models.KeyList)
         await call("keys.revoke_key", key.id, status=204)
 
-        target = await call("monitors.create_monitor", body=models.MonitorCreate(name="m", url="http://127.0.0.1:9/"),
+        target = await call("monitors.create_monitor", body=models.HttpMonitorCreate(name="m", url="http://127.0.0.1:9/"),
                             status=201)  # fmt: skip
         schedule = models.RecurringSchedule(rrule="FREQ=WEEKLY;BYDAY=SU;BYHOUR=2", duration_minutes=60,
                                             timezone="Europe/Berlin")  # fmt: skip
