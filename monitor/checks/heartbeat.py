@@ -10,7 +10,9 @@ up to ``MAX_BODY_BYTES`` (a log tail, an error) is kept with the result.
 The schedule is ``interval_seconds`` (the job runs every so often) or a ``cron`` expression in
 a ``timezone`` (the job runs at those times), plus ``grace_seconds`` (how late it may be):
 
-    deadline after a ping at t = (t + interval, or the first cron time after t) + grace
+    deadline after a ping at t = (t + interval, or the first cron time after t + 1 min) + grace
+
+(the minute, at most the grace: a ping a little before its run's time is that run's).
 
 Each missed deadline is one failing result ("no ping since ..."); further misses follow every
 interval (or cron time) while the job stays silent, so reminders and uptime see the outage as
@@ -43,6 +45,8 @@ MAX_BODY_BYTES = 10_000
 # What a ping's path may end in, and the result each gives.
 PING_KINDS = {"": "ok", "start": "start", "fail": "fail"}
 DEFAULT_GRACE_SECONDS = 300
+# How early a ping may come and still be the run due at the next cron time (at most the grace).
+EARLY_ALLOWANCE = timedelta(minutes=1)
 MAX_GRACE_SECONDS = 7 * 86400
 # A token is 32 URL-safe characters (24 random bytes): what the ping route accepts.
 TOKEN_BYTES = 24
@@ -121,7 +125,11 @@ class Schedule:
         return to_utc(local, self.tz)
 
     def deadline(self, last_ping: datetime) -> datetime:
-        """When silence after a ping at ``last_ping`` becomes down."""
+        """When silence after a ping at ``last_ping`` becomes down. On a cron schedule, a ping a
+        little before a run's time (the job's host clock runs fast) is that run's: without the
+        allowance, the run would be expected again at once and missed a grace time later."""
+        if self.cron is not None:
+            last_ping += min(self.grace, EARLY_ALLOWANCE)
         return self.expected_after(last_ping) + self.grace
 
     def next_miss(self, missed_at: datetime) -> datetime:

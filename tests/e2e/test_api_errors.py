@@ -225,6 +225,9 @@ async def test_database_unreachable_is_503_and_health_stays_up(
         ("GET", "/api/v1/monitors/1/checks", {}),
         ("GET", "/api/v1/monitors/1/incidents", {}),
         ("GET", "/api/v1/monitors/1/uptime", {}),
+        # A heartbeat's job is told to retry: its ping is not lost.
+        ("GET", f"/ping/{'a' * 32}", {}),
+        ("POST", f"/ping/{'a' * 32}/fail", {"data": b"disk full"}),
     ]
     for method, path, kwargs in requests:
         response = await api.request(method, path, **kwargs)
