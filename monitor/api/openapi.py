@@ -334,7 +334,8 @@ PING_TOKEN = {"name": "token", "in": "path", "required": True, "description": "t
 PING_KIND = {"name": "kind", "in": "path", "required": True, "schema": {"enum": ["start", "fail"]},
              "description": "start: the job began (the next ping reports its run time); "
                             "fail: it failed"}  # fmt: skip
-PING_BODY = {"required": False, "content": {"text/plain": {"schema": {"type": "string"}}},
+PING_BODY = {"required": False,
+             "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
              "description": f"anything (a log tail): its first {MAX_PING_BODY_BYTES} bytes are kept "
                             "with the result"}  # fmt: skip
 

@@ -148,6 +148,20 @@ async def test_every_operation_through_the_generated_client(
         assert [w.id for w in (await call("monitors.get_monitor", target.id)).maintenance] == [window.id]
         await call("maintenance.delete_maintenance", window.id, status=204)
 
+        beat = await call(
+            "monitors.create_monitor",
+            body=models.HeartbeatMonitorCreate(type_="heartbeat", name="cron", interval_seconds=60),
+            status=201,
+        )
+        token = beat.ping_url.rsplit("/", 1)[1]
+        kinds = importlib.import_module("monitor_client.models.get_ping_kind_kind").GetPingKindKind
+        post_kinds = importlib.import_module("monitor_client.models.post_ping_kind_kind").PostPingKindKind
+        log_tail = generated.types.File(payload=b"42 files")  # type: ignore[arg-type]
+        await call("heartbeats.get_ping", token)
+        await call("heartbeats.get_ping_kind", token, kinds.START)
+        await call("heartbeats.post_ping", token, body=log_tail)
+        await call("heartbeats.post_ping_kind", token, post_kinds.FAIL, body=log_tail)
+
     operations = {
         f"{group.name}.{module.stem}"
         for group in Path(generated.__file__).parent.joinpath("api").iterdir()

@@ -155,6 +155,7 @@ KINDS = {
     "json": "Json",
     "header": "Header",
     "response_time": "ResponseTime",
+    "security_headers": "SecurityHeaders",
 }
 
 
