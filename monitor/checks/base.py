@@ -66,6 +66,9 @@ class Check:
     async def run(self, monitor: MonitorSpec, ctx: CheckContext, started: datetime) -> CheckResult:
         raise NotImplementedError
 
+    async def close(self) -> None:
+        """Release what the type keeps between checks (the dns check's resolver channels)."""
+
 
 class Registry:
     def __init__(self) -> None:
@@ -85,3 +88,7 @@ class Registry:
     @property
     def kinds(self) -> list[str]:
         return sorted(self._checks)
+
+    async def close(self) -> None:
+        for check in self._checks.values():
+            await check.close()

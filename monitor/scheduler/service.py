@@ -209,6 +209,7 @@ class Scheduler:
             await self.guard.close()
         if self._reference_probe is not None:
             await self._reference_probe.close()
+        await REGISTRY.close()
         if self._session is not None:
             await self._session.close()
         if self._resolver is not None:

@@ -199,7 +199,7 @@ class MonitorTicker:
         count(shared.metrics, result, blocked)
         guard = shared.guard
         if guard is not None and not refused:
-            guard.record(spec.id, result.ok or result.status_code is not None, started)
+            guard.record(spec.id, result.ok or result.answered or result.status_code is not None, started)
         new, outcome = judge(spec, shared, result, at)
         if (
             guard is not None
