@@ -5,9 +5,13 @@ from __future__ import annotations
 from monitor.checks.base import Check, CheckContext, Registry
 from monitor.checks.heartbeat import HeartbeatCheck
 from monitor.checks.http import HttpCheck
+from monitor.checks.tcp import TcpCheck
+from monitor.checks.tls import TlsCheck
 
 REGISTRY = Registry()
 REGISTRY.register(HttpCheck)
 REGISTRY.register(HeartbeatCheck)
+REGISTRY.register(TcpCheck)
+REGISTRY.register(TlsCheck)
 
 __all__ = ["REGISTRY", "Check", "CheckContext"]
