@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from monitor.checks.base import Check, CheckContext, Registry
+from monitor.checks.dns import DnsCheck
 from monitor.checks.heartbeat import HeartbeatCheck
 from monitor.checks.http import HttpCheck
 from monitor.checks.tcp import TcpCheck
@@ -11,6 +12,7 @@ from monitor.checks.tls import TlsCheck
 REGISTRY = Registry()
 REGISTRY.register(HttpCheck)
 REGISTRY.register(HeartbeatCheck)
+REGISTRY.register(DnsCheck)
 REGISTRY.register(TcpCheck)
 REGISTRY.register(TlsCheck)
 
