@@ -6,11 +6,13 @@ from monitor.checks.base import Check, CheckContext, Registry
 from monitor.checks.dns import DnsCheck
 from monitor.checks.heartbeat import HeartbeatCheck
 from monitor.checks.http import HttpCheck
+from monitor.checks.ping import PingCheck
 from monitor.checks.tcp import TcpCheck
 from monitor.checks.tls import TlsCheck
 
 REGISTRY = Registry()
 REGISTRY.register(HttpCheck)
+REGISTRY.register(PingCheck)
 REGISTRY.register(HeartbeatCheck)
 REGISTRY.register(DnsCheck)
 REGISTRY.register(TcpCheck)
