@@ -171,8 +171,8 @@ async def _vet_hosts(request: web.Request, check: Check, settings: Any) -> None:
 
 
 def _holds(value: Any, host: str) -> bool:
-    if isinstance(value, str):
-        return value == host or value.startswith(f"{host}:")
+    if isinstance(value, str):  # a host, "host:port" or "[v6]:port"
+        return value == host or value.startswith((f"{host}:", f"[{host}]"))
     return isinstance(value, list | tuple) and any(_holds(v, host) for v in value)
 
 

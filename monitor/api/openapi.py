@@ -35,8 +35,10 @@ JSON = "application/json"
 # -- schemas -------------------------------------------------------------------------------
 
 _PATCHES: list[type[BaseModel]] = list(schemas.PATCH_BODIES.values())
-_REQUESTS: list[type[BaseModel]] = [schemas.MonitorCreate, schemas.MonitorUpdate, *_PATCHES,
-                                    schemas.ChannelCreate, schemas.ChannelPatch, schemas.KeyCreate]  # fmt: skip
+_REQUESTS: list[type[BaseModel]] = [
+    schemas.MonitorCreate, schemas.MonitorUpdate, *_PATCHES, schemas.ChannelCreate, schemas.ChannelPatch,
+    schemas.KeyCreate,
+]  # fmt: skip
 MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     *((m, "validation") for m in _REQUESTS),
     *((m, "serialization") for m in (out.Error, out.Health, out.Monitor, out.MonitorList, out.CheckList,

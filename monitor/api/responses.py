@@ -189,10 +189,14 @@ class Check(_Out):
     location: str | None
     timings: Timings
     details: dict[str, Any] | None = Field(
-        description="what the check saw beyond the common fields, null for a plain status check: "
-        '"assertions" (each with "assertion", "ok" and, when it failed, "message"), '
-        '"body_truncated" and "body_bytes" (the body went on past max_body_bytes; the assertions '
-        'judged the first body_bytes), "tls_verified": false (tls_verify was off)'
+        description="what the check saw beyond the common fields, by type (docs/check-types.md). "
+        'http (null for a plain status check): "assertions" (each with "assertion", "ok" and, '
+        'when it failed, "message"), "body_truncated" and "body_bytes", "tls_verified": false, '
+        '"certificate" (https). tcp: "answer", "tls", "certificate". tls: "certificate", "chain", '
+        '"weakest_key", "verified", "tls_version". dns: "record_type", "nameserver", "answers", '
+        '"baseline". ping: "address", "sent", "received", "loss_percent", "rtt_min_ms", '
+        '"rtt_avg_ms", "rtt_max_ms". heartbeat: "heartbeat" ("ping", "body", "run_seconds", '
+        '"missed", "last_ping")'
     )
 
 
