@@ -15,13 +15,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import AfterValidator, BaseModel, Field
 
 from monitor.models import CheckResult, MonitorSpec
 from monitor.net.client import HttpSession
-from monitor.net.policy import AddressPolicy
+from monitor.net.policy import AddressPolicy, normal_host
+
+# The host a type dials, in its Settings: a name or an IP literal as checks dial it (IDNA,
+# lower case, no trailing dot, IPv6 without brackets); a URL or a port is refused.
+Host = Annotated[str, Field(min_length=1, max_length=260), AfterValidator(normal_host)]
 
 
 @dataclass(frozen=True)

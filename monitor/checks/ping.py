@@ -40,13 +40,13 @@ from typing import Any, ClassVar
 from icmplib import AsyncSocket, ICMPRequest, ICMPv4Socket, ICMPv6Socket
 from icmplib.exceptions import ICMPError, ICMPLibError, TimeoutExceeded
 from icmplib.utils import unique_identifier
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from monitor import logging as mlog
-from monitor.checks.base import Check, CheckContext
+from monitor.checks.base import Check, CheckContext, Host
 from monitor.models import CheckResult, MonitorSpec
 from monitor.net.client import clip_error
-from monitor.net.policy import literal_address, normal_host
+from monitor.net.policy import literal_address
 from monitor.net.vetting import Refused, vet_host
 
 log = mlog.get(__name__)
@@ -72,9 +72,7 @@ class PingSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    host: str = Field(
-        min_length=1,
-        max_length=260,
+    host: Host = Field(
         description="host name or IP address (v4 or v6) to ping; a name is resolved at each check "
         "and its first allowed address pinged",
     )
@@ -88,11 +86,6 @@ class PingSettings(BaseModel):
         lt=100,
         description="down when more of the echoes than this are lost (no reply at all is always down)",
     )
-
-    @field_validator("host")
-    @classmethod
-    def _host(cls, value: str) -> str:
-        return normal_host(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,6 @@ The target is ``tcp://host:port``, ``tcp+tls://host:port`` with TLS.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
@@ -44,13 +43,12 @@ from pydantic import (
     field_validator,
 )
 
-from monitor.checks.base import Check, CheckContext
+from monitor.checks.base import Check, CheckContext, Host
 from monitor.checks.certificate import KEY as CERTIFICATE
 from monitor.checks.certificate import certificate_details
 from monitor.models import CheckResult, MonitorSpec
 from monitor.net.client import HttpSession, clip_error
 from monitor.net.dial import DialError, Progress, Wire, bounded, dial
-from monitor.net.policy import normal_host
 
 KIND = "tcp"
 MAX_ANSWER_BYTES = 64 * 1024
@@ -71,9 +69,7 @@ class TcpSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    host: str = Field(
-        min_length=1,
-        max_length=260,
+    host: Host = Field(
         description="host name or IP address (v4 or v6); a name is resolved at each check",
     )
     port: StrictInt = Field(ge=1, le=65535, description="TCP port")
@@ -96,11 +92,6 @@ class TcpSettings(BaseModel):
     tls_verify: StrictBool = Field(
         True, description="false: do not check the certificate (if the operator allows)"
     )
-
-    @field_validator("host")
-    @classmethod
-    def _host(cls, value: str) -> str:
-        return normal_host(value)
 
     @field_validator("send", "expect")
     @classmethod
@@ -265,13 +256,11 @@ class TcpCheck(Check):
                 details["answer"] = shown(answer, ANSWER_CHARS)
             if wire.first_byte is not None:
                 progress.timings["ttfb_ms"] = (wire.first_byte - progress.started) * 1000
-        handshake = progress.handshake_ms
-        latency = handshake if handshake is not None else (time.perf_counter() - progress.started) * 1000
         return CheckResult(
             monitor_id=monitor.id,
             time=started,
             ok=error is None,
-            latency_ms=round(latency, 3),
+            latency_ms=progress.latency_ms,
             error=clip_error(error, 500) if error is not None else None,
             timings=progress.timings,
             details=details or None,

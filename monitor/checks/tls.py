@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
-from monitor.checks.base import Check, CheckContext
+from monitor.checks.base import Check, CheckContext, Host
 from monitor.checks.certificate import KEY as CERTIFICATE
 from monitor.checks.certificate import certificate_details
 from monitor.checks.tcp import target_of
@@ -63,9 +63,7 @@ class TlsSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    host: str = Field(
-        min_length=1,
-        max_length=260,
+    host: Host = Field(
         description="host name or IP address (v4 or v6); a name is resolved at each check",
     )
     port: StrictInt = Field(DEFAULT_PORT, ge=1, le=65535, description="TCP port of the TLS service")
@@ -75,11 +73,6 @@ class TlsSettings(BaseModel):
         max_length=253,
         description="the name sent in SNI and checked against the certificate (default: host)",
     )
-
-    @field_validator("host")
-    @classmethod
-    def _host(cls, value: str) -> str:
-        return normal_host(value)
 
     @field_validator("server_name")
     @classmethod
@@ -193,13 +186,11 @@ class TlsCheck(Check):
         if chain:
             details = chain_details(chain, started)
             details.update(verified=verified, tls_version=seen.version if seen else None)
-        handshake = progress.handshake_ms
-        latency = handshake if handshake is not None else (time.perf_counter() - progress.started) * 1000
         return CheckResult(
             monitor_id=monitor.id,
             time=started,
             ok=error is None,
-            latency_ms=round(latency, 3),
+            latency_ms=progress.latency_ms,
             error=clip_error(error, 500) if error is not None else None,
             timings=progress.timings,
             details=details,

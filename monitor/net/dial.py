@@ -145,6 +145,13 @@ class Progress:
             return None
         return connect + (self.timings.get("tls_ms") or 0.0)
 
+    @property
+    def latency_ms(self) -> float:
+        """A dialling check's latency: connect plus handshake, or, when the connection never
+        came up, how long it tried."""
+        handshake = self.handshake_ms
+        return round(handshake if handshake is not None else (time.perf_counter() - self.started) * 1000, 3)
+
 
 async def dial(
     session: HttpSession,

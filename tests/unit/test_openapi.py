@@ -96,7 +96,9 @@ def test_request_bodies_are_the_validating_models(name: str) -> None:
             body = DOCUMENT["components"]["schemas"][ref.rsplit("/", 1)[1]]
             assert body["additionalProperties"] is False and "kind" in body["required"]
         return
-    if "oneOf" in generated or "anyOf" in generated:  # MonitorCreate (by type; http when absent), MonitorUpdate
+    if (
+        "oneOf" in generated or "anyOf" in generated
+    ):  # MonitorCreate (by type; http when absent), MonitorUpdate
         branches = generated.get("oneOf") or generated["anyOf"]
         assert (documented.get("oneOf") or documented["anyOf"]) == branches
         for ref in branches:

@@ -23,10 +23,10 @@ from monitor.checks.ping import (
     details,
     icmp_mode,
     judge,
-    normal_host,
     not_permitted,
     plan,
 )
+from monitor.net.policy import normal_host
 
 
 @pytest.mark.parametrize(

@@ -89,7 +89,9 @@ HTTP_CTX = {"min_interval_seconds": 30, "http_max_body_bytes": 10 * 1024 * 1024,
 BASIC = {"type": "basic", "username": "u", "password": "hunter2"}
 
 
-def invalid_field(body: dict[str, Any], model: type = HttpMonitorCreate, context: dict | None = None) -> ApiError:
+def invalid_field(
+    body: dict[str, Any], model: type = HttpMonitorCreate, context: dict | None = None
+) -> ApiError:
     with pytest.raises(ValidationError) as info:
         model.model_validate(body, context=HTTP_CTX if context is None else context)
     return from_validation(info.value, model)
@@ -222,7 +224,9 @@ def test_which_headers_are_secret(name: str, secret: bool) -> None:
 
 
 def stored_of(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    spec = HttpMonitorCreate.model_validate({**GOOD, **body}, context={**HTTP_CTX, "allow_insecure_tls": True})
+    spec = HttpMonitorCreate.model_validate(
+        {**GOOD, **body}, context={**HTTP_CTX, "allow_insecure_tls": True}
+    )
     return http.to_stored(http.unmask(spec.model_dump(include=set(http.FIELDS), mode="json"), {}))
 
 
