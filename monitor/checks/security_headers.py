@@ -95,7 +95,11 @@ _HASH_OR_NONCE = re.compile(r"^'(nonce-|sha256-|sha384-|sha512-)", re.IGNORECASE
 _SF_KEY = re.compile(r"[a-z*][a-z0-9_.*-]*")
 _SF_ITEM = re.compile(r'[A-Za-z*][!#$%&\'*+.^_`|~0-9A-Za-z:/-]*|"(?:[^"\\]|\\[\\"])*"|-?\d+(?:\.\d+)?|\?[01]')
 _SF_PARAMS = re.compile(rf"(?:\s*;\s*{_SF_KEY.pattern}(?:=(?:{_SF_ITEM.pattern}))?)*")
-_SF_VALUE = re.compile(rf"(?:\((?:\s*(?:{_SF_ITEM.pattern}){_SF_PARAMS.pattern})*\s*\)|{_SF_ITEM.pattern})")
+# An inner list: items apart by at least one space (RFC 8941 3.1.1). With the space optional,
+# "(aaaa...)" followed by a stray quote could be split into items in exponentially many ways
+# (a 40-character Permissions-Policy froze the scheduler).
+_SF_INNER_ITEM = rf"(?:{_SF_ITEM.pattern}){_SF_PARAMS.pattern}"
+_SF_VALUE = re.compile(rf"(?:\(\s*(?:{_SF_INNER_ITEM}(?:\s+{_SF_INNER_ITEM})*)?\s*\)|{_SF_ITEM.pattern})")
 _SF_MEMBER = re.compile(rf"\s*({_SF_KEY.pattern})(?:=({_SF_VALUE.pattern}))?{_SF_PARAMS.pattern}\s*")
 
 

@@ -405,3 +405,12 @@ def test_unknown_field_is_refused() -> None:
     with pytest.raises(ValidationError) as caught:
         ASSERTIONS.validate_python([{"type": "security_headers", "grade": "A"}])
     assert caught.value.errors()[0]["loc"] == (0, "security_headers", "grade")
+
+
+@pytest.mark.parametrize("length", [40, 20_000])
+def test_a_hostile_permissions_policy_is_graded_at_once(length: int) -> None:
+    # An inner list whose items were allowed to touch split "(aaa...a" in exponentially many
+    # ways before failing on the quote: 40 characters held the scheduler's loop for good.
+    report = sh.grade({"permissions-policy": ("a=(" + "a" * length + '"',)}, https=True)
+    permissions = next(f for f in report.findings if f.name == "Permissions-Policy")
+    assert permissions.points < permissions.max_points
