@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 from zoneinfo import ZoneInfo
 
 from croniter import croniter
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator
 
 from monitor.checks.base import Check, CheckContext
 from monitor.maintenance import RuleError, parse_cron, to_local, to_utc, zone
@@ -94,18 +94,15 @@ class HeartbeatSettings(BaseModel):
 
     @field_validator("timezone")
     @classmethod
-    def _timezone(cls, value: str) -> str:
+    def _timezone(cls, value: str, info: ValidationInfo) -> str:
         try:
             zone(value)
         except RuleError as exc:
             raise ValueError(str(exc)) from None
+        # cron comes first: absent from info.data only when it was invalid (its own error).
+        if value != "UTC" and "cron" in info.data and info.data["cron"] is None:
+            raise ValueError("applies to a cron schedule; give cron too")
         return value
-
-    @model_validator(mode="after")
-    def _zone_needs_cron(self) -> HeartbeatSettings:
-        if self.timezone != "UTC" and self.cron is None:
-            raise ValueError("timezone applies to a cron schedule; give cron too")
-        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +130,12 @@ class Schedule:
         return self.expected_after(last_ping) + self.grace
 
     def next_miss(self, missed_at: datetime) -> datetime:
-        """After a missed deadline, when the next one is missed if the job stays silent."""
-        return self.expected_after(missed_at)
+        """After a missed deadline, when the next one is missed if the job stays silent: a
+        period later (the grace is in the first deadline already), or the next cron run's
+        time plus the grace (the job may still ping for that run within it)."""
+        if self.cron is None:
+            return missed_at + self.interval
+        return self.expected_after(missed_at) + self.grace
 
     def describe(self) -> str:
         every = f"on {self.cron!r} ({self.tz})" if self.cron else f"every {_span(self.interval)}"

@@ -143,9 +143,9 @@ class Scheduler:
         started = time.time()
         await self.calendar.load(self._pool)
         await self._listen()
-        await self.reconcile(since=started)
-        # After the first reconcile: a ping is handed to a monitor that is loaded.
+        # Before the monitors load: a heartbeat's deadline reads the stored pings before it fires.
         self.pings = PingIntake(self._pool, self.writer, self.tickers)
+        await self.reconcile(since=started)
         self._spawn(self.pings.run(), "pings")
         self._spawn(self._apply_changes(), "changes")
         self._spawn(self._keep_calendar(), "calendar")
@@ -335,7 +335,8 @@ class Scheduler:
             """SELECT m.*, s.status, s.consecutive_failures, s.streak_started_at, s.consecutive_successes,
                       s.recovering_since, s.consecutive_slow, s.slow_since, s.told, s.told_at,
                       s.reminders, s.held, s.flips, s.flapping, s.maintenance, s.cert_not_after,
-                      s.last_check_at, s.last_ok, x.secrets
+                      s.last_check_at, s.last_ok, s.last_error, x.secrets,
+                      (SELECT max(p.ended_at) FROM monitor_pauses p WHERE p.monitor_id = m.id) AS resumed_at
                FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
                LEFT JOIN monitor_secrets x ON x.monitor_id = m.id
                WHERE m.id = ANY($1::bigint[])""",
@@ -344,6 +345,7 @@ class Scheduler:
         found = set()
         for row in rows:
             found.add(row["id"])
+            previous = self.tickers.get(row["id"])
             self._stop(row["id"])
             if row["paused"]:
                 continue
@@ -363,7 +365,8 @@ class Scheduler:
             if REGISTRY.get(spec.type).scheduled:
                 ticker = MonitorTicker(spec, shared)
             else:
-                ticker = HeartbeatTicker(spec, shared, row)
+                drain = self.pings.drain if self.pings is not None else None
+                ticker = HeartbeatTicker(spec, shared, row, previous=previous, drain=drain)
             ticker.start(since)
             self.tickers[spec.id] = ticker
             self.versions[spec.id] = row["updated_at"]

@@ -120,3 +120,71 @@ async def test_a_job_reporting_on_time_late_and_failing(
     for proc in (api_proc, scheduler, alerter):
         assert token not in proc.log_text(), f"the ping token is in {proc.name}'s log"
     assert not procs.tracebacks()
+
+
+async def test_a_job_pinging_all_along_is_never_missed_across_a_restart_and_a_pause(
+    db: asyncpg.Connection,
+    procs: ProcessFactory,
+    api_client: Callable[[str], ApiClient],
+    fake_telegram: FakeTelegram,
+) -> None:
+    """The two ways a heartbeat could cry wolf (found in review): deadlines that pass while no
+    scheduler runs, with the job's pings waiting in the table; and a monitor resumed after a
+    pause longer than its period. A job pings every second (period 2 s, grace 1 s) all along:
+    not one miss, no alert; once it stops, DOWN."""
+    api_proc = await procs.start("api")
+    await procs.start("alerter", env=fake_telegram.env())
+    api = api_client(api_proc.base_url)
+    created = await api.post(
+        "/api/v1/monitors",
+        json={"type": "heartbeat", "name": "queue-worker", "interval_seconds": 2, "grace_seconds": 1,
+              "telegram_chat_id": CHAT},
+    )  # fmt: skip
+    assert created.status == 201, created
+    mid, ping_url = created.json["id"], created.json["ping_url"]
+
+    async def job() -> None:
+        while True:
+            await curl(ping_url)
+            await asyncio.sleep(1)  # the job's own rhythm, not a wait on a condition
+
+    async def results() -> list[asyncpg.Record]:
+        return await db.fetch("SELECT time, ok, error FROM checks WHERE monitor_id = $1 ORDER BY time", mid)
+
+    running = asyncio.create_task(job())
+    try:
+        # No scheduler for longer than period + grace: the pings wait in the table.
+        created_at = await db.fetchval("SELECT created_at FROM monitors WHERE id = $1", mid)
+        await wait_for(lambda: _past(db, created_at, 5.0), timeout=DEADLINE, message="deadlines passed")
+        scheduler = await procs.start("scheduler")
+        await wait_for(lambda: _rows(results, 4), timeout=DEADLINE, message="the waiting pings recorded")
+
+        # Paused for longer than period + grace while the job pings on; then resumed.
+        assert (await api.patch(f"/api/v1/monitors/{mid}", json={"paused": True})).status == 200
+        await scheduler.wait_log("monitor.unscheduled", monitor_id=mid, timeout=DEADLINE)
+        paused_at = await db.fetchval("SELECT now()")
+        await wait_for(lambda: _past(db, paused_at, 5.0), timeout=DEADLINE, message="paused past a deadline")
+        assert (await api.patch(f"/api/v1/monitors/{mid}", json={"paused": False})).status == 200
+        await scheduler.wait_log("monitor.scheduled", monitor_id=mid, timeout=DEADLINE)
+        resumed = len(await results())
+        await wait_for(lambda: _rows(results, resumed + 4), timeout=DEADLINE, message="pings after resuming")
+    finally:
+        running.cancel()
+    stored = await results()
+    assert all(r["ok"] for r in stored), [(r["time"], r["error"]) for r in stored if not r["ok"]]
+    assert not fake_telegram.messages, fake_telegram.describe()
+
+    # The job stops: that silence is found.
+    await fake_telegram.wait_messages(1, timeout=DEADLINE)
+    assert said_to(fake_telegram, CHAT) == [("queue-worker", "DOWN")]
+    assert not procs.tracebacks()
+
+
+async def _past(db: asyncpg.Connection, since: object, seconds: float) -> bool:
+    return bool(
+        await db.fetchval("SELECT now() - $1::timestamptz > make_interval(secs => $2)", since, seconds)
+    )
+
+
+async def _rows(results: Callable[[], Awaitable[list[asyncpg.Record]]], n: int) -> bool:
+    return len(await results()) >= n
