@@ -73,6 +73,8 @@ SELECT m.*, s.status, s.last_check_at, s.last_ok, s.last_error, s.last_status_co
         WHERE mc.monitor_id = m.id AND c.kind = 'telegram' ORDER BY c.id LIMIT 1) AS telegram_chat_id
 FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
 """
+# The validation context of settings read back from the database.
+STORED = {"allow_insecure_tls": True, "min_interval_seconds": 0}
 # Where a heartbeat monitor's pings go (monitor/api/pings.py): this and its token.
 PING_PATH = "/ping/"
 STATUSES = ("up", "degraded", "down", "paused", "unknown")
@@ -144,7 +146,14 @@ def _type_fields(row: asyncpg.Record, base: str) -> dict[str, Any]:
     check = CHECKS.get(row["type"])
     assert check.Settings is not None
     fields: dict[str, Any] = {"url": row["url"] or None}
-    fields.update(check.Settings.model_validate(row["settings"] or {}).model_dump(mode="json"))
+    # Stored settings were valid when stored: read them back with every choice allowed (a
+    # tls_verify false stored while the operator allowed it still reads, and the check says
+    # what it does with it), and, should a type's rules have tightened since, as stored.
+    try:
+        shown = check.Settings.model_validate(row["settings"] or {}, context=STORED)
+        fields.update(shown.model_dump(mode="json"))
+    except ValidationError:
+        fields.update(row["settings"] or {})
     if row["ping_token"] is not None:
         fields["ping_url"] = f"{base}{PING_PATH}{row['ping_token']}"
     return fields
@@ -249,21 +258,17 @@ async def _changed_options(
     return http.to_stored(options.model_dump(mode="json"))
 
 
-async def _changed_settings(
-    request: web.Request, check: Check, current: asyncpg.Record, patch: Any
-) -> tuple[dict[str, Any], str]:
-    """A typed monitor's stored settings and target as the PATCH changes them, validated whole
-    (rules between the type's fields hold whichever changed), its hosts vetted."""
+def _changed_settings(request: web.Request, check: Check, stored: Any, patch: Any) -> Any:
+    """A typed monitor's settings as the PATCH changes them, validated whole (rules between the
+    type's fields hold whichever changed)."""
     assert check.Settings is not None
     given = patch.model_dump(include=patch.model_fields_set & set(check.Settings.model_fields))
     try:
-        settings = check.Settings.model_validate(
-            {**(current["settings"] or {}), **given}, context=_validation_context(request)
+        return check.Settings.model_validate(
+            {**(stored or {}), **given}, context=_validation_context(request)
         )
     except ValidationError as exc:
         raise from_validation(exc, check.Settings) from None
-    await _vet_hosts(request, check, settings)
-    return settings.model_dump(mode="json"), check.target(settings)
 
 
 # The monitors ``$2`` (ids) depend on, directly or through others, within account ``$1``.
@@ -478,17 +483,25 @@ async def get_monitor(request: web.Request) -> web.Response:
 async def patch_monitor(request: web.Request) -> web.Response:
     account = account_id(request)
     body = await json_object(request)
-    kind = await request.app[POOL].fetchval(
-        "SELECT type FROM monitors WHERE id = $1 AND account_id = $2", path_id(request), account
+    before = await request.app[POOL].fetchrow(
+        "SELECT type, settings FROM monitors WHERE id = $1 AND account_id = $2", path_id(request), account
     )
-    if kind is None:
+    if before is None:
         raise not_found("monitor")
+    kind = before["type"]
     model = PATCH_BODIES[kind]
     try:
         patch: Any = model.model_validate(body, context=_validation_context(request))
     except ValidationError as exc:
         raise from_validation(exc, model) from None
     check = CHECKS.get(kind)
+    typed = set(check.Settings.model_fields) if check.Settings is not None else set()
+    vetted: tuple[str, ...] = ()
+    if patch.model_fields_set & typed:
+        # Vetted before the row is locked: a lookup may take seconds.
+        changed = _changed_settings(request, check, before["settings"], patch)
+        await _vet_hosts(request, check, changed)
+        vetted = check.hosts(changed)
     values = patch.model_dump(include=set(COLUMNS), exclude_unset=True)
     if "url" in values:
         await _vet_target(request, values["url"])
@@ -506,9 +519,11 @@ async def patch_monitor(request: web.Request) -> web.Response:
             values["depends_on"] = await _check_dependencies(
                 conn, account, current["id"], values["depends_on"]
             )
-        typed = set(check.Settings.model_fields) if check.Settings is not None else set()
         if patch.model_fields_set & typed:
-            values["settings"], values["url"] = await _changed_settings(request, check, current, patch)
+            settings = _changed_settings(request, check, current["settings"], patch)
+            if check.hosts(settings) != vetted:  # changed by another request meanwhile
+                await _vet_hosts(request, check, settings)
+            values["settings"], values["url"] = settings.model_dump(mode="json"), check.target(settings)
         elif check.Settings is None and patch.model_fields_set & set(http.FIELDS):
             # One UPDATE of settings, whatever changed (secrets too): updated_at moves, and the
             # scheduler's NOTIFY trigger reloads the monitor.

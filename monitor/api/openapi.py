@@ -97,12 +97,16 @@ def _components(limits: Limits) -> tuple[dict[str, Any], dict[str, dict[str, Any
             minimum=limits.min_interval_seconds, maximum=schemas.MAX_INTERVAL_SECONDS
         )
     for name in ("HttpMonitorCreate", "MonitorPatch"):
-        fields = found[name]["properties"]
-        fields["max_body_bytes"]["maximum"] = limits.http_max_body_bytes
-        if not limits.allow_insecure_tls:
-            fields["tls_verify"]["const"] = True
-            fields["tls_verify"]["description"] += (
-                "; this server does not allow false (MONITOR_ALLOW_INSECURE_TLS)"
+        found[name]["properties"]["max_body_bytes"]["maximum"] = limits.http_max_body_bytes
+    for model in bodies:  # http's and every type's with a tls_verify (tcp)
+        verify = found[model.__name__]["properties"].get("tls_verify")
+        if verify is not None and not limits.allow_insecure_tls:
+            verify.pop("anyOf", None)
+            verify.pop("type", None)
+            verify["const"] = True
+            verify["description"] = (
+                verify.get("description", "")
+                + "; this server does not allow false (MONITOR_ALLOW_INSECURE_TLS)"
             )
     return found, {model.__name__: ref for (model, _), ref in refs.items()}
 

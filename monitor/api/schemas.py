@@ -9,7 +9,7 @@ serves every deployment. The HTTP request options have a module of their own,
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args
 
 from pydantic import (
     AfterValidator,
@@ -390,17 +390,32 @@ def _typed_patch(check: Check) -> type[BaseModel]:
     (``Settings`` may have rules between them)."""
     assert check.Settings is not None
     fields: dict[str, Any] = {"type": (Literal[check.kind] | None, None)}
+    required: list[str] = ["type"]  # null is no value for these: "not given" is leaving them out
     for name, info in check.Settings.model_fields.items():
         optional = FieldInfo.merge_field_infos(info, default=None)
         optional.default_factory = None
         fields[name] = (info.annotation | None, optional)  # type: ignore[operator]
+        if not _takes_none(info.annotation):
+            required.append(name)
+    refuse = field_validator(*required, mode="before")(_refuse_null)
     model: type[BaseModel] = create_model(
         f"{_title(check.kind)}MonitorPatch",
         __base__=_PatchCommon,
         __doc__=f"A change to a {check.kind} monitor: every field optional.",
+        __validators__={"_not_null_typed": refuse},
         **fields,
     )
     return model
+
+
+def _refuse_null(cls: Any, value: Any) -> Any:
+    if value is None:
+        raise ValueError("may not be null")
+    return value
+
+
+def _takes_none(annotation: Any) -> bool:
+    return annotation is None or type(None) in get_args(annotation) or annotation is Any
 
 
 PATCH_BODIES: dict[str, type[BaseModel]] = {"http": MonitorPatch}
