@@ -55,9 +55,8 @@ class AccessLogger(AbstractAccessLogger):
             if isinstance(request, web.Request):
                 resource = request.match_info.route.resource
                 route = resource.canonical if resource is not None else None
-            # A ping's path is its secret token: the route says enough.
-            path = route if route is not None and route.startswith("/ping/") else request.path
-            fields.update(method=request.method, route=route, path=path[:MAX_LOGGED_PATH])
+            # A ping's path is its secret token: monitor.logging.redact masks it on every line.
+            fields.update(method=request.method, route=route, path=request.path[:MAX_LOGGED_PATH])
         account_id = request.get(guard.ACCOUNT)
         if account_id is not None:
             fields["account_id"] = account_id
