@@ -35,7 +35,7 @@ endef
 
 help:
 	@echo 'make run            start api, scheduler and alerter (honcho, Ctrl-C stops them)'
-	@echo 'make test           migrations + ruff + mypy + pytest on the test database (PYTEST_ARGS=...)'
+	@echo 'make test           migrations + ruff + mypy + pytest (tests/e2e beside the rest; PYTEST_ARGS=... runs one pytest)'
 	@echo 'make lint           ruff check, ruff format --check, mypy'
 	@echo 'make migrate        apply sql/ migrations to the run database'
 	@echo 'make bench          python -m bench.scheduler $$BENCH_ARGS against the run services'
@@ -97,7 +97,7 @@ test: venv services nginx
 	$(BIN)/monitor migrate
 	@$(MAKE) --no-print-directory lint
 	@$(call load_env,test); \
-	$(BIN)/pytest $(PYTEST_ARGS)
+	bash scripts/test.sh $(PYTEST_ARGS)
 
 bench: venv services nginx
 	@$(call load_env,run); \

@@ -102,8 +102,7 @@ def _components(limits: Limits) -> tuple[dict[str, Any], dict[str, dict[str, Any
         verify = found[model.__name__]["properties"].get("tls_verify")
         if verify is not None and not limits.allow_insecure_tls:
             verify.pop("anyOf", None)
-            verify.pop("type", None)
-            verify["const"] = True
+            verify.update(type="boolean", const=True)
             verify["description"] = (
                 verify.get("description", "")
                 + "; this server does not allow false (MONITOR_ALLOW_INSECURE_TLS)"

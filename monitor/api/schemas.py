@@ -394,6 +394,7 @@ def _typed_patch(check: Check) -> type[BaseModel]:
     for name, info in check.Settings.model_fields.items():
         optional = FieldInfo.merge_field_infos(info, default=None)
         optional.default_factory = None
+        optional.validate_default = False  # "not given" is None, checked against nothing
         fields[name] = (info.annotation | None, optional)  # type: ignore[operator]
         if not _takes_none(info.annotation):
             required.append(name)
