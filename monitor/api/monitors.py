@@ -73,8 +73,6 @@ SELECT m.*, s.status, s.last_check_at, s.last_ok, s.last_error, s.last_status_co
         WHERE mc.monitor_id = m.id AND c.kind = 'telegram' ORDER BY c.id LIMIT 1) AS telegram_chat_id
 FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
 """
-# The validation context of settings read back from the database.
-STORED = {"allow_insecure_tls": True, "min_interval_seconds": 0}
 # Where a heartbeat monitor's pings go (monitor/api/pings.py): this and its token.
 PING_PATH = "/ping/"
 STATUSES = ("up", "degraded", "down", "paused", "unknown")
@@ -150,9 +148,8 @@ def _type_fields(row: asyncpg.Record, base: str) -> dict[str, Any]:
     # tls_verify false stored while the operator allowed it still reads, and the check says
     # what it does with it), and, should a type's rules have tightened since, as stored.
     try:
-        shown = check.Settings.model_validate(row["settings"] or {}, context=STORED)
-        fields.update(shown.model_dump(mode="json"))
-    except ValidationError:
+        fields.update(check.stored(row["settings"]).model_dump(mode="json"))
+    except ValueError:
         fields.update(row["settings"] or {})
     if row["ping_token"] is not None:
         fields["ping_url"] = f"{base}{PING_PATH}{row['ping_token']}"

@@ -23,6 +23,9 @@ from monitor.models import CheckResult, MonitorSpec
 from monitor.net.client import HttpSession
 from monitor.net.policy import AddressPolicy, normal_host
 
+# The validation context of settings read back from the database: what was stored was valid then.
+STORED: dict[str, Any] = {"allow_insecure_tls": True, "min_interval_seconds": 0}
+
 # The host a type dials, in its Settings: a name or an IP literal as checks dial it (IDNA,
 # lower case, no trailing dot, IPv6 without brackets); a URL or a port is refused.
 Host = Annotated[str, Field(min_length=1, max_length=260), AfterValidator(normal_host)]
@@ -60,6 +63,14 @@ class Check:
         """The hosts (names or literals) a check with these ``Settings`` dials: the api refuses
         the monitor if one is denied now, with the same reasons as a URL's host."""
         return ()
+
+    def stored(self, settings: dict[str, Any] | None) -> Any:
+        """The type's ``Settings`` of a monitor's stored settings, read with every choice the api
+        may have allowed when it stored them (a tls_verify false). A ValueError (pydantic's
+        ValidationError is one) when they are not this type's: the scheduler skips the monitor."""
+        if self.Settings is None:
+            raise TypeError(f"check type {self.kind!r} has no Settings")
+        return self.Settings.model_validate(settings or {}, context=STORED)
 
     def options(self, settings: dict[str, Any] | None, secrets: dict[str, Any] | None) -> Any:
         """The runtime form of a monitor's stored settings and secrets, built once when the

@@ -299,9 +299,7 @@ class DnsCheck(Check):
         return tuple(server_address(s)[0] for s in settings.nameservers)
 
     def options(self, settings: dict[str, Any] | None, secrets: dict[str, Any] | None) -> DnsOptions:
-        if not settings:
-            raise ValueError("a dns monitor without settings")
-        return DnsOptions.of(DnsSettings.model_validate(settings))
+        return DnsOptions.of(self.stored(settings))
 
     async def run(self, monitor: MonitorSpec, ctx: CheckContext, started: datetime) -> CheckResult:
         options: DnsOptions = monitor.options

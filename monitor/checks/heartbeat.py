@@ -208,7 +208,7 @@ class HeartbeatCheck(Check):
         return ""  # nothing is dialled; the ping URL is a secret, not a target to show
 
     def options(self, settings: dict[str, Any] | None, secrets: dict[str, Any] | None) -> Any:
-        return HeartbeatSettings.model_validate(settings or {})
+        return self.stored(settings)
 
     async def run(self, monitor: MonitorSpec, ctx: CheckContext, started: datetime) -> CheckResult:
         raise TypeError("a heartbeat monitor is not checked: its results come from pings")

@@ -243,9 +243,7 @@ class PingCheck(Check):
         return (settings.host,)
 
     def options(self, settings: dict[str, Any] | None, secrets: dict[str, Any] | None) -> PingOptions:
-        if not settings or "host" not in settings:
-            raise ValueError("a ping monitor needs a host")
-        valid = PingSettings.model_validate(settings)
+        valid: PingSettings = self.stored(settings)
         named = literal_address(valid.host) is None
         return PingOptions(valid.host, valid.count, valid.max_loss_percent, named)
 

@@ -204,9 +204,7 @@ class TcpCheck(Check):
         return (settings.host,)
 
     def options(self, settings: dict[str, Any] | None, secrets: dict[str, Any] | None) -> TcpOptions:
-        if not settings or "host" not in settings:
-            raise ValueError("a tcp monitor needs a host and a port")
-        valid = TcpSettings.model_validate(settings, context={"allow_insecure_tls": True})
+        valid: TcpSettings = self.stored(settings)
         return TcpOptions(
             host=valid.host,
             port=valid.port,

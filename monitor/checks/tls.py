@@ -152,9 +152,7 @@ class TlsCheck(Check):
         return (settings.host,)
 
     def options(self, settings: dict[str, Any] | None, secrets: dict[str, Any] | None) -> TlsOptions:
-        if not settings or "host" not in settings:
-            raise ValueError("a tls monitor needs a host")
-        valid = TlsSettings.model_validate(settings)
+        valid: TlsSettings = self.stored(settings)
         return TlsOptions(valid.host, valid.port, valid.server_name)
 
     async def run(self, monitor: MonitorSpec, ctx: CheckContext, started: datetime) -> CheckResult:

@@ -161,7 +161,7 @@ def test_options_from_stored_settings() -> None:
     # Stored while the operator allowed it: kept; whether it is honoured is decided at each check.
     insecure = TcpCheck().options({**GOOD, "tls": True, "tls_verify": False}, None)
     assert (insecure.tls, insecure.tls_verify) == (True, False)
-    with pytest.raises(ValueError, match="needs a host"):
+    with pytest.raises(ValueError, match="host"):
         TcpCheck().options(None, None)
 
 
