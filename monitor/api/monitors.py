@@ -10,10 +10,18 @@ from pydantic import ValidationError
 
 from monitor import logging as mlog
 from monitor.api import schemas_http as http
-from monitor.api.context import POOL, RESOLVER, SECRET_BOX, SETTINGS
+from monitor.api.context import POOL, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
 from monitor.api.maintenance import monitor_windows
+from monitor.api.monitor_types import (
+    changed_settings,
+    public_base,
+    type_fields,
+    validation_context,
+    vet_hosts,
+    vet_target,
+)
 from monitor.api.params import (
     decode_cursor,
     if_match,
@@ -31,15 +39,11 @@ from monitor.api.schemas import (
     MonitorPatch,
     check_timeout,
     parse_status_ranges,
-    render_status_ranges,
     validate_create,
 )
 from monitor.api.uptime import uptimes
 from monitor.checks import REGISTRY as CHECKS
-from monitor.checks import Check
 from monitor.checks.heartbeat import new_token
-from monitor.net.policy import BlockedTarget, InvalidTarget, parse_target_url
-from monitor.net.resolver import ResolutionError
 from monitor.secrets import SecretBox, open_monitor_secrets, seal_monitor_secrets
 
 log = mlog.get(__name__)
@@ -73,8 +77,6 @@ SELECT m.*, s.status, s.last_check_at, s.last_ok, s.last_error, s.last_status_co
         WHERE mc.monitor_id = m.id AND c.kind = 'telegram' ORDER BY c.id LIMIT 1) AS telegram_chat_id
 FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
 """
-# Where a heartbeat monitor's pings go (monitor/api/pings.py): this and its token.
-PING_PATH = "/ping/"
 STATUSES = ("up", "degraded", "down", "paused", "unknown")
 UPTIME_INCLUDES = {f"uptime_{w}": w for w in ("24h", "7d", "30d", "90d")}
 _UNSET: Any = object()
@@ -112,7 +114,7 @@ def render(row: asyncpg.Record, base: str = "") -> dict[str, Any]:
         "depends_on": list(row["depends_on"]),
         "flap_threshold": row["flap_threshold"],
         "flap_window_minutes": row["flap_window_minutes"],
-        **_type_fields(row, base),
+        **type_fields(row, base),
         "telegram_chat_id": row["telegram_chat_id"],
         "channel_ids": list(row["channel_ids"]),
         "tags": list(row["tags"]),
@@ -126,86 +128,10 @@ def render(row: asyncpg.Record, base: str = "") -> dict[str, Any]:
     return shown
 
 
-def public_base(request: web.Request) -> str:
-    """The origin (and path prefix) users reach the api at: MONITOR_PUBLIC_URL, else the
-    address of this request."""
-    configured = request.app[SETTINGS].public_url
-    return configured.rstrip("/") if configured else str(request.url.origin())
-
-
-def _type_fields(row: asyncpg.Record, base: str) -> dict[str, Any]:
-    if row["type"] == "http":
-        return {
-            "url": row["url"],
-            "expected_status": render_status_ranges(row["expected_status"]),
-            "follow_redirects": row["follow_redirects"],
-            **http.render(row["settings"], row["secret_view"]),
-        }
-    check = CHECKS.get(row["type"])
-    assert check.Settings is not None
-    fields: dict[str, Any] = {"url": row["url"] or None}
-    # Stored settings were valid when stored: read them back with every choice allowed (a
-    # tls_verify false stored while the operator allowed it still reads, and the check says
-    # what it does with it), and, should a type's rules have tightened since, as stored.
-    try:
-        fields.update(check.stored(row["settings"]).model_dump(mode="json"))
-    except ValueError:
-        fields.update(row["settings"] or {})
-    if row["ping_token"] is not None:
-        fields["ping_url"] = f"{base}{PING_PATH}{row['ping_token']}"
-    return fields
-
-
 async def render_one(request: web.Request, row: asyncpg.Record) -> dict[str, Any]:
     """The monitor as the answers about one monitor show it: with the maintenance windows that
     apply to it (monitor/api/maintenance.py); lists leave them out."""
     return {**render(row, public_base(request)), "maintenance": await monitor_windows(request.app[POOL], row)}
-
-
-async def _vet_target(request: web.Request, url: str) -> None:
-    """First of the two SSRF layers: refuse a target that is denied right now."""
-    await _vet_host(request, parse_target_url(url).raw_host or "", "url")
-
-
-async def _vet_hosts(request: web.Request, check: Check, settings: Any) -> None:
-    """The hosts a monitor of a type with ``Settings`` dials, vetted as a URL's host is."""
-    for host in check.hosts(settings):
-        field = next(
-            (n for n in type(settings).model_fields if _holds(getattr(settings, n, None), host)), "host"
-        )
-        await _vet_host(request, host, field)
-
-
-def _holds(value: Any, host: str) -> bool:
-    if isinstance(value, str):  # a host, "host:port" or "[v6]:port"
-        return value == host or value.startswith((f"{host}:", f"[{host}]"))
-    return isinstance(value, list | tuple) and any(_holds(v, host) for v in value)
-
-
-async def _vet_host(request: web.Request, host: str, field: str) -> None:
-    try:
-        await request.app[RESOLVER].vet(host)
-    except BlockedTarget as exc:
-        reason = str(exc)
-        if exc.host and not reason.startswith(exc.host):
-            reason = f"{exc.host} {reason}"  # "private.test resolves to 10.0.0.5 (...)"
-        raise ApiError(400, "target_blocked", f"{field}: {reason}", field) from None
-    except InvalidTarget as exc:
-        raise ApiError(400, "invalid", f"{field}: {exc}", field) from None
-    except ResolutionError as exc:
-        # Not resolving is not dangerous: the site may not be live yet, or DNS may be down.
-        # The monitor is created and its checks report the failure (as Uptime Kuma does);
-        # the scheduler judges every answer again at each connection.
-        log.info("api.target_unresolved", host=host, error=str(exc))
-
-
-def _validation_context(request: web.Request) -> dict[str, Any]:
-    settings = request.app[SETTINGS]
-    return {
-        "min_interval_seconds": settings.min_interval_seconds,
-        "http_max_body_bytes": settings.http_max_body_bytes,
-        "allow_insecure_tls": settings.allow_insecure_tls,
-    }
 
 
 def _check_timeout(values: dict[str, Any], current: asyncpg.Record) -> None:
@@ -248,24 +174,11 @@ async def _changed_options(
     stored = http.from_stored(current["settings"], open_monitor_secrets(request.app[SECRET_BOX], sealed))
     try:
         options = http.RequestOptions.model_validate(
-            {**stored, **http.unmask(given, stored)}, context=_validation_context(request)
+            {**stored, **http.unmask(given, stored)}, context=validation_context(request)
         )
     except ValidationError as exc:
         raise from_validation(exc, http.RequestOptions) from None
     return http.to_stored(options.model_dump(mode="json"))
-
-
-def _changed_settings(request: web.Request, check: Check, stored: Any, patch: Any) -> Any:
-    """A typed monitor's settings as the PATCH changes them, validated whole (rules between the
-    type's fields hold whichever changed)."""
-    assert check.Settings is not None
-    given = patch.model_dump(include=patch.model_fields_set & set(check.Settings.model_fields))
-    try:
-        return check.Settings.model_validate(
-            {**(stored or {}), **given}, context=_validation_context(request)
-        )
-    except ValidationError as exc:
-        raise from_validation(exc, check.Settings) from None
 
 
 # The monitors ``$2`` (ids) depend on, directly or through others, within account ``$1``.
@@ -366,7 +279,7 @@ async def create_monitor(request: web.Request) -> web.Response:
     account = account_id(request)
     body = await json_object(request)
     try:
-        spec: Any = validate_create(body, _validation_context(request))
+        spec: Any = validate_create(body, validation_context(request))
     except ValidationError as exc:
         raise from_validation(exc, MonitorCreate) from None
     except ValueError as exc:
@@ -376,11 +289,11 @@ async def create_monitor(request: web.Request) -> web.Response:
     if check.Settings is None:  # http
         options = http.unmask(spec.model_dump(include=set(http.FIELDS), mode="json"), {})
         settings, secrets = http.to_stored(options)
-        await _vet_target(request, spec.url)
+        await vet_target(request, spec.url)
         values = spec.model_dump(include=set(COLUMNS))
         values["expected_status"] = parse_status_ranges(values["expected_status"])
     else:
-        await _vet_hosts(request, check, spec)
+        await vet_hosts(request, check, spec)
         settings = spec.model_dump(include=set(check.Settings.model_fields), mode="json")
         values = spec.model_dump(include=set(COLUMNS))
         values["url"] = check.target(spec)
@@ -488,7 +401,7 @@ async def patch_monitor(request: web.Request) -> web.Response:
     kind = before["type"]
     model = PATCH_BODIES[kind]
     try:
-        patch: Any = model.model_validate(body, context=_validation_context(request))
+        patch: Any = model.model_validate(body, context=validation_context(request))
     except ValidationError as exc:
         raise from_validation(exc, model) from None
     check = CHECKS.get(kind)
@@ -496,12 +409,12 @@ async def patch_monitor(request: web.Request) -> web.Response:
     vetted: tuple[str, ...] = ()
     if patch.model_fields_set & typed:
         # Vetted before the row is locked: a lookup may take seconds.
-        changed = _changed_settings(request, check, before["settings"], patch)
-        await _vet_hosts(request, check, changed)
+        changed = changed_settings(request, check, before["settings"], patch)
+        await vet_hosts(request, check, changed)
         vetted = check.hosts(changed)
     values = patch.model_dump(include=set(COLUMNS), exclude_unset=True)
     if "url" in values:
-        await _vet_target(request, values["url"])
+        await vet_target(request, values["url"])
     if "expected_status" in values:
         values["expected_status"] = parse_status_ranges(values["expected_status"])
     async with request.app[POOL].acquire() as conn, conn.transaction():
@@ -517,9 +430,9 @@ async def patch_monitor(request: web.Request) -> web.Response:
                 conn, account, current["id"], values["depends_on"]
             )
         if patch.model_fields_set & typed:
-            settings = _changed_settings(request, check, current["settings"], patch)
+            settings = changed_settings(request, check, current["settings"], patch)
             if check.hosts(settings) != vetted:  # changed by another request meanwhile
-                await _vet_hosts(request, check, settings)
+                await vet_hosts(request, check, settings)
             values["settings"], values["url"] = settings.model_dump(mode="json"), check.target(settings)
         elif check.Settings is None and patch.model_fields_set & set(http.FIELDS):
             # One UPDATE of settings, whatever changed (secrets too): updated_at moves, and the
