@@ -253,6 +253,16 @@ class PingCheck(Check):
         if decided is None:
             decided = self._privileged[family] = self._decide(family)
             log.info("ping.sockets", family=f"IPv{family}", privileged=decided)
+            if decided:
+                # Every raw ICMP socket sees every ICMP packet, so the cost of a ping check grows
+                # with the checks in flight: at 200 ping checks/s on raw sockets the scheduler's
+                # core was full (bench/README.md, issue 14). Unprivileged sockets do not.
+                log.warning(
+                    "ping.raw_sockets",
+                    family=f"IPv{family}",
+                    advice='set net.ipv4.ping_group_range="0 2147483647" (many ping monitors cost '
+                    "far more on raw sockets; docs/check-types.md, ping)",
+                )
         return decided
 
     async def run(self, monitor: MonitorSpec, ctx: CheckContext, started: datetime) -> CheckResult:
