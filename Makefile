@@ -21,6 +21,8 @@ STAMP := $(VENV)/.installed-from-pyproject
 LINT_PATHS := $(wildcard monitor tests bench)
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+# Which benchmark `make bench` runs: a module of bench/ (scheduler, pings, api, alerter, connectivity).
+BENCH ?= scheduler
 
 # Shell snippet: export MONITOR_DATABASE_URL and MONITOR_REDIS_URL for $(1) (run or test) from
 # scripts/services.sh, keeping whichever of the two the caller already set.
@@ -35,10 +37,10 @@ endef
 
 help:
 	@echo 'make run            start api, scheduler and alerter (honcho, Ctrl-C stops them)'
-	@echo 'make test           migrations + ruff + mypy + pytest on the test database (PYTEST_ARGS=...)'
+	@echo 'make test           migrations + ruff + mypy + pytest (tests/e2e beside the rest; PYTEST_ARGS=... runs one pytest)'
 	@echo 'make lint           ruff check, ruff format --check, mypy'
 	@echo 'make migrate        apply sql/ migrations to the run database'
-	@echo 'make bench          python -m bench.scheduler $$BENCH_ARGS against the run services'
+	@echo 'make bench          python -m bench.$$BENCH (scheduler; or pings, api, alerter...) $$BENCH_ARGS against the run services'
 	@echo 'make dist           build the sdist and the wheel (migrations included) into dist/'
 	@echo 'make test-system    docs/install.md in a booted Debian 13 container: units, checks, restarts (root; minutes)'
 	@echo 'make venv           $(VENV) with the package and test tools (re-installs when pyproject.toml changes)'
@@ -97,11 +99,16 @@ test: venv services nginx
 	$(BIN)/monitor migrate
 	@$(MAKE) --no-print-directory lint
 	@$(call load_env,test); \
-	$(BIN)/pytest $(PYTEST_ARGS)
+	bash scripts/test.sh $(PYTEST_ARGS)
 
+# pings drives the api with wrk (Debian's package), installed here when missing.
 bench: venv services nginx
+	@if [ "$(BENCH)" = pings ] && ! command -v wrk >/dev/null 2>&1; then \
+	    echo 'installing wrk (apt-get)'; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk; \
+	fi
 	@$(call load_env,run); \
-	$(BIN)/python -m bench.scheduler $(BENCH_ARGS)
+	$(BIN)/python -m bench.$(BENCH) $(BENCH_ARGS)
 
 # The sdist, then the wheel built from it (as pip would), so a file the sdist misses fails here.
 dist: venv

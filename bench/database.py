@@ -167,8 +167,11 @@ _IN_WINDOW = """
       AND time - coalesce(lateness_ms, 0) * interval '1 millisecond' >= to_timestamp($1)
       AND time - coalesce(lateness_ms, 0) * interval '1 millisecond' < to_timestamp($2)
 """
+# lateness_raw is NULL where nothing was scheduled (a heartbeat's ping or miss): the lateness
+# percentiles (percentile_cont skips NULLs) are of scheduled checks only.
 _WINDOW = f"""
-    SELECT monitor_id, ok, error, coalesce(lateness_ms, 0) AS lateness_ms
+    SELECT monitor_id, ok, error, coalesce(lateness_ms, 0) AS lateness_ms, lateness_ms AS lateness_raw,
+           latency_ms
     FROM checks
     WHERE {_IN_WINDOW}"""
 
@@ -207,8 +210,8 @@ async def window_stats(
     summary = await conn.fetchrow(
         f"""SELECT count(*) AS checks,
                    count(*) FILTER (WHERE NOT ok) AS errors,
-                   percentile_cont(ARRAY[0.5, 0.99, 0.999]) WITHIN GROUP (ORDER BY lateness_ms) AS p,
-                   max(lateness_ms) AS max
+                   percentile_cont(ARRAY[0.5, 0.99, 0.999]) WITHIN GROUP (ORDER BY lateness_raw) AS p,
+                   max(lateness_raw) AS max
             FROM ({_WINDOW}) w""",
         start,
         end,
@@ -242,6 +245,40 @@ async def window_stats(
         per_monitor_max=per_monitor["hi"],
         monitors_off_expected=per_monitor["off"] if expected is not None else 0,
     )
+
+
+async def window_by_type(conn: asyncpg.Connection, start: float, end: float) -> dict[str, dict[str, Any]]:
+    """Per monitor type: the window's checks, errors (and the commonest), lateness p50/p99/max
+    (None for heartbeats: nothing scheduled) and the checks' latency_ms p50/p99."""
+    rows = await conn.fetch(
+        f"""SELECT m.type, count(*) AS checks, count(*) FILTER (WHERE NOT w.ok) AS errors,
+                   percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY w.lateness_raw) AS late,
+                   max(w.lateness_raw) AS late_max,
+                   percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY w.latency_ms) AS latency,
+                   mode() WITHIN GROUP (ORDER BY w.error) AS top_error
+            FROM ({_WINDOW}) w JOIN monitors m ON m.id = w.monitor_id
+            GROUP BY m.type ORDER BY m.type""",
+        start,
+        end,
+    )
+
+    def ms(values: list[float | None] | None, i: int) -> float | None:
+        value = values[i] if values is not None else None
+        return None if value is None else round(value, 3)
+
+    return {
+        r["type"]: {
+            "checks": r["checks"],
+            "errors": r["errors"],
+            "top_error": r["top_error"],
+            "lateness_ms_p50": ms(r["late"], 0),
+            "lateness_ms_p99": ms(r["late"], 1),
+            "lateness_ms_max": None if r["late_max"] is None else round(r["late_max"], 3),
+            "latency_ms_p50": ms(r["latency"], 0),
+            "latency_ms_p99": ms(r["latency"], 1),
+        }
+        for r in rows
+    }
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,9 @@ describes each figure.
 
 Scenarios (``--scenario``): ``status`` (the default), every monitor a plain GET of nginx's
 ``200 ok`` judged by its status; ``keyword``, every monitor a GET of a static 100 KiB page with
-a keyword assertion whose keyword sits at the page's end, so each check reads and searches it all.
+a keyword assertion whose keyword sits at the page's end, so each check reads and searches it all;
+``mix``, monitors of the types ``--mix`` names (default: http, tcp, dns, tls, ping and heartbeat
+in equal shares) against local servers on loopback (bench/fleet.py), with figures per type.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Any
 
 import asyncpg
 
-from bench import database, proc, process, pyspy
+from bench import database, fleet, proc, process, pyspy
 from bench.nginx import PAGE_BYTES, PAGE_KEYWORD, Nginx, free_port
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -45,6 +47,7 @@ DEFAULT_LOG_LEVEL = "info"
 SCENARIOS = {
     "status": "GET of `200 ok`, judged by its status",
     "keyword": f"GET of a {PAGE_BYTES // 1024} KiB page, keyword assertion on its last bytes",
+    "mix": "monitors of several types against local servers on loopback (bench/fleet.py)",
 }
 
 
@@ -279,6 +282,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     nginx = Nginx(tmp / "nginx", core=args.target_core)
     sched = SchedulerProcess(env, tmp / "scheduler.log", args.scheduler_core, src)
     sampler: subprocess.Popen[bytes] | None = None
+    servers = fleet.LocalServers(tmp / "fleet") if args.scenario == "mix" else None
+    pinger: fleet.Pinger | None = None
+    by_type: dict[str, dict[str, Any]] | None = None
     load_before = proc.load_average()
     failed = True
     try:
@@ -286,21 +292,34 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await wait_quiet(args.wait_quiet)
             load_before = proc.load_average()
         await nginx.start()
+        if servers is not None:
+            await servers.start()
+            env["MONITOR_CA_FILE"] = str(servers.ca_file)  # the tls targets' CA
         await database.reset(conn)
         baseline = Baseline(args.empty_rss_kib, None) if args.empty_rss_kib is not None else None
         if baseline is None:
             baseline = await measure_empty(
                 env, tmp / "scheduler-empty.log", args.scheduler_core, src, args.start_timeout
             )
-        url, settings = monitor_target(args.scenario, nginx)
         inserted = time.monotonic()
-        await database.insert_monitors(
-            conn, n, url=url, interval=interval, check_timeout=args.timeout, settings=settings
-        )
+        settings: dict[str, Any] | None = None
+        if servers is not None:
+            counts = await fleet.insert(
+                conn, args.mix, n, servers, http_url=nginx.url, interval=interval, check_timeout=args.timeout
+            )
+        else:
+            url, settings = monitor_target(args.scenario, nginx)
+            await database.insert_monitors(
+                conn, n, url=url, interval=interval, check_timeout=args.timeout, settings=settings
+            )
+            counts = {args.scenario: n}
         insert_s = time.monotonic() - inserted
 
         await sched.start(args.start_timeout)
         pid = sched.pid
+        if counts.get("heartbeat"):
+            pinger = fleet.Pinger(urls.database, interval)
+            await pinger.start()
         loop = "uvloop" if proc.maps_mention(pid, "uvloop") else "asyncio"
         window_start = math.ceil((sched.ready_at + args.warmup) * 1000) / 1000
         window_end = window_start + window
@@ -331,6 +350,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         stats = await database.window_stats(conn, window_start, window_end, per_monitor)
         # With assertions, the rows must show they were judged, or the run measured a status check.
         judged = await database.count_judged(conn, window_start, window_end) if settings else None
+        if servers is not None:
+            by_type = await database.window_by_type(conn, window_start, window_end)
         first = await database.first_checks(conn, sched.spawned_at)
         profiled: dict[str, object] | None = None
         if sampler is not None:
@@ -350,8 +371,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         if sampler is not None:
             process.stop(sampler, signal.SIGINT, timeout=10)
+        if pinger is not None:
+            await pinger.stop()
         stopped_clean = sched.stop()
         nginx.stop()
+        if servers is not None:
+            await servers.stop()
         await conn.close()
         lines = sched.lines() if sched.log.exists() else []
         if args.keep or failed:  # a failed run keeps its logs for the post-mortem
@@ -401,6 +426,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "new_conns_per_check": _round(accepts / requests if requests > 0 else None),
         # Extras.
         "scenario_detail": SCENARIOS[args.scenario],
+        "monitors_by_type": counts,
+        "by_type": by_type,
         "checks_judged": judged,
         "window_s": window,
         "warmup_s": args.warmup,
@@ -486,10 +513,26 @@ def render(r: dict[str, Any]) -> str:
         ("skipped / errors", f"{r['skipped']} (in window {r['skipped_in_window']}) / {r['errors']}"),
         ("other work on sched core", f"{num(r['scheduler_core_other_busy_s'])} CPU-s in window"),
     ]
+    for kind, t in (r.get("by_type") or {}).items():
+        late = (
+            f"lateness p50/p99 {num(t['lateness_ms_p50'])} / {num(t['lateness_ms_p99'])} ms"
+            if t["lateness_ms_p50"] is not None
+            else "(pings: no lateness)"
+        )
+        rows.append(
+            (
+                f"  {kind}",
+                f"{t['checks']} checks, {t['errors']} errors, {late}, "
+                f"latency p50/p99 {num(t['latency_ms_p50'])} / {num(t['latency_ms_p99'])} ms"
+                + (f"; {t['top_error']}" if t["errors"] else ""),
+            )
+        )
     if r["checks_judged"] is not None:
         rows.append(("assertions judged", f"{r['checks_judged']} of {r['checks_in_window']} window checks"))
     head = (
-        f"scheduler, scenario {r['scenario']} ({r['scenario_detail']}): "
+        f"scheduler, scenario {r['scenario']} ({r['scenario_detail']}"
+        + (f"; {r['monitors_by_type']}" if r["scenario"] == "mix" else "")
+        + "): "
         f"{r['monitors']} monitors every {r['interval_s']:g} s, {r['window_s']:g} s window "
         f"after {r['warmup_s']:g} s warm-up ({r['loop']}, ready in {num(r['ready_after_s'], '.1f')} s)"
     )
@@ -518,6 +561,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add(
         "--scenario", default="status", choices=list(SCENARIOS), help="what each check does (default: status)"
     )
+    add(
+        "--mix",
+        default="all",
+        help="scenario mix: types and weights, e.g. http,tcp or http=2,dns=1 (all: six)",
+    )
     add("--duration", type=float, required=True, help="measured window, s (whole intervals)")
     add("--warmup", type=float, default=None, help="before the window, s (5 + 1 interval, max 65)")
     add("--json", type=Path, default=None, help="write the result here (default bench/results/)")
@@ -539,6 +587,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.monitors < 1 or args.interval <= 0 or args.duration <= 0:
         p.error("--monitors must be at least 1, --interval and --duration positive")
+    try:
+        args.mix = fleet.parse_mix(args.mix)
+    except ValueError as exc:
+        p.error(f"--mix: {exc}")
     if args.warmup is None:
         args.warmup = 5 + min(args.interval, 60)
     if args.profile_out is not None or args.profile_native:
@@ -549,6 +601,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     name = "scheduler" if args.scenario == "status" else f"scheduler-{args.scenario}"
+    if args.scenario == "mix" and len(args.mix) < len(fleet.TYPES):
+        name += "-" + "-".join(args.mix)
     result = process.run_and_report(
         lambda: run(args), render, args.json or RESULTS / f"{name}-{args.monitors}-{args.interval:g}.json"
     )

@@ -66,6 +66,9 @@ class Settings(BaseModel):
     secret_key: SecretStr | None = None
     api_host: str = "127.0.0.1"
     api_port: int = Field(8080, ge=0, le=65535)
+    # Where users reach the api (https://monitor.example.com), for the URLs it hands out (a
+    # heartbeat's ping_url); unset, each answer uses the address its request was sent to.
+    public_url: str | None = Field(None, pattern=r"^https?://[^/?#\s]+(/[^?#\s]*)?$")
     dns_servers: list[str] = Field(default_factory=list)
     allow_cidrs: list[str] = Field(default_factory=list)
     min_interval_seconds: float = Field(30.0, gt=0)

@@ -106,6 +106,9 @@ class CheckResult:
     # Type-specific observations (assertion outcomes, body cut, certificate not checked);
     # None for a plain check. The ``checks.details`` JSONB column.
     details: dict[str, Any] | None = None
+    # The target answered, whatever it said (a TCP connect, a DNS reply, an ICMP echo): the
+    # network to it works. Not stored; the connectivity guard reads it (http: status_code).
+    answered: bool = False
 
     # Column order of the ``checks`` table, for COPY.
     COLUMNS = (

@@ -43,7 +43,7 @@ REDIS_PIDFILE="$STATE/redis.pid"
 # the data it seals, which is fine for a development database only.
 SECRET_KEY_FILE="$STATE/secret.key"
 ROOTFS_MARKER=".monitor-rootfs-complete"   # written last, before the atomic rename into place
-DATABASES=(monitor monitor_test)
+DATABASES=(monitor monitor_test monitor_test_e2e)
 # What /proc/PID/cmdline must contain for a pidfile's PID to count as ours (PID reuse guard).
 PG_CMDLINE="postgres -D $PG_MNT/data"
 REDIS_CMDLINE="redis-server 127.0.0.1:"
@@ -261,6 +261,7 @@ pg_up() {
         port="$(sed -n 4p "$PG_STATE/data/postmaster.pid" 2>/dev/null)"
         [[ "$port" == "$PG_PORT" ]] ||
             die "postgres is running on port ${port:-?}, not $PG_PORT; run '$0 down' first"
+        ensure_databases
     else
         pg_ids
         pg_init
@@ -294,14 +295,20 @@ pg_up() {
     # The postmaster's own lock file is authoritative; it equals $! because we exec all the way.
     pid="$(head -n1 "$PG_STATE/data/postmaster.pid")"
     echo "$pid" >"$PG_PIDFILE"
+    ensure_databases
+}
 
-    local db
+# Every database of DATABASES, with TimescaleDB; one query when they all exist (a checkout
+# that adds a database to the list gets it from a postgres that is already running).
+ensure_databases() {
+    local db have
+    have="$(psql_in postgres -tAc "SELECT string_agg(datname, ' ') FROM pg_database")"
     for db in "${DATABASES[@]}"; do
-        if [[ "$(psql_in postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" != 1 ]]; then
+        if [[ " $have " != *" $db "* ]]; then
             log "creating database $db"
             psql_in postgres -c "CREATE DATABASE \"$db\""
+            psql_in "$db" -c 'CREATE EXTENSION IF NOT EXISTS timescaledb'
         fi
-        psql_in "$db" -c 'CREATE EXTENSION IF NOT EXISTS timescaledb'
     done
 }
 

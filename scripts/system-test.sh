@@ -9,10 +9,11 @@
 #    network is its own loopback; commands run inside with `nsenter --all`.
 # 4. Inside, every block of docs/install.md marked `<!-- test-system: NAME -->`, as written, then
 #    the checks: the three units active and ready (Type=notify); a monitor created with curl gets
-#    check rows; kill -9 of each main process and systemd restarts it and checks resume; the
-#    guide's upgrade and backup blocks; `systemd-analyze security` of each unit; `systemctl stop`
-#    of each in order, exit 0 and `<name>.stopped clean=true`, the scheduler writing what it held;
-#    the guide's restore block; a reboot, after which the enabled units start on their own.
+#    check rows, and so does a ping monitor (the unit has no capability: unprivileged ICMP); kill
+#    -9 of each main process and systemd restarts it and checks resume; the guide's upgrade and
+#    backup blocks; `systemd-analyze security` of each unit; `systemctl stop` of each in order,
+#    exit 0 and `<name>.stopped clean=true`, the scheduler writing what it held; the guide's
+#    restore block; a reboot, after which the enabled units start on their own.
 # About two minutes with the cached root (one more to build it). Not part of `make test`.
 #
 # Needs root. Talks to the Debian mirror (building the cached root) and the package index (pip
@@ -271,6 +272,22 @@ inside "runuser -u postgres -- psql -d monitor -c 'SELECT time, monitor_id, ok, 
     sed 's/^/    /'
 inside 'curl -sS -H "Authorization: Bearer $(cat /root/.test-key)" http://127.0.0.1:8080/api/v1/monitors/1' |
     /usr/bin/python3 -c 'import json, sys; m = json.load(sys.stdin); print("    GET /api/v1/monitors/1: status", m["status"])'
+
+# The hardened unit has no capability: a ping monitor works through unprivileged ICMP sockets,
+# which systemd's sysctl defaults allow to every group (net.ipv4.ping_group_range).
+say "a ping monitor of 127.0.0.1, pinged by the unit without CAP_NET_RAW"
+inside 'echo "net.ipv4.ping_group_range = $(cat /proc/sys/net/ipv4/ping_group_range)"' | sed 's/^/    /'
+inside 'curl -sS -w "\n    HTTP %{http_code}\n" -X POST http://127.0.0.1:8080/api/v1/monitors \
+    -H "Authorization: Bearer $(cat /root/.test-key)" -H "Content-Type: application/json" \
+    -d "{\"type\": \"ping\", \"name\": \"loopback ping\", \"host\": \"127.0.0.1\", \"interval_seconds\": 5,
+         \"timeout_seconds\": 3}"' | sed 's/^/    /'
+ping_rows() { inside "runuser -u postgres -- psql -d monitor -c 'SELECT time, ok, latency_ms, error, details FROM checks WHERE monitor_id = 2 ORDER BY time DESC LIMIT 3'"; }
+deadline=$(($(date +%s) + 60))
+until inside '(( $(runuser -u postgres -- psql -d monitor -tAc "SELECT count(*) FROM checks WHERE monitor_id = 2 AND ok") >= 1 ))' >/dev/null 2>&1; do
+    (($(date +%s) < deadline)) || { ping_rows | sed 's/^/    /'; die "an ok ping check: not within 60 s"; }
+    sleep 0.5
+done
+ping_rows | sed 's/^/    /'
 
 # --- kill -9 and restart ---------------------------------------------------------------------------
 

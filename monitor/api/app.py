@@ -13,7 +13,7 @@ from aiohttp import web
 
 from monitor import db
 from monitor import logging as mlog
-from monitor.api import channels, guard, history, keys, maintenance, monitors, openapi, summary
+from monitor.api import channels, guard, history, keys, maintenance, monitors, openapi, pings, summary
 from monitor.api.context import POOL, RESOLVER, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, error_response
 from monitor.config import Settings
@@ -101,7 +101,13 @@ async def body_middleware(request: web.Request, handler: Handler) -> web.StreamR
     """A body is JSON of at most MAX_BODY_BYTES: 413 when its declared length is over (before
     it is read), 415 when it is not declared JSON (a missing Content-Type included)."""
     # Only where a route matched: an unknown path or method stays a 404 or 405.
-    if request.method in _BODY_METHODS and request.body_exists and request.match_info.http_exception is None:
+    # A ping's body is whatever the job sends (a log tail): pings.py reads and bounds it.
+    if (
+        request.method in _BODY_METHODS
+        and request.body_exists
+        and request.match_info.http_exception is None
+        and not request.path.startswith("/ping/")
+    ):
         if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
             raise ApiError(413, "too_large", f"request body exceeds {MAX_BODY_BYTES} bytes")
         # aiohttp reports a missing Content-Type as application/octet-stream.
@@ -150,10 +156,12 @@ def create_app(settings: Settings) -> web.Application:
         app[SECRET_BOX] = settings.secret_box()  # first: without a key the API does not start
         # min_size=0: the API starts, and answers 503, even while the database is down.
         app[POOL] = await db.create_pool(settings.dsn, min_size=0, max_size=10)
+        app[pings.PINGS] = pings.PingDesk(app[POOL])
         if settings.allow_cidrs:  # as the scheduler does: the exceptions to the SSRF policy, once
             log.warning("ssrf.allow_cidrs", networks=settings.allow_cidrs)
         app[RESOLVER] = VettedResolver(AddressPolicy(settings.allow_cidrs), settings.dns_servers)
         yield
+        await app[pings.PINGS].close()
         await app[RESOLVER].close()
         await app[POOL].close()
 
@@ -161,6 +169,6 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
-    for module in (monitors, history, channels, keys, maintenance, summary, openapi):
+    for module in (monitors, history, channels, keys, maintenance, summary, pings, openapi):
         module.add_routes(app.router)
     return app

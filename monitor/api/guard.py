@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 
 import structlog
 from aiohttp import web
@@ -44,15 +44,16 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
 
 
 class TokenBuckets:
-    """A token bucket per API key: ``rate`` requests a second, bursts up to ``burst``."""
+    """A token bucket per API key (or other key: a ping token): ``rate`` requests a second,
+    bursts up to ``burst``."""
 
     def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.rate = rate
         self.burst = burst
         self._clock = clock
-        self._buckets: dict[int, tuple[float, float]] = {}
+        self._buckets: dict[Hashable, tuple[float, float]] = {}
 
-    def take(self, key_id: int) -> float:
+    def take(self, key_id: Hashable) -> float:
         """0 if the request may go now, else the seconds until it may."""
         now = self._clock()
         tokens, last = self._buckets.get(key_id, (float(self.burst), now))

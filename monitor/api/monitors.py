@@ -10,10 +10,18 @@ from pydantic import ValidationError
 
 from monitor import logging as mlog
 from monitor.api import schemas_http as http
-from monitor.api.context import POOL, RESOLVER, SECRET_BOX, SETTINGS
+from monitor.api.context import POOL, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
 from monitor.api.maintenance import monitor_windows
+from monitor.api.monitor_types import (
+    changed_settings,
+    public_base,
+    type_fields,
+    validation_context,
+    vet_hosts,
+    vet_target,
+)
 from monitor.api.params import (
     decode_cursor,
     if_match,
@@ -25,16 +33,17 @@ from monitor.api.params import (
     window_param,
 )
 from monitor.api.schemas import (
+    PATCH_BODIES,
     TAG,
     MonitorCreate,
     MonitorPatch,
     check_timeout,
     parse_status_ranges,
-    render_status_ranges,
+    validate_create,
 )
 from monitor.api.uptime import uptimes
-from monitor.net.policy import BlockedTarget, InvalidTarget, parse_target_url
-from monitor.net.resolver import ResolutionError
+from monitor.checks import REGISTRY as CHECKS
+from monitor.checks.heartbeat import new_token
 from monitor.secrets import SecretBox, open_monitor_secrets, seal_monitor_secrets
 
 log = mlog.get(__name__)
@@ -77,7 +86,9 @@ def etag(row: asyncpg.Record) -> str:
     return f'"{row["id"]}-{int(row["updated_at"].timestamp() * 1_000_000)}"'
 
 
-def render(row: asyncpg.Record) -> dict[str, Any]:
+def render(row: asyncpg.Record, base: str = "") -> dict[str, Any]:
+    """The monitor as the API shows it: the common fields, then its type's own (for http the URL
+    and request options; for the others their ``Settings``, and a heartbeat's ping URL)."""
     status = "paused" if row["paused"] else (row["status"] or "unknown")
     last_check = None
     if row["last_check_at"] is not None:
@@ -88,14 +99,12 @@ def render(row: asyncpg.Record) -> dict[str, Any]:
             "latency_ms": row["last_latency_ms"],
             "error": row["last_error"],
         }
-    return {
+    shown = {
         "id": row["id"],
         "name": row["name"],
         "type": row["type"],
-        "url": row["url"],
         "interval_seconds": row["interval_seconds"],
         "timeout_seconds": row["timeout_seconds"],
-        "expected_status": render_status_ranges(row["expected_status"]),
         "confirm_after": row["confirm_after"],
         "recover_after": row["recover_after"],
         "remind_every_minutes": row["remind_every_minutes"],
@@ -105,8 +114,7 @@ def render(row: asyncpg.Record) -> dict[str, Any]:
         "depends_on": list(row["depends_on"]),
         "flap_threshold": row["flap_threshold"],
         "flap_window_minutes": row["flap_window_minutes"],
-        "follow_redirects": row["follow_redirects"],
-        **http.render(row["settings"], row["secret_view"]),
+        **type_fields(row, base),
         "telegram_chat_id": row["telegram_chat_id"],
         "channel_ids": list(row["channel_ids"]),
         "tags": list(row["tags"]),
@@ -117,40 +125,13 @@ def render(row: asyncpg.Record) -> dict[str, Any]:
         "created_at": rfc3339(row["created_at"]),
         "updated_at": rfc3339(row["updated_at"]),
     }
+    return shown
 
 
 async def render_one(request: web.Request, row: asyncpg.Record) -> dict[str, Any]:
     """The monitor as the answers about one monitor show it: with the maintenance windows that
     apply to it (monitor/api/maintenance.py); lists leave them out."""
-    return {**render(row), "maintenance": await monitor_windows(request.app[POOL], row)}
-
-
-async def _vet_target(request: web.Request, url: str) -> None:
-    """First of the two SSRF layers: refuse a target that is denied right now."""
-    host = parse_target_url(url).raw_host or ""
-    try:
-        await request.app[RESOLVER].vet(host)
-    except BlockedTarget as exc:
-        reason = str(exc)
-        if exc.host and not reason.startswith(exc.host):
-            reason = f"{exc.host} {reason}"  # "private.test resolves to 10.0.0.5 (...)"
-        raise ApiError(400, "target_blocked", f"url: {reason}", "url") from None
-    except InvalidTarget as exc:
-        raise ApiError(400, "invalid", f"url: {exc}", "url") from None
-    except ResolutionError as exc:
-        # Not resolving is not dangerous: the site may not be live yet, or DNS may be down.
-        # The monitor is created and its checks report the failure (as Uptime Kuma does);
-        # the scheduler judges every answer again at each connection.
-        log.info("api.target_unresolved", host=host, error=str(exc))
-
-
-def _validation_context(request: web.Request) -> dict[str, Any]:
-    settings = request.app[SETTINGS]
-    return {
-        "min_interval_seconds": settings.min_interval_seconds,
-        "http_max_body_bytes": settings.http_max_body_bytes,
-        "allow_insecure_tls": settings.allow_insecure_tls,
-    }
+    return {**render(row, public_base(request)), "maintenance": await monitor_windows(request.app[POOL], row)}
 
 
 def _check_timeout(values: dict[str, Any], current: asyncpg.Record) -> None:
@@ -193,7 +174,7 @@ async def _changed_options(
     stored = http.from_stored(current["settings"], open_monitor_secrets(request.app[SECRET_BOX], sealed))
     try:
         options = http.RequestOptions.model_validate(
-            {**stored, **http.unmask(given, stored)}, context=_validation_context(request)
+            {**stored, **http.unmask(given, stored)}, context=validation_context(request)
         )
     except ValidationError as exc:
         raise from_validation(exc, http.RequestOptions) from None
@@ -298,14 +279,26 @@ async def create_monitor(request: web.Request) -> web.Response:
     account = account_id(request)
     body = await json_object(request)
     try:
-        spec = MonitorCreate.model_validate(body, context=_validation_context(request))
+        spec: Any = validate_create(body, validation_context(request))
     except ValidationError as exc:
         raise from_validation(exc, MonitorCreate) from None
-    options = http.unmask(spec.model_dump(include=set(http.FIELDS), mode="json"), {})
-    settings, secrets = http.to_stored(options)
-    await _vet_target(request, spec.url)
-    values = spec.model_dump(include=set(COLUMNS))
-    values["expected_status"] = parse_status_ranges(values["expected_status"])
+    except ValueError as exc:
+        raise ApiError(422, "invalid", str(exc), "type") from None
+    check = CHECKS.get(spec.type)
+    secrets: dict[str, Any] | None = None
+    if check.Settings is None:  # http
+        options = http.unmask(spec.model_dump(include=set(http.FIELDS), mode="json"), {})
+        settings, secrets = http.to_stored(options)
+        await vet_target(request, spec.url)
+        values = spec.model_dump(include=set(COLUMNS))
+        values["expected_status"] = parse_status_ranges(values["expected_status"])
+    else:
+        await vet_hosts(request, check, spec)
+        settings = spec.model_dump(include=set(check.Settings.model_fields), mode="json")
+        values = spec.model_dump(include=set(COLUMNS))
+        values["url"] = check.target(spec)
+        if not check.scheduled:
+            values["ping_token"] = new_token()
     values["settings"] = settings
     columns = ", ".join(values)
     placeholders = ", ".join(f"${i}" for i in range(2, len(values) + 2))
@@ -368,7 +361,7 @@ async def list_monitors(request: web.Request) -> web.Response:
         limit + 1,
     )
     page, next_cursor = next_page(rows, limit)
-    items = [render(r) for r in page]
+    items = [render(r, public_base(request)) for r in page]
     if includes and page:
         async with request.app[POOL].acquire() as conn:
             now = await conn.fetchval("SELECT now()")
@@ -400,13 +393,28 @@ async def get_monitor(request: web.Request) -> web.Response:
 async def patch_monitor(request: web.Request) -> web.Response:
     account = account_id(request)
     body = await json_object(request)
+    before = await request.app[POOL].fetchrow(
+        "SELECT type, settings FROM monitors WHERE id = $1 AND account_id = $2", path_id(request), account
+    )
+    if before is None:
+        raise not_found("monitor")
+    kind = before["type"]
+    model = PATCH_BODIES[kind]
     try:
-        patch = MonitorPatch.model_validate(body, context=_validation_context(request))
+        patch: Any = model.model_validate(body, context=validation_context(request))
     except ValidationError as exc:
-        raise from_validation(exc, MonitorPatch) from None
+        raise from_validation(exc, model) from None
+    check = CHECKS.get(kind)
+    typed = set(check.Settings.model_fields) if check.Settings is not None else set()
+    vetted: tuple[str, ...] = ()
+    if patch.model_fields_set & typed:
+        # Vetted before the row is locked: a lookup may take seconds.
+        changed = changed_settings(request, check, before["settings"], patch)
+        await vet_hosts(request, check, changed)
+        vetted = check.hosts(changed)
     values = patch.model_dump(include=set(COLUMNS), exclude_unset=True)
     if "url" in values:
-        await _vet_target(request, values["url"])
+        await vet_target(request, values["url"])
     if "expected_status" in values:
         values["expected_status"] = parse_status_ranges(values["expected_status"])
     async with request.app[POOL].acquire() as conn, conn.transaction():
@@ -421,7 +429,12 @@ async def patch_monitor(request: web.Request) -> web.Response:
             values["depends_on"] = await _check_dependencies(
                 conn, account, current["id"], values["depends_on"]
             )
-        if patch.model_fields_set & set(http.FIELDS):
+        if patch.model_fields_set & typed:
+            settings = changed_settings(request, check, current["settings"], patch)
+            if check.hosts(settings) != vetted:  # changed by another request meanwhile
+                await vet_hosts(request, check, settings)
+            values["settings"], values["url"] = settings.model_dump(mode="json"), check.target(settings)
+        elif check.Settings is None and patch.model_fields_set & set(http.FIELDS):
             # One UPDATE of settings, whatever changed (secrets too): updated_at moves, and the
             # scheduler's NOTIFY trigger reloads the monitor.
             values["settings"], secrets = await _changed_options(conn, request, current, patch)

@@ -26,6 +26,7 @@ from monitor.api.history import BUCKETS
 from monitor.api.monitors import STATUSES, UPTIME_INCLUDES
 from monitor.api.params import MAX_ID
 from monitor.api.schemas_http import DEFAULT_HTTP_MAX_BODY_BYTES
+from monitor.checks.heartbeat import MAX_BODY_BYTES as MAX_PING_BODY_BYTES
 from monitor.config import Settings
 
 REF = "#/components/schemas/{model}"
@@ -33,9 +34,13 @@ JSON = "application/json"
 
 # -- schemas -------------------------------------------------------------------------------
 
+_PATCHES: list[type[BaseModel]] = list(schemas.PATCH_BODIES.values())
+_REQUESTS: list[type[BaseModel]] = [
+    schemas.MonitorCreate, schemas.MonitorUpdate, *_PATCHES, schemas.ChannelCreate, schemas.ChannelPatch,
+    schemas.KeyCreate,
+]  # fmt: skip
 MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
-    *((m, "validation") for m in (schemas.MonitorCreate, schemas.MonitorPatch, schemas.ChannelCreate,
-                                  schemas.ChannelPatch, schemas.KeyCreate)),
+    *((m, "validation") for m in _REQUESTS),
     *((m, "serialization") for m in (out.Error, out.Health, out.Monitor, out.MonitorList, out.CheckList,
                                      out.IncidentList, out.Uptime, out.UptimeWindows, out.Stats,
                                      out.Summary, out.Channel, out.ChannelList, out.Accepted, out.Key,
@@ -48,8 +53,9 @@ MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
 def _refuse_null(schema: dict[str, Any], model: type[BaseModel]) -> None:
     """Take null out of the PATCH fields whose ``_not_null`` validator refuses it: their type
     allows None only as the "not given" default, which the schema should not offer."""
-    validator = model.__pydantic_decorators__.field_validators.get("_not_null")
-    for name in validator.info.fields if validator else ():
+    validators = model.__pydantic_decorators__.field_validators
+    found = [v for n, v in validators.items() if n.startswith("_not_null")]
+    for name in (f for v in found for f in v.info.fields):
         field = schema["properties"][name]
         field.pop("default", None)
         branches = [s for s in field.pop("anyOf") if s != {"type": "null"}]
@@ -80,20 +86,26 @@ def _components(limits: Limits) -> tuple[dict[str, Any], dict[str, dict[str, Any
     """(the JSON schemas by name, a ``$ref`` by model name)."""
     refs, top = models_json_schema(MODELS, ref_template=REF)
     found = top["$defs"]
-    for model in (schemas.MonitorPatch, schemas.ChannelPatch, maint.MaintenancePatch):
+    patches: list[type[BaseModel]] = [*_PATCHES, schemas.ChannelPatch, maint.MaintenancePatch]
+    for model in patches:
         _refuse_null(found[model.__name__], model)
     _drop_null_defaults(found)
     # These limits are settings (a validation context), so pydantic cannot know them.
-    for name in ("MonitorCreate", "MonitorPatch"):
-        fields = found[name]["properties"]
-        fields["interval_seconds"].update(
+    bodies = [*schemas.CREATE_BODIES.values(), *schemas.PATCH_BODIES.values()]
+    for model in bodies:
+        found[model.__name__]["properties"]["interval_seconds"].update(
             minimum=limits.min_interval_seconds, maximum=schemas.MAX_INTERVAL_SECONDS
         )
-        fields["max_body_bytes"]["maximum"] = limits.http_max_body_bytes
-        if not limits.allow_insecure_tls:
-            fields["tls_verify"]["const"] = True
-            fields["tls_verify"]["description"] += (
-                "; this server does not allow false (MONITOR_ALLOW_INSECURE_TLS)"
+    for name in ("HttpMonitorCreate", "MonitorPatch"):
+        found[name]["properties"]["max_body_bytes"]["maximum"] = limits.http_max_body_bytes
+    for model in bodies:  # http's and every type's with a tls_verify (tcp)
+        verify = found[model.__name__]["properties"].get("tls_verify")
+        if verify is not None and not limits.allow_insecure_tls:
+            verify.pop("anyOf", None)
+            verify.update(type="boolean", const=True)
+            verify["description"] = (
+                verify.get("description", "")
+                + "; this server does not allow false (MONITOR_ALLOW_INSECURE_TLS)"
             )
     return found, {model.__name__: ref for (model, _), ref in refs.items()}
 
@@ -221,7 +233,7 @@ class _Builder:
 MONITOR_EXAMPLE = {"name": "Home page", "url": "https://example.com/", "interval_seconds": 60,
                    "expected_status": ["200-399"], "tags": ["prod"],
                    "assertions": [{"type": "keyword", "keyword": "Welcome"}]}  # fmt: skip
-TAGS = ("monitors", "history", "channels", "maintenance", "keys", "account", "meta")
+TAGS = ("monitors", "history", "channels", "maintenance", "keys", "account", "heartbeats", "meta")
 MAINTENANCE_EXAMPLE = {"name": "Sunday patching", "tags": ["prod"], "notify": True,
                        "recurring": {"rrule": "FREQ=WEEKLY;BYDAY=SU;BYHOUR=2", "duration_minutes": 60,
                                      "timezone": "Europe/Berlin"}}  # fmt: skip
@@ -246,7 +258,7 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     b.add("patch", "/api/v1/monitors/{id}", "updateMonitor",
           "Change a monitor (only the fields given; pause and resume with `paused`)", tag="monitors",
           ok={200: _json(r["Monitor"], "The monitor, as changed.", ETAG)}, errors=(404, 412),
-          parameters=(monitor_id, IF_MATCH), body=("MonitorPatch", {"paused": True}))
+          parameters=(monitor_id, IF_MATCH), body=("MonitorUpdate", {"paused": True}))
     b.add("delete", "/api/v1/monitors/{id}", "deleteMonitor", "Delete a monitor and its history",
           tag="monitors", ok={204: {"description": "Deleted."}}, errors=(404,), parameters=(monitor_id,))
     b.add("get", "/api/v1/monitors/{id}/checks", "listChecks", "A monitor's checks, newest first",
@@ -308,6 +320,7 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
           ok={200: _json(r["KeyList"], "One page of keys.")}, errors=(400,), parameters=(LIMIT, CURSOR))
     b.add("delete", "/api/v1/keys/{id}", "revokeKey", "Revoke a key (at once; revoking again is a no-op)",
           tag="keys", ok={204: {"description": "Revoked."}}, errors=(404,), parameters=(key_id,))
+    _pings(b)
     b.add("get", "/api/v1/openapi.json", "getOpenApi", "This document", tag="meta", public=True,
           ok={200: _json({"type": "object"}, "The OpenAPI 3.1 document.")})
     b.add("get", "/healthz", "healthz", "Liveness: the process answers", tag="meta", public=True,
@@ -319,6 +332,29 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
           ok={200: _json(r["Health"], "Ready."), 503: _json(r["Health"], "The database is down.")})
     # fmt: on
     return b.paths
+
+
+PING_TOKEN = {"name": "token", "in": "path", "required": True, "description": "the monitor's ping token",
+              "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{32}$"}}  # fmt: skip
+PING_KIND = {"name": "kind", "in": "path", "required": True, "schema": {"enum": ["start", "fail"]},
+             "description": "start: the job began (the next ping reports its run time); "
+                            "fail: it failed"}  # fmt: skip
+PING_BODY = {"required": False,
+             "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+             "description": f"anything (a log tail): its first {MAX_PING_BODY_BYTES} bytes are kept "
+                            "with the result"}  # fmt: skip
+
+
+def _pings(b: _Builder) -> None:
+    ok = {200: {"description": "Recorded.", "content": {"text/plain": {"schema": {"const": "OK\n"}}}}}
+    for path, suffix, parameters in (("/ping/{token}", "", (PING_TOKEN,)),
+                                     ("/ping/{token}/{kind}", "Kind", (PING_TOKEN, PING_KIND))):  # fmt: skip
+        for method in ("get", "post"):
+            b.add(method, path, f"{method}Ping{suffix}", "A heartbeat monitor's job reports in (no API key: "
+                  "the token is the secret; an unknown token is a 404)", tag="heartbeats", public=True,
+                  ok=ok, errors=(404, 429, 503), parameters=parameters)  # fmt: skip
+            if method == "post":
+                b.paths[path][method]["requestBody"] = PING_BODY
 
 
 class Limits(NamedTuple):

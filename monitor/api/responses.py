@@ -9,14 +9,15 @@ forbids extra fields, which makes an undocumented field a schema violation too.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import SkipJsonSchema
 
 from monitor.api.schemas_http import MASK, Method
 from monitor.api.schemas_maintenance import MonitorWindow, SummaryMaintenance
+from monitor.checks import REGISTRY as CHECKS
 from monitor.checks.assertions import Assertion
 
 
@@ -64,34 +65,46 @@ class BearerAuthShown(_Out):
     token: Literal["********"] = Field(description="always the mask: the token is never shown")
 
 
-class Monitor(_Out):
+class _MonitorBase(_Out):
     id: int
     name: str
-    type: Literal["http"]
-    url: str
+    type: Literal[tuple(CHECKS.kinds)]  # type: ignore[valid-type]
+    url: str | None = Field(
+        description="http: the URL checked; other types: their target as a URL-like name "
+        "(tcp://host:port); null for a heartbeat"
+    )
     interval_seconds: float
     timeout_seconds: float
-    expected_status: list[int | str] = Field(description="status codes, 'low-high' ranges or 'Nxx' classes")
     confirm_after: int
     recover_after: int = Field(description="consecutive successes that confirm a down monitor's recovery")
     remind_every_minutes: int | None = Field(description="while down, a reminder every N minutes")
     remind_max: int | None = Field(description="at most this many reminders per outage (null: no limit)")
     degraded_above_ms: int | None = Field(description="degraded when responses take longer")
-    cert_warn_days: int = Field(description="https: degraded when the certificate expires sooner")
+    cert_warn_days: int = Field(description="https and tls: degraded when the certificate expires sooner")
     depends_on: list[int] = Field(description="while one of these is down, this monitor's alerts wait")
     flap_threshold: int | None = Field(description="more changes than this within the window: flapping")
     flap_window_minutes: int
-    follow_redirects: bool
-    method: Method
-    headers: dict[str, str] = Field(description=f"the values of sensitive headers read as {MASK!r}")
-    body: str | None
-    content_type: str | None
-    auth: Annotated[BasicAuthShown | BearerAuthShown, Field(discriminator="type")] | None = Field(
-        description=f"credentials read as {MASK!r}; send the mask back to keep them"
+    # http only
+    expected_status: list[int | str] | SkipJsonSchema[None] = Field(
+        None, description="http: status codes, 'low-high' ranges or 'Nxx' classes"
     )
-    max_body_bytes: int
-    tls_verify: bool
-    assertions: list[Assertion]
+    follow_redirects: bool | SkipJsonSchema[None] = None
+    method: Method | SkipJsonSchema[None] = None
+    headers: dict[str, str] | SkipJsonSchema[None] = Field(
+        None, description=f"http: the values of sensitive headers read as {MASK!r}"
+    )
+    body: str | None = None
+    content_type: str | None = None
+    auth: Annotated[BasicAuthShown | BearerAuthShown, Field(discriminator="type")] | None = Field(
+        None, description=f"http: credentials read as {MASK!r}; send the mask back to keep them"
+    )
+    max_body_bytes: int | SkipJsonSchema[None] = None
+    tls_verify: bool | SkipJsonSchema[None] = None
+    assertions: list[Assertion] | SkipJsonSchema[None] = None
+    # heartbeat only
+    ping_url: str | SkipJsonSchema[None] = Field(
+        None, description="heartbeat: the secret URL the job calls (also .../start and .../fail)"
+    )
     telegram_chat_id: str | None = Field(description="the chat of the first Telegram channel attached")
     channel_ids: list[int]
     tags: list[str]
@@ -105,6 +118,29 @@ class Monitor(_Out):
     maintenance: list[MonitorWindow] | SkipJsonSchema[None] = Field(
         None, description="the maintenance windows that apply to it by id or tag (not in lists)"
     )
+
+
+def _typed_fields() -> dict[str, Any]:
+    """Every check type's own fields, each present in the answers about monitors of that type."""
+    annotations: dict[str, Any] = {}
+    fields: dict[str, Any] = {}
+    for kind in CHECKS.kinds:
+        model = CHECKS.get(kind).Settings
+        for name, info in (model.model_fields if model is not None else {}).items():
+            if name in _MonitorBase.model_fields:
+                continue
+            # Two types with a field of one name but different types: documented loosely.
+            annotation = annotations.setdefault(name, info.annotation)
+            if annotation != info.annotation:
+                annotation = annotations[name] = Any
+            fields[name] = (annotation | SkipJsonSchema[None], Field(None, description=info.description))  # type: ignore[misc]
+    return fields
+
+
+if TYPE_CHECKING:
+    Monitor = _MonitorBase
+else:
+    Monitor = create_model("Monitor", __base__=_MonitorBase, **_typed_fields())
 
 
 DEGRADED_SECONDS = (
@@ -153,10 +189,14 @@ class Check(_Out):
     location: str | None
     timings: Timings
     details: dict[str, Any] | None = Field(
-        description="what the check saw beyond the common fields, null for a plain status check: "
-        '"assertions" (each with "assertion", "ok" and, when it failed, "message"), '
-        '"body_truncated" and "body_bytes" (the body went on past max_body_bytes; the assertions '
-        'judged the first body_bytes), "tls_verified": false (tls_verify was off)'
+        description="what the check saw beyond the common fields, by type (docs/check-types.md). "
+        'http (null for a plain status check): "assertions" (each with "assertion", "ok" and, '
+        'when it failed, "message"), "body_truncated" and "body_bytes", "tls_verified": false, '
+        '"certificate" (https). tcp: "answer", "tls", "certificate". tls: "certificate", "chain", '
+        '"weakest_key", "verified", "tls_version". dns: "record_type", "nameserver", "answers", '
+        '"baseline". ping: "address", "sent", "received", "loss_percent", "rtt_min_ms", '
+        '"rtt_avg_ms", "rtt_max_ms". heartbeat: "heartbeat" ("ping", "body", "run_seconds", '
+        '"missed", "last_ping")'
     )
 
 

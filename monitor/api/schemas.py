@@ -9,21 +9,24 @@ serves every deployment. The HTTP request options have a module of their own,
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     RootModel,
     StrictBool,
     StrictInt,
+    Tag,
     ValidationInfo,
     create_model,
     field_validator,
     model_validator,
 )
+from pydantic.fields import FieldInfo
 
 from monitor.alerter.channels import REGISTRY as CHANNEL_KINDS
 from monitor.alerter.channels.base import ChannelKind
@@ -40,6 +43,8 @@ from monitor.api.schemas_http import (
     RequestOptions,
     TlsVerify,
 )
+from monitor.checks import REGISTRY as CHECKS
+from monitor.checks import Check
 from monitor.names import RULE as NAME_RULE
 from monitor.names import name_problem
 from monitor.net.policy import InvalidTarget, parse_target_url
@@ -52,7 +57,7 @@ DEFAULT_TIMEOUT_SECONDS = 10.0
 MAX_URL_LENGTH = 2048
 _STATUS_RANGE = re.compile(r"^([1-5])xx$|^(\d{3})(?:-(\d{3}))?$")
 TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,49}$")
-Tag = Annotated[str, Field(pattern=TAG.pattern)]
+TagName = Annotated[str, Field(pattern=TAG.pattern)]
 ChannelId = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
 MonitorRef = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
 
@@ -193,18 +198,14 @@ class _MonitorFields(_Body):
         return parse_chat_id(value)
 
 
-class MonitorCreate(_MonitorFields, RequestOptions):
-    """A new monitor: its own fields, and (from ``RequestOptions``) the request and what "up"
-    means beyond the status."""
+class _MonitorCommon(_MonitorFields):
+    """The fields every type of monitor has: its name, schedule, alert rules and channels."""
 
     name: Name
-    url: str = Field(min_length=1, max_length=MAX_URL_LENGTH, description=_URL_DOC)
-    type: Literal["http"] = "http"
     interval_seconds: Number = 60
     timeout_seconds: Number = Field(
         DEFAULT_TIMEOUT_SECONDS, gt=0, le=MAX_TIMEOUT_SECONDS, description=_TIMEOUT_DOC
     )
-    expected_status: list[StrictInt | str] = Field(default_factory=_default_expected, max_length=20)
     confirm_after: StrictInt = Field(2, ge=1, le=10)
     recover_after: StrictInt = Field(
         1, ge=1, le=10, description="consecutive successes before a down monitor is up again"
@@ -219,7 +220,7 @@ class MonitorCreate(_MonitorFields, RequestOptions):
         None, ge=1, le=600000, description="degraded when responses take longer (confirm_after in a row)"
     )
     cert_warn_days: StrictInt = Field(
-        14, ge=0, le=365, description="https: degraded when the certificate expires sooner (0: never)"
+        14, ge=0, le=365, description="https and tls: degraded when the certificate expires sooner (0: never)"
     )
     depends_on: list[MonitorRef] = Field(
         default_factory=list,
@@ -230,14 +231,13 @@ class MonitorCreate(_MonitorFields, RequestOptions):
         None, ge=2, le=100, description="more changes than this within flap_window_minutes: flapping"
     )
     flap_window_minutes: StrictInt = Field(30, ge=1, le=1440)
-    follow_redirects: StrictBool = False
     telegram_chat_id: str | None = None
     paused: StrictBool = False
-    tags: list[Tag] = Field(default_factory=list, max_length=20)
+    tags: list[TagName] = Field(default_factory=list, max_length=20)
     channel_ids: list[ChannelId] = Field(default_factory=list, max_length=20)
 
     @model_validator(mode="after")
-    def _default_timeout(self) -> MonitorCreate:
+    def _default_timeout(self) -> Any:
         # The default timeout is shortened to an interval shorter than it (where the operator's
         # MONITOR_MIN_INTERVAL_SECONDS allows one); a timeout given is checked as given.
         if "timeout_seconds" not in self.model_fields_set and self.timeout_seconds > self.interval_seconds:
@@ -245,13 +245,113 @@ class MonitorCreate(_MonitorFields, RequestOptions):
         return self
 
 
-class MonitorPatch(_MonitorFields, HttpChecks):
-    """Every field optional; ``null`` removes ``telegram_chat_id``, ``body``, ``content_type``
-    and ``auth``. The rules between request options are checked on the options as changed."""
+class HttpMonitorCreate(_MonitorCommon, RequestOptions):
+    """An http monitor: its URL and (from ``RequestOptions``) the request and what "up" means
+    beyond the status. ``type`` may be left out: http is the default."""
+
+    type: Literal["http"] = "http"
+    url: str = Field(min_length=1, max_length=MAX_URL_LENGTH, description=_URL_DOC)
+    expected_status: list[StrictInt | str] = Field(default_factory=_default_expected, max_length=20)
+    follow_redirects: StrictBool = False
+
+
+def _title(kind: str) -> str:
+    return kind.title().replace("_", "")
+
+
+def _typed_create(check: Check) -> type[BaseModel]:
+    """The body that creates a monitor of a type with ``Settings``: the common fields, its
+    ``type`` tag and the type's own fields, flat."""
+    assert check.Settings is not None
+    clash = set(check.Settings.model_fields) & set(_MonitorCommon.model_fields)
+    if clash:
+        raise TypeError(f"check type {check.kind!r} redefines common monitor fields {sorted(clash)}")
+    model: type[BaseModel] = create_model(
+        f"{_title(check.kind)}MonitorCreate",
+        __base__=(_MonitorCommon, check.Settings),
+        __doc__=(check.Settings.__doc__ or f"A monitor of type {check.kind!r}.").strip(),
+        type=(Literal[check.kind], ...),  # type: ignore[arg-type]
+        confirm_after=(StrictInt, Field(check.confirm_after, ge=1, le=10)),
+    )
+    return model
+
+
+TYPED = {c.kind: c for c in (CHECKS.get(k) for k in CHECKS.kinds) if c.Settings is not None}
+CREATE_BODIES: dict[str, type[BaseModel]] = {"http": HttpMonitorCreate}
+CREATE_BODIES.update((kind, _typed_create(check)) for kind, check in TYPED.items())
+
+
+def _body_type(body: Any) -> str:
+    return str(body.get("type", "http") if isinstance(body, dict) else getattr(body, "type", "http"))
+
+
+class MonitorCreate(RootModel[Any]):
+    """A new monitor: ``type`` (default http) selects its own fields."""
+
+    root: Annotated[
+        Union[tuple(Annotated[m, Tag(k)] for k, m in CREATE_BODIES.items())],  # type: ignore[valid-type]  # noqa: UP007
+        Discriminator(_body_type),
+    ]
+
+
+def validate_create(body: dict[str, Any], context: dict[str, Any]) -> BaseModel:
+    """The body as the model of its type (pydantic's ValidationError if it breaks it); an
+    unknown ``type`` is a ValueError naming the known ones."""
+    kind = body.get("type", "http")
+    if not isinstance(kind, str) or kind not in CREATE_BODIES:
+        shown = repr(kind) if isinstance(kind, str) else "(not a string)"
+        raise ValueError(f"type: unknown type {shown[:60]} (one of: {', '.join(sorted(CREATE_BODIES))})")
+    return MonitorCreate.model_validate(body, context=context).root
+
+
+class _PatchCommon(_MonitorFields):
+    """Every field optional; ``null`` removes ``telegram_chat_id`` (and, for http, ``body``,
+    ``content_type`` and ``auth``)."""
 
     whole: ClassVar[bool] = False
 
     name: Name | None = None
+    interval_seconds: Number | None = None
+    timeout_seconds: Number | None = Field(None, gt=0, le=MAX_TIMEOUT_SECONDS, description=_TIMEOUT_DOC)
+    confirm_after: StrictInt | None = Field(None, ge=1, le=10)
+    recover_after: StrictInt | None = Field(None, ge=1, le=10)
+    remind_every_minutes: StrictInt | None = Field(None, ge=1, le=10080)
+    remind_max: StrictInt | None = Field(None, ge=1, le=1000)
+    degraded_above_ms: StrictInt | None = Field(None, ge=1, le=600000)
+    cert_warn_days: StrictInt | None = Field(None, ge=0, le=365)
+    depends_on: list[MonitorRef] | None = Field(None, max_length=20)
+    flap_threshold: StrictInt | None = Field(None, ge=2, le=100)
+    flap_window_minutes: StrictInt | None = Field(None, ge=1, le=1440)
+    telegram_chat_id: str | None = None
+    paused: StrictBool | None = None
+    tags: list[TagName] | None = Field(None, max_length=20)
+    channel_ids: list[ChannelId] | None = Field(None, max_length=20)
+
+    @field_validator(
+        "name",
+        "interval_seconds",
+        "timeout_seconds",
+        "confirm_after",
+        "recover_after",
+        "cert_warn_days",
+        "depends_on",
+        "flap_window_minutes",
+        "paused",
+        "tags",
+        "channel_ids",
+        mode="before",
+    )
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("may not be null")
+        return value
+
+
+class MonitorPatch(_PatchCommon, HttpChecks):
+    """A change to an http monitor. The rules between request options are checked on the
+    options as changed."""
+
     url: str | None = Field(None, min_length=1, max_length=MAX_URL_LENGTH, description=_URL_DOC)
     method: Method | None = None
     headers: Headers | None = None
@@ -262,40 +362,14 @@ class MonitorPatch(_MonitorFields, HttpChecks):
     tls_verify: TlsVerify | None = None
     assertions: Assertions | None = None
     type: Literal["http"] | None = None
-    interval_seconds: Number | None = None
-    timeout_seconds: Number | None = Field(None, gt=0, le=MAX_TIMEOUT_SECONDS, description=_TIMEOUT_DOC)
     expected_status: list[StrictInt | str] | None = Field(None, max_length=20)
-    confirm_after: StrictInt | None = Field(None, ge=1, le=10)
-    recover_after: StrictInt | None = Field(None, ge=1, le=10)
-    remind_every_minutes: StrictInt | None = Field(None, ge=1, le=10080)
-    remind_max: StrictInt | None = Field(None, ge=1, le=1000)
-    degraded_above_ms: StrictInt | None = Field(None, ge=1, le=600000)
-    cert_warn_days: StrictInt | None = Field(None, ge=0, le=365)
-    depends_on: list[MonitorRef] | None = Field(None, max_length=20)
-    flap_threshold: StrictInt | None = Field(None, ge=2, le=100)
-    flap_window_minutes: StrictInt | None = Field(None, ge=1, le=1440)
     follow_redirects: StrictBool | None = None
-    telegram_chat_id: str | None = None
-    paused: StrictBool | None = None
-    tags: list[Tag] | None = Field(None, max_length=20)
-    channel_ids: list[ChannelId] | None = Field(None, max_length=20)
 
     @field_validator(
-        "name",
         "url",
         "type",
-        "interval_seconds",
-        "timeout_seconds",
         "expected_status",
-        "confirm_after",
-        "recover_after",
-        "cert_warn_days",
-        "depends_on",
-        "flap_window_minutes",
         "follow_redirects",
-        "paused",
-        "tags",
-        "channel_ids",
         "method",
         "headers",
         "max_body_bytes",
@@ -304,10 +378,56 @@ class MonitorPatch(_MonitorFields, HttpChecks):
         mode="before",
     )
     @classmethod
-    def _not_null(cls, value: Any) -> Any:
+    def _not_null_http(cls, value: Any) -> Any:
         if value is None:
             raise ValueError("may not be null")
         return value
+
+
+def _typed_patch(check: Check) -> type[BaseModel]:
+    """A change to a monitor of a type with ``Settings``: the common fields and the type's own,
+    each optional. The type's fields are checked again whole, merged with the stored ones
+    (``Settings`` may have rules between them)."""
+    assert check.Settings is not None
+    fields: dict[str, Any] = {"type": (Literal[check.kind] | None, None)}
+    required: list[str] = ["type"]  # null is no value for these: "not given" is leaving them out
+    for name, info in check.Settings.model_fields.items():
+        optional = FieldInfo.merge_field_infos(info, default=None)
+        optional.default_factory = None
+        optional.validate_default = False  # "not given" is None, checked against nothing
+        fields[name] = (info.annotation | None, optional)  # type: ignore[operator]
+        if not _takes_none(info.annotation):
+            required.append(name)
+    refuse = field_validator(*required, mode="before")(_refuse_null)
+    model: type[BaseModel] = create_model(
+        f"{_title(check.kind)}MonitorPatch",
+        __base__=_PatchCommon,
+        __doc__=f"A change to a {check.kind} monitor: every field optional.",
+        __validators__={"_not_null_typed": refuse},
+        **fields,
+    )
+    return model
+
+
+def _refuse_null(cls: Any, value: Any) -> Any:
+    if value is None:
+        raise ValueError("may not be null")
+    return value
+
+
+def _takes_none(annotation: Any) -> bool:
+    return annotation is None or type(None) in get_args(annotation) or annotation is Any
+
+
+PATCH_BODIES: dict[str, type[BaseModel]] = {"http": MonitorPatch}
+PATCH_BODIES.update((kind, _typed_patch(check)) for kind, check in TYPED.items())
+
+
+class MonitorUpdate(RootModel[Any]):
+    """A change to a monitor: the fields of its type (``HttpMonitorPatch`` is ``MonitorPatch``),
+    each optional. Documentation only: the handler validates against the monitor's own type."""
+
+    root: Union[tuple(PATCH_BODIES.values())]  # type: ignore[valid-type]  # noqa: UP007
 
 
 def _channel_create(kind: ChannelKind) -> type[BaseModel]:

@@ -228,6 +228,9 @@ class HttpChecks(BaseModel):
     @field_validator("assertions", check_fields=False)
     @classmethod
     def _assertions(cls, value: list[Any] | None, info: ValidationInfo) -> list[Any] | None:
+        if value and sum(a.type == "security_headers" for a in value) > 1:
+            # Two grades of the same headers: the stricter is the only one that can fail.
+            raise ValueError("at most one security_headers assertion (one min_grade)")
         if value and cls.whole and info.data.get("method") == "HEAD":
             reading = next((a for a in value if a.needs_body), None)
             if reading is not None:

@@ -24,7 +24,7 @@ from pydantic import (
     field_validator,
 )
 
-from monitor.api.schemas import Name, Tag, _Body
+from monitor.api.schemas import Name, TagName, _Body
 from monitor.maintenance import MAX_DURATION, RuleError, parse_cron, parse_rrule, zone
 
 MAX_DURATION_MINUTES = int(MAX_DURATION.total_seconds() // 60)
@@ -159,7 +159,7 @@ class MaintenanceCreate(_Body):
     once: OnceSchedule | None = None
     recurring: RecurringSchedule | None = None
     monitor_ids: list[MonitorId] = Field(default_factory=list, max_length=MAX_MONITOR_IDS)
-    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS, description="any of them")
+    tags: list[TagName] = Field(default_factory=list, max_length=MAX_TAGS, description="any of them")
     notify: StrictBool = Field(False, description="tell the monitors' channels when it opens and closes")
 
 
@@ -170,7 +170,7 @@ class MaintenancePatch(_Body):
     once: OnceSchedule | None = None
     recurring: RecurringSchedule | None = None
     monitor_ids: list[MonitorId] | None = Field(None, max_length=MAX_MONITOR_IDS)
-    tags: list[Tag] | None = Field(None, max_length=MAX_TAGS)
+    tags: list[TagName] | None = Field(None, max_length=MAX_TAGS)
     notify: StrictBool | None = None
 
     @field_validator("name", "once", "recurring", "monitor_ids", "tags", "notify", mode="before")

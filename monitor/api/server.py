@@ -55,12 +55,17 @@ class AccessLogger(AbstractAccessLogger):
             if isinstance(request, web.Request):
                 resource = request.match_info.route.resource
                 route = resource.canonical if resource is not None else None
+            # A ping's path is its secret token: monitor.logging.redact masks it on every line.
             fields.update(method=request.method, route=route, path=request.path[:MAX_LOGGED_PATH])
         account_id = request.get(guard.ACCOUNT)
         if account_id is not None:
             fields["account_id"] = account_id
         if response.status >= 500:
             access_log.error("api.request", **fields)
+        elif response.status < 400 and str(fields.get("route") or "").startswith("/ping/"):
+            # An answered ping is routine (thousands a second for a fleet of cron jobs, and the
+            # largest cost per ping at info: bench/README.md); refused ones stay at info.
+            access_log.debug("api.request", **fields)
         else:
             access_log.info("api.request", **fields)
 

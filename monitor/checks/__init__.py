@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 from monitor.checks.base import Check, CheckContext, Registry
+from monitor.checks.dns import DnsCheck
+from monitor.checks.heartbeat import HeartbeatCheck
 from monitor.checks.http import HttpCheck
+from monitor.checks.ping import PingCheck
+from monitor.checks.tcp import TcpCheck
+from monitor.checks.tls import TlsCheck
 
 REGISTRY = Registry()
 REGISTRY.register(HttpCheck)
+REGISTRY.register(PingCheck)
+REGISTRY.register(HeartbeatCheck)
+REGISTRY.register(DnsCheck)
+REGISTRY.register(TcpCheck)
+REGISTRY.register(TlsCheck)
 
 __all__ = ["REGISTRY", "Check", "CheckContext"]

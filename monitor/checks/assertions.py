@@ -13,6 +13,10 @@ charset of its Content-Type (UTF-8 by default, undecodable bytes replaced), and 
 JSON at most once. When the check could not read or decode the body (``body_error``), every
 body assertion fails with that cause: no assertion holds on a body nobody could read.
 
+The security_headers assertion grades the head's security headers A+ to F
+(``checks/security_headers.py``) and fails below the grade the monitor asks for; its outcome
+carries every finding, up or down (``Outcome.details``).
+
 Regular expressions (regex, header ``matches``, and ``match()``/``search()`` inside JSONPath
 filters) run on a time budget of ``REGEX_BUDGET_SECONDS`` per assertion: a pattern that
 backtracks catastrophically fails its assertion instead of stalling the scheduler.
@@ -34,6 +38,7 @@ from pydantic import (
     StrictBool,
     TypeAdapter,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
 )
 
@@ -46,6 +51,8 @@ from monitor.checks.observed import (
     compile_path,
     compile_regex,
 )
+from monitor.checks.security_headers import HEADER_NAMES as SECURITY_HEADER_NAMES
+from monitor.checks.security_headers import Grade
 from monitor.checks.wording import clip, duration, json_value, pattern, printable, quote
 
 TEXT_MAX = 1000
@@ -240,7 +247,25 @@ class ResponseTime(_Assertion):
         return f"response time below {duration(self.below_ms)}"
 
 
-AnyAssertion = Keyword | Regex | Json | Header | ResponseTime
+class SecurityHeaders(_Assertion):
+    """The response's security headers grade `min_grade` or better (A+, A, B, C, D, F; F
+    never fails, it only reports). The grading table is in ``checks/security_headers.py``;
+    each header's finding goes with the outcome, whatever the verdict."""
+
+    needs_body: ClassVar[bool] = False
+
+    type: Literal["security_headers"]
+    # A pattern, not an enum, in the OpenAPI document: client generators name enum members
+    # after their values, and A+ and A would both be A (openapi-python-client issue #788).
+    min_grade: Annotated[Grade, WithJsonSchema({"type": "string", "pattern": r"^(A\+|[ABCDF])$"})] = Field(
+        "B", description="the lowest grade that is up: A+, A, B, C, D or F"
+    )
+
+    def describe(self) -> str:
+        return f"security headers grade {self.min_grade} or better"
+
+
+AnyAssertion = Keyword | Regex | Json | Header | ResponseTime | SecurityHeaders
 Assertion = Annotated[AnyAssertion, Field(discriminator="type")]
 ASSERTIONS: TypeAdapter[list[AnyAssertion]] = TypeAdapter(list[Assertion])
 
@@ -257,9 +282,10 @@ class Judge:
     def __init__(self, assertions: Sequence[AnyAssertion]) -> None:
         self._rules: tuple[Rule, ...] = tuple(rule_for(a) for a in assertions)
         self.needs_body: bool = any(a.needs_body for a in assertions)
-        self.header_names: frozenset[str] = frozenset(
-            a.name.lower() for a in assertions if isinstance(a, Header)
-        )
+        names = {a.name.lower() for a in assertions if isinstance(a, Header)}
+        if any(isinstance(a, SecurityHeaders) for a in assertions):
+            names |= SECURITY_HEADER_NAMES
+        self.header_names: frozenset[str] = frozenset(names)
 
     def judge(self, observed: Observed) -> list[Outcome]:
         return judge_all(self._rules, observed, needs_body=self.needs_body)
@@ -277,4 +303,5 @@ __all__ = [
     "Outcome",
     "Regex",
     "ResponseTime",
+    "SecurityHeaders",
 ]

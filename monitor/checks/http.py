@@ -165,6 +165,8 @@ def _outcome(outcome: Outcome) -> dict[str, Any]:
     got: dict[str, Any] = {"assertion": outcome.assertion, "ok": outcome.ok}
     if outcome.message:
         got["message"] = outcome.message
+    if outcome.details:
+        got.update(outcome.details)
     return got
 
 
@@ -178,4 +180,5 @@ def _observed(got: FetchResult, options: HttpOptions, max_body: int) -> Observed
         body_error=None,
         elapsed_ms=got.elapsed_ms,
         content_type=got.content_type,
+        https=got.final_url.startswith("https:"),
     )

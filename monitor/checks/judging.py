@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import jsonpath
 import regex
 
+from monitor.checks import security_headers
 from monitor.checks.observed import (
     REGEX_BUDGET_SECONDS,
     REGEX_DEADLINE,
@@ -27,7 +28,15 @@ from monitor.checks.observed import (
 from monitor.checks.wording import clip, durations, json_type, json_value, pattern, printable, quote
 
 if TYPE_CHECKING:
-    from monitor.checks.assertions import AnyAssertion, Header, Json, Keyword, Regex, ResponseTime
+    from monitor.checks.assertions import (
+        AnyAssertion,
+        Header,
+        Json,
+        Keyword,
+        Regex,
+        ResponseTime,
+        SecurityHeaders,
+    )
 
 ORDERING: dict[str, Callable[[Any, Any], bool]] = {
     "<": operator.lt,
@@ -294,12 +303,30 @@ class _ResponseTimeRule(Rule):
         return self.fail(f"response time {took} {sign} {bound}")
 
 
+class _SecurityHeadersRule(Rule):
+    __slots__ = ("min_grade",)
+
+    def __init__(self, model: SecurityHeaders) -> None:
+        super().__init__(model)
+        self.min_grade = model.min_grade
+
+    def __call__(self, observed: Observed, body: Body | None) -> Outcome:
+        report = security_headers.grade(observed.headers, https=observed.https)
+        details = {"security_headers": report.as_json()}
+        if security_headers.at_least(report.grade, self.min_grade):
+            return Outcome(True, self.assertion, None, details)
+        problems = "; ".join(report.problems())
+        message = f"security headers grade {report.grade} is below {self.min_grade}: {problems}"
+        return Outcome(False, self.assertion, message, details)
+
+
 RULES: dict[str, Callable[[Any], Rule]] = {
     "keyword": _KeywordRule,
     "regex": _RegexRule,
     "json": _JsonRule,
     "header": _HeaderRule,
     "response_time": _ResponseTimeRule,
+    "security_headers": _SecurityHeadersRule,
 }
 
 

@@ -38,6 +38,7 @@ class Observed:
     body_error: str | None  # e.g. "cannot decode the body: unsupported Content-Encoding 'utf-8'"
     elapsed_ms: float
     content_type: str | None  # for the charset (default utf-8, errors="replace")
+    https: bool = False  # the final response came over TLS (HSTS counts only then)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,7 @@ class Outcome:
     ok: bool
     assertion: str  # what was asserted, e.g. 'keyword "Welcome" present'
     message: str | None  # on failure, the cause a person can act on
+    details: Mapping[str, Any] | None = None  # what the assertion found, for details.assertions
 
 
 # -- regular expressions and JSONPath ----------------------------------------------------------

@@ -43,11 +43,13 @@ from yarl import URL
 from monitor.aio import Deadline
 
 from .certificate import PeerCertificate
+from .dial import connect_error
 from .http1 import REDIRECT_STATUSES, Exchange
 from .policy import AddressPolicy, BlockedTarget, InvalidTarget
-from .resolver import ResolutionError, VettedResolver
+from .resolver import VettedResolver
 from .session import HttpSession, make_session
 from .target import TOKEN, InvalidRequest, Target
+from .vetting import Refused, vet_host
 
 __all__ = ["FetchResult", "HttpSession", "PeerCertificate", "fetch", "make_session"]
 
@@ -295,7 +297,7 @@ async def _hop(
                 transport, _ = await loop.create_connection(exchange, address, target.port)
             except OSError as exc:
                 session.forget(exchange)
-                error = _connect_error(exc, address, target.port)
+                error = connect_error(exc, address, target.port)
                 continue
             got.peer = address
             break
@@ -337,13 +339,6 @@ async def _hop(
     return exchange.body
 
 
-def _connect_error(exc: OSError, address: str, port: int) -> str:
-    # Python's own text ("Connect call failed ('10.1.2.3', 80)") says less than this.
-    if isinstance(exc, ConnectionRefusedError):
-        return f"refused by {address} port {port}"
-    return f"{address} port {port}: {exc.strerror or exc}"
-
-
 def _reading_phase(exchange: Exchange) -> str:
     if exchange.in_head:
         if exchange.first_byte:
@@ -359,15 +354,9 @@ async def _resolve(resolver: VettedResolver, host: str, marks: dict[str, float |
     Nothing else resolves the name, so what was judged is what is dialled."""
     started = time.perf_counter()
     try:
-        return [str(address) for address in await resolver.vet(host)]
-    except BlockedTarget as exc:
-        raise _Failed(f"blocked: {exc.host or host} {exc.reason}", blocked=True) from exc
-    except InvalidTarget as exc:
-        raise _Failed(f"blocked: {host} {exc}", blocked=True) from exc
-    except ResolutionError as exc:
-        raise _Failed(str(exc)) from exc
-    except OSError as exc:
-        raise _Failed(f"cannot resolve {host}: {exc}") from exc
+        return await vet_host(resolver, host)
+    except Refused as exc:  # the same texts as every other check type's (vetting.py)
+        raise _Failed(exc.message, blocked=exc.blocked) from exc
     finally:
         marks["dns_ms"] = (time.perf_counter() - started) * 1000
 

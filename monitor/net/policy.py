@@ -294,3 +294,21 @@ def _check_hostname(host: str) -> None:
     for label in host.split("."):
         if not _HOST_LABEL.fullmatch(label):
             raise InvalidTarget(f"invalid host name {host!r}")
+
+
+_NOT_A_HOST = "expected a host name or an IP address (not a URL, no port)"
+
+
+def normal_host(text: str) -> str:
+    """A host name or IP literal as checks dial it (IDNA, lower case, no trailing dot, an IPv6
+    literal without brackets). ValueError with a reason for anything else (a URL, a port)."""
+    value = text.strip()
+    bare = value[1:-1] if value.startswith("[") and value.endswith("]") else value
+    if not bare or any(c in bare for c in "/?#@[]\\"):
+        raise ValueError(_NOT_A_HOST)
+    try:
+        url = parse_target_url(f"http://[{bare}]/" if ":" in bare else f"http://{bare}/")
+    except InvalidTarget as exc:
+        # With a colon it was read as IPv6: "host:80" and "10.0.0.1:80" end up here too.
+        raise ValueError(_NOT_A_HOST if ":" in bare else str(exc)) from None
+    return url.raw_host or ""

@@ -79,6 +79,11 @@ class VettedResolver(AbstractResolver):
     def policy(self) -> AddressPolicy:
         return self._policy
 
+    @property
+    def nameservers(self) -> tuple[str, ...]:
+        """The operator's servers (``MONITOR_DNS_SERVERS``, in c-ares' form); empty: the system's."""
+        return tuple(self._nameservers)
+
     def _channel(self) -> aiodns.DNSResolver:
         if self._dns is None:
             kwargs: dict[str, Any] = {"timeout": self._timeout / 2, "tries": 2}

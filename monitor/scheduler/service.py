@@ -32,6 +32,7 @@ from monitor.net.session import tls_context
 from monitor.scheduler import retention, writer
 from monitor.scheduler.calendar import Calendar
 from monitor.scheduler.connectivity import Change, Guard, ReferenceProbe
+from monitor.scheduler.heartbeat import HeartbeatTicker, PingIntake
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
 from monitor.scheduler.state import State, Window
@@ -44,6 +45,7 @@ log = mlog.get(__name__)
 CHANNEL = "monitors_changed"
 OUTBOX_CHANNEL = "outbox_added"
 MAINTENANCE_CHANNEL = "maintenance_changed"
+PINGS_CHANNEL = "pings_added"
 
 
 class Scheduler:
@@ -51,7 +53,7 @@ class Scheduler:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.tickers: dict[int, MonitorTicker] = {}
+        self.tickers: dict[int, MonitorTicker | HeartbeatTicker] = {}
         self.versions: dict[int, datetime] = {}
         self.metrics = SchedulerMetrics()
         self._shared: TickerShared | None = None
@@ -72,6 +74,7 @@ class Scheduler:
         # the calendar, once for any number of notifications that arrived meanwhile.
         self._calendar_stale = asyncio.Event()
         self._reference_probe: ReferenceProbe | None = None
+        self.pings: PingIntake | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -140,7 +143,10 @@ class Scheduler:
         started = time.time()
         await self.calendar.load(self._pool)
         await self._listen()
+        # Before the monitors load: a heartbeat's deadline reads the stored pings before it fires.
+        self.pings = PingIntake(self._pool, self.writer, self.tickers)
         await self.reconcile(since=started)
+        self._spawn(self.pings.run(), "pings")
         self._spawn(self._apply_changes(), "changes")
         self._spawn(self._keep_calendar(), "calendar")
         self._spawn(self._periodic_reconcile(), "reconcile")
@@ -203,6 +209,7 @@ class Scheduler:
             await self.guard.close()
         if self._reference_probe is not None:
             await self._reference_probe.close()
+        await REGISTRY.close()
         if self._session is not None:
             await self._session.close()
         if self._resolver is not None:
@@ -224,6 +231,7 @@ class Scheduler:
         await self._listener.add_listener(CHANNEL, self._on_notify)
         await self._listener.add_listener(OUTBOX_CHANNEL, self._on_outbox)
         await self._listener.add_listener(MAINTENANCE_CHANNEL, self._on_maintenance)
+        await self._listener.add_listener(PINGS_CHANNEL, self._on_pings)
         self._listener.add_termination_listener(lambda _conn: self._changed.put_nowait(None))
 
     def _on_maintenance(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
@@ -243,6 +251,10 @@ class Scheduler:
                 await asyncio.sleep(1)
                 self._calendar_stale.set()
 
+    def _on_pings(self, *_: Any) -> None:
+        if self.pings is not None:
+            self.pings.wake()
+
     def _on_outbox(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
         if self.relay is not None:
             self.relay.wake()
@@ -261,6 +273,8 @@ class Scheduler:
                     await self.reconcile()
                     if self.relay is not None:
                         self.relay.wake()  # outbox rows announced while nobody listened
+                    if self.pings is not None:
+                        self.pings.wake()  # and pings
                 else:
                     await self._reload(monitor_id)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
@@ -320,7 +334,9 @@ class Scheduler:
         rows = await self._pool.fetch(
             """SELECT m.*, s.status, s.consecutive_failures, s.streak_started_at, s.consecutive_successes,
                       s.recovering_since, s.consecutive_slow, s.slow_since, s.told, s.told_at,
-                      s.reminders, s.held, s.flips, s.flapping, s.maintenance, s.cert_not_after, x.secrets
+                      s.reminders, s.held, s.flips, s.flapping, s.maintenance, s.cert_not_after,
+                      s.last_check_at, s.last_ok, s.last_error, x.secrets,
+                      (SELECT max(p.ended_at) FROM monitor_pauses p WHERE p.monitor_id = m.id) AS resumed_at
                FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
                LEFT JOIN monitor_secrets x ON x.monitor_id = m.id
                WHERE m.id = ANY($1::bigint[])""",
@@ -329,6 +345,7 @@ class Scheduler:
         found = set()
         for row in rows:
             found.add(row["id"])
+            previous = self.tickers.get(row["id"])
             self._stop(row["id"])
             if row["paused"]:
                 continue
@@ -344,7 +361,12 @@ class Scheduler:
             shared.names[spec.id] = spec.name
             if spec.id not in shared.states and row["status"] is not None:
                 shared.states[spec.id] = stored_state(row)
-            ticker = MonitorTicker(spec, shared)
+            ticker: MonitorTicker | HeartbeatTicker
+            if REGISTRY.get(spec.type).scheduled:
+                ticker = MonitorTicker(spec, shared)
+            else:
+                drain = self.pings.drain if self.pings is not None else None
+                ticker = HeartbeatTicker(spec, shared, row, previous=previous, drain=drain)
             ticker.start(since)
             self.tickers[spec.id] = ticker
             self.versions[spec.id] = row["updated_at"]

@@ -191,26 +191,16 @@ class MonitorTicker:
         finally:
             limit.release()
         result.lateness_ms = round(lateness * 1000, 3)
-        metrics = shared.metrics
-        metrics.lateness.observe(lateness)
-        metrics.check_duration.observe(duration)
+        shared.metrics.lateness.observe(lateness)
+        shared.metrics.check_duration.observe(duration)
         blocked = result.error is not None and result.error.startswith("blocked:")
         # A target refused before any packet left says nothing of the network.
         refused = blocked or (result.error is not None and result.error.startswith("invalid target:"))
-        if result.ok:
-            metrics.checks_up.inc()
-        elif blocked:
-            metrics.checks_blocked.inc()
-        else:
-            metrics.checks_down.inc()
+        count(shared.metrics, result, blocked)
         guard = shared.guard
         if guard is not None and not refused:
-            guard.record(spec.id, result.ok or result.status_code is not None, started)
-        state = shared.states.get(spec.id, UNKNOWN)
-        expiry = cert_not_after(result.details)
-        if expiry is not None and expiry != state.cert_not_after:
-            state = replace(state, cert_not_after=expiry)
-        new, outcome = step(state, observe(spec, result, at, state, shared), spec.policy)
+            guard.record(spec.id, result.ok or result.answered or result.status_code is not None, started)
+        new, outcome = judge(spec, shared, result, at)
         if (
             guard is not None
             and not result.ok
@@ -227,16 +217,43 @@ class MonitorTicker:
                 if state.status != "down":
                     state = replace(state, failures=0, streak_started_at=None)
                 new, outcome = state, NOTHING
-        shared.states[spec.id] = new
-        shared.sink(spec, result, new, outcome)
-        for change in outcome.changes:
-            log.info(
-                "monitor.state_changed",
-                monitor_id=spec.id,
-                kind=change.kind,
-                status_code=result.status_code,
-                error=result.error,
-            )
+        settle(spec, shared, result, new, outcome)
+
+
+def count(metrics: SchedulerMetrics, result: CheckResult, blocked: bool = False) -> None:
+    if result.ok:
+        metrics.checks_up.inc()
+    elif blocked:
+        metrics.checks_blocked.inc()
+    else:
+        metrics.checks_down.inc()
+
+
+def judge(
+    spec: MonitorSpec, shared: TickerShared, result: CheckResult, at: datetime
+) -> tuple[State, Outcome]:
+    """The monitor's state after ``result`` and what changed (``state.step``); nothing stored."""
+    state = shared.states.get(spec.id, UNKNOWN)
+    expiry = cert_not_after(result.details)
+    if expiry is not None and expiry != state.cert_not_after:
+        state = replace(state, cert_not_after=expiry)
+    return step(state, observe(spec, result, at, state, shared), spec.policy)
+
+
+def settle(
+    spec: MonitorSpec, shared: TickerShared, result: CheckResult, new: State, outcome: Outcome
+) -> None:
+    """Keep the new state and hand the result, state and changes to the writer."""
+    shared.states[spec.id] = new
+    shared.sink(spec, result, new, outcome)
+    for change in outcome.changes:
+        log.info(
+            "monitor.state_changed",
+            monitor_id=spec.id,
+            kind=change.kind,
+            status_code=result.status_code,
+            error=result.error,
+        )
 
 
 def observe(

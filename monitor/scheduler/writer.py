@@ -183,6 +183,8 @@ class Writer:
         self._max_buffered = max_buffered
         self._rows: deque[tuple[Any, ...]] = deque()
         self._transitions: list[Pending | Notice] = []
+        # Rows of ``pings`` made into results: deleted in the transaction that writes them.
+        self._pings: list[int] = []
         self._wake = asyncio.Event()
         self._on_transitions = on_transitions
         self.stats = Stats()
@@ -223,6 +225,12 @@ class Writer:
         self._transitions.append(notice)
         self._wake.set()
 
+    def take_pings(self, ids: list[int]) -> None:
+        """Delete these ``pings`` rows with the batch that writes their results (added before
+        this call): a ping becomes a result exactly once, even across a crash."""
+        self._pings.extend(ids)
+        self._wake.set()
+
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="writer")
 
@@ -241,12 +249,15 @@ class Writer:
 
     async def flush(self) -> bool:
         """Write what is buffered; False (and nothing lost) if the database failed."""
-        while self._rows or self._transitions:
+        while self._rows or self._transitions or self._pings:
             rows = list(itertools.islice(self._rows, self._batch_rows * 10))
-            # Changes go with the batch that ends the backlog, after the states they follow.
-            transitions = list(self._transitions) if len(rows) == len(self._rows) else []
+            # Changes go with the batch that ends the backlog, after the states they follow;
+            # so do the pings whose results are in it.
+            last = len(rows) == len(self._rows)
+            transitions = list(self._transitions) if last else []
+            pings = list(self._pings) if last else []
             try:
-                await self._write(rows, transitions)
+                await self._write(rows, transitions, pings)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
                 self.stats.failures += 1
                 self._metrics.write_failures.inc()
@@ -257,6 +268,7 @@ class Writer:
             for _ in rows:
                 self._rows.popleft()
             del self._transitions[: len(transitions)]
+            del self._pings[: len(pings)]
             self.stats.rows_written += len(rows)
             self.stats.batches += 1
             self._metrics.batch_rows.observe(len(rows))
@@ -264,8 +276,12 @@ class Writer:
                 self._on_transitions()
         return True
 
-    async def _write(self, rows: list[tuple[Any, ...]], transitions: list[Pending | Notice]) -> None:
+    async def _write(
+        self, rows: list[tuple[Any, ...]], transitions: list[Pending | Notice], pings: list[int]
+    ) -> None:
         async with self._pool.acquire(timeout=5) as conn, conn.transaction():
+            if pings:
+                await conn.execute("DELETE FROM pings WHERE id = ANY($1::bigint[])", pings)
             if rows:
                 await conn.copy_records_to_table("checks_batch", records=rows, columns=STAGE_COLUMNS)
                 await conn.execute(WRITE_BATCH)

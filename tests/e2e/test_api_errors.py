@@ -58,7 +58,7 @@ BAD_CREATES = [
     ("interval a boolean", with_(interval_seconds=True), "interval_seconds"),
     ("negative timeout", with_(timeout_seconds=-1), "timeout_seconds"),
     ("unknown field", with_(colour="red"), "colour"),
-    ("unknown type", with_(type="tcp"), "type"),
+    ("unknown type", with_(type="smtp"), "type"),
     ("name missing", with_(name=DROP), "name"),
     ("name empty", with_(name=""), "name"),
     ("confirm_after zero", with_(confirm_after=0), "confirm_after"),
@@ -225,6 +225,9 @@ async def test_database_unreachable_is_503_and_health_stays_up(
         ("GET", "/api/v1/monitors/1/checks", {}),
         ("GET", "/api/v1/monitors/1/incidents", {}),
         ("GET", "/api/v1/monitors/1/uptime", {}),
+        # A heartbeat's job is told to retry: its ping is not lost.
+        ("GET", f"/ping/{'a' * 32}", {}),
+        ("POST", f"/ping/{'a' * 32}/fail", {"data": b"disk full"}),
     ]
     for method, path, kwargs in requests:
         response = await api.request(method, path, **kwargs)

@@ -308,7 +308,7 @@ async def test_the_operator_settings_bound_the_options(
     response = await client.patch(f"/api/v1/monitors/{monitor['id']}", json={"max_body_bytes": 4097})
     assert (response.status, response.json["error"]["field"]) == (422, "max_body_bytes"), response
     document = (await client.get("/api/v1/openapi.json")).json
-    fields = document["components"]["schemas"]["MonitorCreate"]["properties"]
+    fields = document["components"]["schemas"]["HttpMonitorCreate"]["properties"]
     assert fields["max_body_bytes"]["maximum"] == 4096 and "const" not in fields["tls_verify"]
 
 

@@ -87,7 +87,7 @@ async def test_every_operation_through_the_generated_client(
         await call("meta.get_open_api")
         assert isinstance(await call("account.get_summary"), models.Summary)
 
-        body = models.MonitorCreate(name="generated", url="http://127.0.0.1:9/health")
+        body = models.HttpMonitorCreate(name="generated", url="http://127.0.0.1:9/health")
         monitor = await call("monitors.create_monitor", body=body, status=201)
         assert isinstance(monitor, models.Monitor)
         assert isinstance(await call("monitors.list_monitors"), models.MonitorList)
@@ -129,7 +129,7 @@ async def test_every_operation_through_the_generated_client(
         assert isinstance(await call("keys.list_keys"), models.KeyList)
         await call("keys.revoke_key", key.id, status=204)
 
-        target = await call("monitors.create_monitor", body=models.MonitorCreate(name="m", url="http://127.0.0.1:9/"),
+        target = await call("monitors.create_monitor", body=models.HttpMonitorCreate(name="m", url="http://127.0.0.1:9/"),
                             status=201)  # fmt: skip
         schedule = models.RecurringSchedule(rrule="FREQ=WEEKLY;BYDAY=SU;BYHOUR=2", duration_minutes=60,
                                             timezone="Europe/Berlin")  # fmt: skip
@@ -147,6 +147,20 @@ async def test_every_operation_through_the_generated_client(
         assert changed.notify is True
         assert [w.id for w in (await call("monitors.get_monitor", target.id)).maintenance] == [window.id]
         await call("maintenance.delete_maintenance", window.id, status=204)
+
+        beat = await call(
+            "monitors.create_monitor",
+            body=models.HeartbeatMonitorCreate(type_="heartbeat", name="cron", interval_seconds=60),
+            status=201,
+        )
+        token = beat.ping_url.rsplit("/", 1)[1]
+        kinds = importlib.import_module("monitor_client.models.get_ping_kind_kind").GetPingKindKind
+        post_kinds = importlib.import_module("monitor_client.models.post_ping_kind_kind").PostPingKindKind
+        log_tail = generated.types.File(payload=b"42 files")  # type: ignore[arg-type]
+        await call("heartbeats.get_ping", token)
+        await call("heartbeats.get_ping_kind", token, kinds.START)
+        await call("heartbeats.post_ping", token, body=log_tail)
+        await call("heartbeats.post_ping_kind", token, post_kinds.FAIL, body=log_tail)
 
     operations = {
         f"{group.name}.{module.stem}"

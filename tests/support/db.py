@@ -12,6 +12,7 @@ TABLES = (
     "api_keys",
     "monitors",
     "checks",
+    "pings",
     "checks_hourly",
     "checks_daily",
     "monitor_state",

@@ -9,6 +9,13 @@ the records: that is how a test plays a rebinding server. Unknown names get NXDO
 known name without records of the asked type gets an empty NOERROR answer. Every query is
 recorded in :attr:`FakeDNS.queries`.
 
+The other record types are written as in a zone file, without quotes: ``("MX", "10
+mail.test")``, ``("NS", "ns1.test")``, ``("TXT", "v=spf1 -all")`` (a value longer than 255
+bytes is sent as several strings, as long SPF and DKIM records are), ``("SOA", "ns1.test
+admin.test 2024010101 7200 3600 1209600 300")``, ``("CAA", "0 issue letsencrypt.org")``,
+``("SRV", "10 5 5060 sip.test")``. :attr:`FakeDNS.rcodes` makes a name answer with another
+response code (2 SERVFAIL, 5 REFUSED) and no records.
+
 The ``dns`` fixture (import ``dns_fixture``) starts one for a test; ``start_dns()`` does the
 same outside a fixture.
 """
@@ -27,24 +34,25 @@ import pytest
 Records = list[tuple[str, str]]
 Zone = dict[str, Records | Callable[[int], Records]]
 
-_TYPES = {"A": 1, "AAAA": 28, "CNAME": 5}
+_TYPES = {"A": 1, "NS": 2, "CNAME": 5, "SOA": 6, "MX": 15, "TXT": 16, "AAAA": 28, "SRV": 33, "CAA": 257}
 _NAMES = {v: k for k, v in _TYPES.items()}
 _MAX_CNAME_HOPS = 8
 
 
 def _encode_name(name: str) -> bytes:
     out = b""
-    for label in name.rstrip(".").split("."):
+    for label in filter(None, name.rstrip(".").split(".")):
         out += bytes([len(label)]) + label.encode("ascii")
     return out + b"\x00"
 
 
 @dataclass
 class FakeDNS(asyncio.DatagramProtocol):
-    """Answers A/AAAA (and CNAME chains) from ``zone``; unknown names get NXDOMAIN."""
+    """Answers from ``zone`` (CNAME chains followed); unknown names get NXDOMAIN."""
 
     zone: Zone = field(default_factory=dict)
     silent: bool = False  # drop every query (a server that times out)
+    rcodes: dict[str, int] = field(default_factory=dict)  # name -> response code, no records
     queries: list[tuple[str, str]] = field(default_factory=list)
     transport: asyncio.DatagramTransport | None = None
 
@@ -74,6 +82,8 @@ class FakeDNS(asyncio.DatagramProtocol):
         answers: list[bytes] = []
         rcode = 3 if name not in self.zone else 0
         current, hops = name, 0
+        if name in self.rcodes:
+            rcode, current = self.rcodes[name], ""
         while current in self.zone and hops < _MAX_CNAME_HOPS:
             hops += 1
             entry = self.zone[current]
@@ -85,9 +95,8 @@ class FakeDNS(asyncio.DatagramProtocol):
                     answers.append(self._rr(current, rtype, _encode_name(value)))
                     next_name = value.lower()
                 elif rtype == kind:
-                    family = socket.AF_INET if rtype == "A" else socket.AF_INET6
-                    answers.append(self._rr(current, rtype, socket.inet_pton(family, value)))
-            if next_name is None:
+                    answers.append(self._rr(current, rtype, _rdata(rtype, value)))
+            if next_name is None or kind == "CNAME":  # a CNAME query gets the alias, not its chain
                 break
             current = next_name
         # QR, opcode copied, RD copied, RA set; no EDNS in the reply (allowed by RFC 6891).
@@ -98,6 +107,30 @@ class FakeDNS(asyncio.DatagramProtocol):
     @staticmethod
     def _rr(name: str, rtype: str, rdata: bytes) -> bytes:
         return _encode_name(name) + struct.pack("!HHIH", _TYPES[rtype], 1, 0, len(rdata)) + rdata
+
+
+def _rdata(rtype: str, value: str) -> bytes:
+    """A record's wire form from its zone-file text (see the module's docstring)."""
+    if rtype in ("A", "AAAA"):
+        return socket.inet_pton(socket.AF_INET if rtype == "A" else socket.AF_INET6, value)
+    if rtype == "NS":
+        return _encode_name(value)
+    if rtype == "TXT":
+        raw = value.encode()
+        chunks = [raw[i : i + 255] for i in range(0, len(raw), 255)] or [b""]
+        return b"".join(bytes([len(chunk)]) + chunk for chunk in chunks)
+    fields = value.split()
+    if rtype == "MX":
+        return struct.pack("!H", int(fields[0])) + _encode_name(fields[1])
+    if rtype == "SRV":
+        return struct.pack("!HHH", *(int(f) for f in fields[:3])) + _encode_name(fields[3])
+    if rtype == "SOA":
+        numbers = (int(f) for f in fields[2:7])
+        return _encode_name(fields[0]) + _encode_name(fields[1]) + struct.pack("!IIIII", *numbers)
+    if rtype == "CAA":
+        flags, tag, rest = value.split(None, 2)
+        return bytes([int(flags), len(tag)]) + tag.encode() + rest.encode()
+    raise ValueError(f"the fake DNS cannot serve {rtype} records")
 
 
 @dataclass
@@ -118,6 +151,10 @@ class DNSServer:
     @property
     def queries(self) -> list[tuple[str, str]]:
         return self.protocol.queries
+
+    @property
+    def rcodes(self) -> dict[str, int]:
+        return self.protocol.rcodes
 
     def close(self) -> None:
         if self.transport is not None:

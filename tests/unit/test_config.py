@@ -25,6 +25,8 @@ def test_defaults_and_secrets_hidden() -> None:
         ({"MONITOR_RETENTION_DAYS": "0"}, "MONITOR_RETENTION_DAYS"),
         ({"MONITOR_ALLOW_CIDRS": "10.0.0.0/8,nonsense"}, "MONITOR_ALLOW_CIDRS"),
         ({"MONITOR_LOG_FORMAT": "xml"}, "MONITOR_LOG_FORMAT"),
+        ({"MONITOR_PUBLIC_URL": "monitor.example.com"}, "MONITOR_PUBLIC_URL"),
+        ({"MONITOR_PUBLIC_URL": "https://monitor.example.com/?x=1"}, "MONITOR_PUBLIC_URL"),
         ({"MONITOR_DATABASE_URL": "mysql://x"}, "MONITOR_DATABASE_URL"),
         ({"MONITOR_INTERVAL": "5"}, "MONITOR_INTERVAL"),
         ({"MONITOR_CA_FILE": "/nonexistent/ca.pem"}, "MONITOR_CA_FILE"),

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ValidationError
 
 from monitor.api.errors import from_validation
 from monitor.api.fieldpath import field_path
-from monitor.api.schemas import ChannelCreate, MonitorCreate, MonitorPatch
+from monitor.api.schemas import ChannelCreate, HttpMonitorCreate, MonitorPatch
 from monitor.api.schemas_http import RequestOptions
 
 CTX = {"min_interval_seconds": 30}
@@ -27,11 +27,11 @@ def error_of(model: type[BaseModel], body: dict[str, Any]) -> tuple[Any, str | N
 
 # (case, model, body, pydantic's location, the field named)
 CASES = [
-    ("a float status code", MonitorCreate, {**GOOD, "expected_status": [200, 1.5]},
+    ("a float status code", HttpMonitorCreate, {**GOOD, "expected_status": [200, 1.5]},
      ("expected_status", 1, "int"), "expected_status.1"),
     ("a boolean status code", MonitorPatch, {"expected_status": [True]},
      ("expected_status", 0, "int"), "expected_status.0"),
-    ("a keyword assertion's flag", MonitorCreate,
+    ("a keyword assertion's flag", HttpMonitorCreate,
      {**GOOD, "assertions": [KEYWORD, {**KEYWORD, "case_sensitive": "no"}]},
      ("assertions", 1, "keyword", "case_sensitive"), "assertions.1.case_sensitive"),
     ("a keyword assertion without its keyword", MonitorPatch, {"assertions": [{"type": "keyword"}]},
@@ -39,11 +39,11 @@ CASES = [
     ("an unknown field of a json assertion", RequestOptions,
      {"assertions": [{"type": "json", "path": "$.a", "op": "exists", "colour": 1}]},
      ("assertions", 0, "json", "colour"), "assertions.0.colour"),
-    ("basic auth without a password", MonitorCreate, {**GOOD, "auth": {"type": "basic", "username": "u"}},
+    ("basic auth without a password", HttpMonitorCreate, {**GOOD, "auth": {"type": "basic", "username": "u"}},
      ("auth", "basic", "password"), "auth.password"),
     ("a bearer token of the wrong type", MonitorPatch, {"auth": {"type": "bearer", "token": 5}},
      ("auth", "bearer", "token"), "auth.token"),
-    ("a header value of the wrong type", MonitorCreate, {**GOOD, "headers": {"X-A": 1}},
+    ("a header value of the wrong type", HttpMonitorCreate, {**GOOD, "headers": {"X-A": 1}},
      ("headers", "X-A"), "headers.X-A"),
     ("an unknown field", ChannelCreate, {"kind": "telegram", "name": "n", "config": {"chat_id": "1"}, "x": 1},
      ("telegram", "x"), "x"),
@@ -97,8 +97,8 @@ def test_a_plain_union_of_models_is_walked_too(body: dict[str, Any], fields: lis
 
 
 def test_a_location_that_does_not_fit_the_model_is_kept_as_it_is() -> None:
-    assert field_path(MonitorCreate, ("nowhere", 1, "x")) == "nowhere.1.x"
-    assert field_path(MonitorCreate, ("headers", "X-A", "[key]")) == "headers.X-A.[key]"
+    assert field_path(HttpMonitorCreate, ("nowhere", 1, "x")) == "nowhere.1.x"
+    assert field_path(HttpMonitorCreate, ("headers", "X-A", "[key]")) == "headers.X-A.[key]"
 
 
 class _Leaf(BaseModel):

@@ -21,6 +21,7 @@ from monitor.logging import REDACTED, redact, redact_event
 KEY = "mk_0a1b2c3d_" + "Zx9-_" * 8 + "q7P"  # the shape accounts.generate_key makes
 GENERATED = accounts.generate_key()[0]
 BOT = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"  # id:35 characters
+PING = "hD1q-9xQ_ZrT0vYb3kLmN8pW2sAeC4uF"  # a heartbeat's token (checks/heartbeat.new_token)
 
 # (scenario, text, what must be gone, what must stay)
 CASES: list[tuple[str, str, list[str], list[str]]] = [
@@ -33,6 +34,9 @@ CASES: list[tuple[str, str, list[str], list[str]]] = [
     ("an Authorization header line", "Authorization: Digest username=x, response=y", ["x", "y"], []),
     ("a quoted Authorization header", "{'Authorization': 'Token 0xs3cr3t'}", ["0xs3cr3t"], ["}"]),
     ("a Proxy-Authorization header", "proxy-authorization=Negotiate YIIxyz", ["YIIxyz"], []),
+    ("a ping URL's path", f"/ping/{PING}", [PING], ["/ping/"]),
+    ("a ping URL no route matched", f"HEAD /ping/{PING}/ 405", [PING], ["HEAD /ping/", "/ 405"]),
+    ("a ping URL with its kind", f"http://monitor.test/ping/{PING}/fail", [PING], ["/fail"]),
     (
         "aiohttp's LineTooLong message",
         f"Got more than 8190 bytes when reading: b'Bearer {KEY}AAAA'.",

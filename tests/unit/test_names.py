@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from monitor.accounts import check_account_name
 from monitor.api.errors import from_validation
-from monitor.api.schemas import ChannelCreate, ChannelPatch, MonitorCreate, MonitorPatch
+from monitor.api.schemas import ChannelCreate, ChannelPatch, HttpMonitorCreate, MonitorPatch
 from monitor.names import name_problem
 
 # (case, name, what the message says)
@@ -56,11 +56,11 @@ def test_a_bad_name_is_refused_saying_why(name: str, says: str) -> None:
 def test_a_good_name_is_taken(name: str) -> None:
     assert name_problem(name) is None
     check_account_name(name)
-    assert MonitorCreate.model_validate({"name": name, "url": "https://example.com/"}).name == name
+    assert HttpMonitorCreate.model_validate({"name": name, "url": "https://example.com/"}).name == name
 
 
 MODELS: list[tuple[type[BaseModel], dict[str, Any]]] = [
-    (MonitorCreate, {"url": "https://example.com/"}),
+    (HttpMonitorCreate, {"url": "https://example.com/"}),
     (MonitorPatch, {}),
     (ChannelCreate, {"kind": "telegram", "config": {"chat_id": "-100123"}}),
     (ChannelPatch, {}),

@@ -26,8 +26,11 @@ OPERATIONS = {
     for path, item in DOCUMENT["paths"].items()
     for method, operation in item.items()
 }
-PUBLIC = {("GET", p) for p in ("/api/v1/openapi.json", "/healthz", "/readyz", "/metrics")}
-BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorPatch": schemas.MonitorPatch,
+PUBLIC = {("GET", p) for p in ("/api/v1/openapi.json", "/healthz", "/readyz", "/metrics")} | {
+    (m, p) for m in ("GET", "POST") for p in ("/ping/{token}", "/ping/{token}/{kind}")
+}
+BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.MonitorUpdate,
+          **{m.__name__: m for m in (*schemas.CREATE_BODIES.values(), *schemas.PATCH_BODIES.values())},
           "ChannelCreate": schemas.ChannelCreate, "ChannelPatch": schemas.ChannelPatch,
           "KeyCreate": schemas.KeyCreate, "MaintenanceCreate": schemas_maintenance.MaintenanceCreate,
           "MaintenancePatch": schemas_maintenance.MaintenancePatch}  # fmt: skip
@@ -86,12 +89,23 @@ def test_security_is_the_bearer_scheme() -> None:
 def test_request_bodies_are_the_validating_models(name: str) -> None:
     documented = DOCUMENT["components"]["schemas"][name]
     generated = BODIES[name].model_json_schema(ref_template=openapi.REF)
-    if "oneOf" in generated:  # a discriminated union (ChannelCreate: one body per kind)
+    if "oneOf" in generated and "discriminator" in generated:  # ChannelCreate: one body per kind
         assert documented["oneOf"] == generated["oneOf"]
         assert documented["discriminator"]["propertyName"] == generated["discriminator"]["propertyName"]
         for ref in documented["discriminator"]["mapping"].values():
             body = DOCUMENT["components"]["schemas"][ref.rsplit("/", 1)[1]]
             assert body["additionalProperties"] is False and "kind" in body["required"]
+        return
+    if (
+        "oneOf" in generated or "anyOf" in generated
+    ):  # MonitorCreate (by type; http when absent), MonitorUpdate
+        branches = generated.get("oneOf") or generated["anyOf"]
+        assert (documented.get("oneOf") or documented["anyOf"]) == branches
+        for ref in branches:
+            body = DOCUMENT["components"]["schemas"][ref["$ref"].rsplit("/", 1)[1]]
+            assert body["additionalProperties"] is False and "type" in body["properties"]
+            if "oneOf" in generated and body["title"] != "HttpMonitorCreate":
+                assert "type" in body["required"]  # so that exactly one branch matches
         return
     assert set(documented["properties"]) == set(generated["properties"])
     assert documented["additionalProperties"] is False
@@ -101,7 +115,7 @@ def test_request_bodies_are_the_validating_models(name: str) -> None:
 def _examples() -> list[tuple[str, Any]]:
     found = []
     for _key, operation in sorted(OPERATIONS.items()):
-        if "requestBody" in operation:
+        if "application/json" in operation.get("requestBody", {}).get("content", {}):
             content = operation["requestBody"]["content"]["application/json"]
             found.append((content["schema"]["$ref"].rsplit("/", 1)[1], content["example"]))
     return found
@@ -115,7 +129,7 @@ def test_request_examples_pass_validation(name: str, example: dict[str, Any]) ->
 def test_the_limits_come_from_the_settings() -> None:
     settings = Settings(min_interval_seconds=5, http_max_body_bytes=2048, allow_insecure_tls=True)
     document = openapi.document(openapi.Limits.of(settings))
-    for name in ("MonitorCreate", "MonitorPatch"):
+    for name in ("HttpMonitorCreate", "MonitorPatch"):
         fields = document["components"]["schemas"][name]["properties"]
         assert (fields["interval_seconds"]["minimum"], fields["interval_seconds"]["maximum"]) == (
             5.0,
@@ -143,10 +157,11 @@ KINDS = {
     "json": "Json",
     "header": "Header",
     "response_time": "ResponseTime",
+    "security_headers": "SecurityHeaders",
 }
 
 
-@pytest.mark.parametrize("model", ["MonitorCreate", "MonitorPatch", "Monitor"])
+@pytest.mark.parametrize("model", ["HttpMonitorCreate", "MonitorPatch", "Monitor"])
 def test_assertions_are_documented_kind_by_kind(model: str) -> None:
     found = DOCUMENT["components"]["schemas"]
     field = found[model]["properties"]["assertions"]

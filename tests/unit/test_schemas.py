@@ -11,7 +11,7 @@ from monitor.api.errors import ApiError, from_validation
 from monitor.api.responses import BasicAuthShown, BearerAuthShown
 from monitor.api.schemas import (
     MAX_URL_LENGTH,
-    MonitorCreate,
+    HttpMonitorCreate,
     MonitorPatch,
     check_timeout,
     parse_status_ranges,
@@ -23,14 +23,14 @@ CTX = {"min_interval_seconds": 30}
 GOOD = {"name": "site", "url": "https://example.com/health", "interval_seconds": 60}
 
 
-def field_of(body: dict, model: type = MonitorCreate) -> str | None:
+def field_of(body: dict, model: type = HttpMonitorCreate) -> str | None:
     with pytest.raises(ValidationError) as info:
         model.model_validate(body, context=CTX)
     return from_validation(info.value, model).field
 
 
 def test_defaults() -> None:
-    spec = MonitorCreate.model_validate(GOOD, context=CTX)
+    spec = HttpMonitorCreate.model_validate(GOOD, context=CTX)
     assert spec.expected_status == ["200-399"]
     assert spec.confirm_after == 2 and spec.type == "http" and not spec.paused
 
@@ -89,7 +89,9 @@ HTTP_CTX = {"min_interval_seconds": 30, "http_max_body_bytes": 10 * 1024 * 1024,
 BASIC = {"type": "basic", "username": "u", "password": "hunter2"}
 
 
-def invalid_field(body: dict[str, Any], model: type = MonitorCreate, context: dict | None = None) -> ApiError:
+def invalid_field(
+    body: dict[str, Any], model: type = HttpMonitorCreate, context: dict | None = None
+) -> ApiError:
     with pytest.raises(ValidationError) as info:
         model.model_validate(body, context=HTTP_CTX if context is None else context)
     return from_validation(info.value, model)
@@ -192,7 +194,7 @@ def test_patch_leaves_the_rules_between_fields_to_the_options_as_changed() -> No
 
 def test_limits_come_from_the_validation_context() -> None:
     allowing = {**HTTP_CTX, "allow_insecure_tls": True, "http_max_body_bytes": 100}
-    spec = MonitorCreate.model_validate(
+    spec = HttpMonitorCreate.model_validate(
         {**GOOD, "tls_verify": False, "max_body_bytes": 100}, context=allowing
     )
     assert spec.tls_verify is False and spec.max_body_bytes == 100
@@ -200,11 +202,11 @@ def test_limits_come_from_the_validation_context() -> None:
     error = invalid_field({**GOOD, "tls_verify": False})
     assert "MONITOR_ALLOW_INSECURE_TLS" in error.message
     # Without a context: the defaults (10 MiB, no insecure TLS).
-    assert MonitorCreate.model_validate({**GOOD, "max_body_bytes": 10 * 1024 * 1024}).max_body_bytes > 0
+    assert HttpMonitorCreate.model_validate({**GOOD, "max_body_bytes": 10 * 1024 * 1024}).max_body_bytes > 0
 
 
 def test_the_request_body_keeps_its_whitespace() -> None:
-    spec = MonitorCreate.model_validate({**GOOD, "method": "POST", "body": "  {}\n"}, context=HTTP_CTX)
+    spec = HttpMonitorCreate.model_validate({**GOOD, "method": "POST", "body": "  {}\n"}, context=HTTP_CTX)
     assert spec.body == "  {}\n"
 
 
@@ -222,7 +224,9 @@ def test_which_headers_are_secret(name: str, secret: bool) -> None:
 
 
 def stored_of(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    spec = MonitorCreate.model_validate({**GOOD, **body}, context={**HTTP_CTX, "allow_insecure_tls": True})
+    spec = HttpMonitorCreate.model_validate(
+        {**GOOD, **body}, context={**HTTP_CTX, "allow_insecure_tls": True}
+    )
     return http.to_stored(http.unmask(spec.model_dump(include=set(http.FIELDS), mode="json"), {}))
 
 
@@ -338,11 +342,11 @@ SHORT = {"min_interval_seconds": 1}
     ids=["default", "equal", "default above the interval", "below"],
 )
 def test_a_timeout_within_the_interval_is_taken(given: dict[str, Any], timeout: float) -> None:
-    spec = MonitorCreate.model_validate({**GOOD, **given}, context=SHORT)
+    spec = HttpMonitorCreate.model_validate({**GOOD, **given}, context=SHORT)
     assert spec.timeout_seconds == timeout
 
 
-@pytest.mark.parametrize("model", [MonitorCreate, MonitorPatch])
+@pytest.mark.parametrize("model", [HttpMonitorCreate, MonitorPatch])
 def test_a_timeout_longer_than_the_interval_is_refused(model: type) -> None:
     with pytest.raises(ValidationError) as info:
         model.model_validate({**GOOD, "interval_seconds": 30, "timeout_seconds": 31}, context=SHORT)
@@ -378,7 +382,7 @@ def _url_of_stored_length(length: int) -> str:
     return base + "я" * letters + "a" * rest
 
 
-@pytest.mark.parametrize("model", [MonitorCreate, MonitorPatch])
+@pytest.mark.parametrize("model", [HttpMonitorCreate, MonitorPatch])
 def test_the_url_length_is_that_of_the_stored_form(model: type) -> None:
     url = "https://example.com/" + "я" * 700  # 720 characters, 4,220 once percent-encoded
     with pytest.raises(ValidationError) as info:
@@ -406,4 +410,4 @@ def test_credentials_in_the_url_point_to_the_auth_field(url: str) -> None:
         error.message
         == "url: credentials in the URL are not allowed: put them in the auth field, not in the URL"
     )
-    assert "auth" in MonitorCreate.model_fields  # the field the message names
+    assert "auth" in HttpMonitorCreate.model_fields  # the field the message names
