@@ -16,7 +16,9 @@ database's CPU per ping fell by 80 %. One writer at a time also commits its rows
 
 A ping is acknowledged (200) only once its row is committed: a 503 tells the job to retry (curl
 ``--retry``), and no ping that was answered 200 is lost. The scheduler turns the row into a
-result (``scheduler/heartbeat.py``).
+result (``scheduler/heartbeat.py``). A paused monitor's pings are stored too (its job gets its
+200): whether the monitor is paused is the scheduler's to know at the moment it reads them, not
+something a cache of the api may still believe after the monitor was resumed.
 """
 
 from __future__ import annotations
@@ -125,14 +127,12 @@ _INSERT = """
 INSERT INTO pings (monitor_id, time, kind, body, body_truncated)
 SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::boolean[])"""
 _LOOKUP = """
-SELECT ping_token, id, paused FROM monitors WHERE ping_token = ANY($1::text[]) AND type = 'heartbeat'"""
-# A token's heartbeat monitor: its id and whether it is paused.
-Found = tuple[int, bool]
+SELECT ping_token, id FROM monitors WHERE ping_token = ANY($1::text[]) AND type = 'heartbeat'"""
 
 
 @dataclass(frozen=True, slots=True)
 class _Known:
-    found: Found | None  # None: no heartbeat monitor has this token
+    monitor_id: int | None  # None: no heartbeat monitor has this token
     until: float
 
 
@@ -145,18 +145,18 @@ class PingDesk:
         self._known: OrderedDict[str, _Known] = OrderedDict()
         # Only known tokens get a bucket: as many as there are heartbeat monitors.
         self._buckets = TokenBuckets(RATE_PER_SECOND, RATE_BURST)
-        self._lookups: Batcher[str, Found | None] = Batcher(self._lookup)
+        self._lookups: Batcher[str, int | None] = Batcher(self._lookup)
         self._inserts: Batcher[_Ping, None] = Batcher(self._insert)
 
-    async def monitor_of(self, token: str) -> Found | None:
+    async def monitor_of(self, token: str) -> int | None:
         """The heartbeat monitor with this token (None: none has it), cached either way."""
         now = time.monotonic()
         known = self.cached(token, now)
         if known is not None:
-            return known.found
-        found = await self._lookups.submit(token)
-        self.remember(token, found, now)
-        return found
+            return known.monitor_id
+        monitor_id = await self._lookups.submit(token)
+        self.remember(token, monitor_id, now)
+        return monitor_id
 
     async def record(self, ping: _Ping) -> None:
         """Return once ``ping``'s row is committed (raises what the database raised)."""
@@ -166,8 +166,8 @@ class PingDesk:
         await self._lookups.close()
         await self._inserts.close()
 
-    async def _lookup(self, tokens: list[str]) -> list[Found | None]:
-        found = {row[0]: (row[1], row[2]) for row in await self._pool.fetch(_LOOKUP, tokens)}
+    async def _lookup(self, tokens: list[str]) -> list[int | None]:
+        found = {row[0]: row[1] for row in await self._pool.fetch(_LOOKUP, tokens)}
         return [found.get(token) for token in tokens]
 
     async def _insert(self, pings: list[_Ping]) -> list[None]:
@@ -187,8 +187,8 @@ class PingDesk:
             return None
         return known
 
-    def remember(self, token: str, found: Found | None, now: float) -> None:
-        self._known[token] = _Known(found, now + CACHE_SECONDS)
+    def remember(self, token: str, monitor_id: int | None, now: float) -> None:
+        self._known[token] = _Known(monitor_id, now + CACHE_SECONDS)
         self._known.move_to_end(token)
         while len(self._known) > MAX_CACHED:
             self._known.popitem(last=False)
@@ -211,18 +211,13 @@ async def ping(request: web.Request) -> web.Response:
     if kind is None or not plausible_token(token):
         raise _not_found()
     desk = request.app[PINGS]
-    found = await desk.monitor_of(token)
-    if found is None:
+    monitor_id = await desk.monitor_of(token)
+    if monitor_id is None:
         raise _not_found()
-    monitor_id, paused = found
     delay = desk.wait(token)
     if delay > 0:
         retry = str(max(1, math.ceil(delay)))
         raise ApiError(429, "rate_limited", "too many pings with this URL", headers={"Retry-After": retry})
-    if paused:
-        # Not stored: a paused monitor is not watched, and its job need not fail over it
-        # (a 4xx would make `curl -f` fail the cron job). Its deadline counts from resumption.
-        return web.Response(text="OK\n")
     body, truncated = None, False
     if request.can_read_body:
         body, truncated = await _body(request)

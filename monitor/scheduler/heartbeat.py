@@ -14,8 +14,9 @@ every few seconds in case a notification was missed) in id order and hands each 
 monitor's ticker. The writer deletes a ping's row in the transaction that writes its result
 (``Writer.take_pings``): a ping is never lost, and a crash before that commit leaves the row to
 be read again. A ping for a monitor this scheduler has not loaded (created a moment ago, its
-NOTIFY not yet applied) is kept aside and offered again for ``PARK_SECONDS`` before it is
-dropped (a paused or deleted monitor's pings are dropped then).
+NOTIFY not yet applied) is kept aside and offered again for up to ``PARK_SECONDS``; a paused
+or deleted monitor's pings are dropped at once (the api stores them: its cache cannot know of a
+pause as it happens).
 
 A deadline does not fire at once: the intake first reads the pings already in the table, so
 a ping that came just before its deadline (or while no scheduler ran) is counted first, and a
@@ -243,19 +244,31 @@ class PingIntake:
             BATCH,
         )
         now = time.monotonic()
+        pending = [*self._waiting.values(), *((r, now) for r in rows)]
+        unloaded = {r["monitor_id"] for r, _ in pending if r["monitor_id"] not in self._tickers}
+        # Of the monitors not loaded here, those a ping may still be for (active heartbeats the
+        # scheduler is about to load); a paused or deleted monitor's pings go at once.
+        coming = await self._active(unloaded) if unloaded else set()
         taken: list[int] = []
-        for row, first_seen in [*self._waiting.values(), *((r, now) for r in rows)]:
+        for row, first_seen in pending:
             ticker = self._tickers.get(row["monitor_id"])
             if isinstance(ticker, HeartbeatTicker):
                 ticker.ping(row["kind"], row["time"], row["body"], row["body_truncated"])
-            elif now - first_seen < PARK_SECONDS:
+            elif row["monitor_id"] in coming and now - first_seen < PARK_SECONDS:
                 self._waiting.setdefault(row["id"], (row, first_seen))
                 continue
             else:
-                log.info("pings.dropped", monitor_id=row["monitor_id"], reason="no such monitor here")
+                log.info("pings.dropped", monitor_id=row["monitor_id"], reason="paused, deleted or elsewhere")
             self._waiting.pop(row["id"], None)
             taken.append(row["id"])
         if taken:
             self._handed.update(taken)
             self._writer.take_pings(taken)
         return len(rows)
+
+    async def _active(self, monitor_ids: set[int]) -> set[int]:
+        rows = await self._pool.fetch(
+            "SELECT id FROM monitors WHERE id = ANY($1::bigint[]) AND type = 'heartbeat' AND NOT paused",
+            list(monitor_ids),
+        )
+        return {r["id"] for r in rows}

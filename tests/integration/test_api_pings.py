@@ -1,6 +1,6 @@
 """The ping route of a live ``monitor api``, beyond the e2e test's cron job (found in review):
-a log tail that arrives in several pieces is kept whole, a paused monitor's pings are answered
-but not stored, and ``curl -I`` (HEAD) is a ping like GET."""
+a log tail that arrives in several pieces is kept whole, a paused monitor's job gets its 200,
+and ``curl -I`` (HEAD) is a ping like GET."""
 
 from __future__ import annotations
 
@@ -47,12 +47,12 @@ async def test_a_body_in_pieces_is_kept_whole_up_to_its_cap(api: ApiClient, db: 
     ]
 
 
-async def test_a_paused_monitors_pings_are_answered_not_stored(
-    api: ApiClient, db: asyncpg.Connection
-) -> None:
+async def test_a_paused_monitors_job_gets_its_200(api: ApiClient, db: asyncpg.Connection) -> None:
+    # Stored: whether the monitor is still paused when the row is read is the scheduler's to
+    # judge (it drops such pings); an api's cache could still say paused after a resume.
     monitor_id, path = await _heartbeat(api, paused=True)
     assert (await api.get(path)).status == 200
-    assert await _stored(db, monitor_id) == []
+    assert [r["kind"] for r in await _stored(db, monitor_id)] == ["ok"]
 
 
 async def test_head_is_a_ping(api: ApiClient, db: asyncpg.Connection) -> None:
