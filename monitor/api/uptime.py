@@ -175,9 +175,9 @@ async def fetch_spans(
 
 # The windows that apply to each of $1's monitors (by id, or by a tag within its account) and
 # may overlap [$2, $3).
-_WINDOWS = """
-SELECT m.id AS monitor_id, w.id, w.kind, w.starts_at, w.ends_at, w.rrule, w.cron, w.dtstart, w.timezone,
-       w.duration_seconds
+WINDOWS_SQL = """
+SELECT m.id AS monitor_id, w.id, w.name, w.kind, w.starts_at, w.ends_at, w.rrule, w.cron, w.dtstart,
+       w.timezone, w.duration_seconds
 FROM monitors m JOIN maintenance_windows w
   ON w.account_id = m.account_id AND (w.monitor_ids @> ARRAY[m.id] OR w.tags && m.tags)
 WHERE m.id = ANY($1::bigint[]) AND (w.kind <> 'once' OR (w.starts_at < $3 AND w.ends_at > $2))
@@ -190,7 +190,7 @@ async def maintenance_spans(
     """Each monitor's maintenance spans that overlap [start, end), each window's rule read once."""
     spans: Spans = defaultdict(list)
     found: dict[int, list[Interval]] = {}
-    for row in await conn.fetch(_WINDOWS, ids, start, end):
+    for row in await conn.fetch(WINDOWS_SQL, ids, start, end):
         if row["id"] not in found:
             try:
                 found[row["id"]] = occurrences(Rule.from_row(row), start, end)
@@ -199,6 +199,45 @@ async def maintenance_spans(
                 found[row["id"]] = []
         spans[row["monitor_id"]].extend(found[row["id"]])
     return spans
+
+
+@dataclass(frozen=True)
+class Records:
+    """What uptime is computed from, per monitor, for windows inside the span they were read for."""
+
+    incidents: Spans
+    degradations: Spans
+    pauses: Spans
+    maintenance: Spans
+
+
+async def records(
+    conn: asyncpg.Connection, ids: list[int], start: datetime, end: datetime, now: datetime
+) -> Records:
+    """The incidents, degradations, pauses and maintenance spans of [start, end), in four queries."""
+    return Records(
+        await fetch_spans(conn, "incidents", ids, start, end),
+        await fetch_spans(conn, "degradations", ids, start, end),
+        await fetch_spans(conn, "monitor_pauses", ids, start, end),
+        # Maintenance is left out like paused time (only the part up to now can be observed).
+        await maintenance_spans(conn, ids, start, max(start, min(end, now))),
+    )
+
+
+def uptime_of(
+    monitor: tuple[int, datetime], start: datetime, end: datetime, now: datetime, found: Records,
+    counts: tuple[int, int],
+) -> Uptime:  # fmt: skip
+    """One monitor's uptime over [start, end) from ``found`` (read for a span holding it) and
+    its (checks, checks_up) there."""
+    mid, created_at = monitor
+    checks, up = counts
+    excluded = [*found.pauses[mid], *found.maintenance[mid]]
+    percent, down = figures(start, end, created_at, now, found.incidents[mid], excluded, checks)
+    degraded = None
+    if percent is not None:
+        degraded = time_in(observed(start, end, created_at, now, excluded), found.degradations[mid], now)
+    return Uptime(start, end, percent, down, checks, up, degraded)
 
 
 async def uptimes(
@@ -210,19 +249,6 @@ async def uptimes(
 ) -> dict[int, Uptime]:
     """Uptime over [start, end) for each (monitor id, created_at), in six queries."""
     ids = [mid for mid, _ in monitors]
-    incidents = await fetch_spans(conn, "incidents", ids, start, end)
-    degradations = await fetch_spans(conn, "degradations", ids, start, end)
-    pauses = await fetch_spans(conn, "monitor_pauses", ids, start, end)
-    # Maintenance is left out like paused time (only the part up to now can be observed).
-    windows = await maintenance_spans(conn, ids, start, max(start, min(end, now)))
+    found = await records(conn, ids, start, end, now)
     counts = await count_checks(conn, ids, start, end, now)
-    result: dict[int, Uptime] = {}
-    for mid, created_at in monitors:
-        checks, up = counts.get(mid, (0, 0))
-        excluded = [*pauses[mid], *windows[mid]]
-        percent, down = figures(start, end, created_at, now, incidents[mid], excluded, checks)
-        degraded = None
-        if percent is not None:
-            degraded = time_in(observed(start, end, created_at, now, excluded), degradations[mid], now)
-        result[mid] = Uptime(start, end, percent, down, checks, up, degraded)
-    return result
+    return {m[0]: uptime_of(m, start, end, now, found, counts.get(m[0], (0, 0))) for m in monitors}
