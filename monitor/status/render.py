@@ -1,0 +1,103 @@
+"""A status page's model (``view.build``) as HTML, JSON and Atom.
+
+Jinja2 with autoescaping on for every template (HTML and the Atom feed's XML): a monitor
+named ``<script>`` is text on the page. The HTML has no script and no inline style, so the
+page's Content-Security-Policy can forbid both; the stylesheet is one static file whose URL
+carries its hash, so it is cached for a year and changes with a new version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from datetime import UTC, datetime
+from importlib import resources
+from typing import Any
+
+import jinja2
+
+from monitor import times
+from monitor.status import badges
+from monitor.status.view import DAYS, OVERALL_TEXT, STATUS_TEXT, duration_text, level, spark_points
+
+WINDOW_TEXT = {"24h": "24 h", "7d": "7 days", "30d": "30 days", "90d": "90 days"}
+
+
+def _when(value: datetime | None) -> str:
+    return "" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _iso(value: datetime | None) -> str:
+    return "" if value is None else times.rfc3339(value)
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("monitor.status", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        when=_when,
+        iso=_iso,
+        pct=lambda p: badges.uptime_badge(p)[0],
+        ms=lambda v: badges.latency_badge(v)[0],
+        dur=duration_text,
+    )
+    env.globals.update(
+        level=level, spark=spark_points, status_text=STATUS_TEXT, overall_text=OVERALL_TEXT,
+        window_text=WINDOW_TEXT, days=DAYS,
+    )  # fmt: skip
+    return env
+
+
+ENV = _environment()
+CSS = resources.files("monitor.status").joinpath("static/status.css").read_bytes()
+CSS_HASH = hashlib.sha256(CSS).hexdigest()[:16]
+CSS_PATH = "/static/status.css"
+# Status page and incident ids of the Atom feed are name-based UUIDs in this namespace.
+_NAMESPACE = uuid.UUID("5b0f7c1e-2a55-4d39-9a3c-6d3e1f0b7a21")
+CSS_URL = f"{CSS_PATH}?v={CSS_HASH}"
+
+
+def html(model: dict[str, Any], base: str) -> str:
+    """The page; ``base`` is its path (``/status/<slug>``), which the feeds' links extend."""
+    maintenance = model["maintenance"]
+    return ENV.get_template("page.html").render(
+        page=model,
+        base=base,
+        css_url=CSS_URL,
+        active_maintenance=[m for m in maintenance if m["active"]],
+        upcoming_maintenance=[m for m in maintenance if not m["active"]],
+    )
+
+
+def atom(model: dict[str, Any], base: str, page_id: int) -> str:
+    """Incidents as an Atom feed. Its links are ``base`` (the page's path: a reader resolves
+    it against the feed's own address, whichever host that was read from); the ids are URNs
+    that stay the same whatever the host: the page's, and each incident's from its monitor
+    and start."""
+    times_seen = [i["ended_at"] or i["started_at"] for i in model["incidents"]]
+    updated = max(times_seen, default=model["updated_at"])
+
+    def entry_id(incident: dict[str, Any]) -> str:
+        key = f"{page_id}/{incident['monitor']}/{_iso(incident['started_at'])}"
+        return uuid.uuid5(_NAMESPACE, key).urn
+
+    return ENV.get_template("feed.atom").render(
+        page=model, base=base, updated=updated, feed_id=uuid.uuid5(_NAMESPACE, str(page_id)).urn,
+        entry_id=entry_id,
+    )  # fmt: skip
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return times.rfc3339(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def as_json(model: dict[str, Any]) -> str:
+    return json.dumps(model, default=_plain, ensure_ascii=False, separators=(",", ":"))
