@@ -19,7 +19,7 @@ import jinja2
 
 from monitor import times
 from monitor.status import badges
-from monitor.status.view import DAYS, OVERALL_TEXT, STATUS_TEXT, duration_text, level, spark_points
+from monitor.status.view import DAYS, NAMESPACE, OVERALL_TEXT, STATUS_TEXT, duration_text, level, spark_points
 
 WINDOW_TEXT = {"24h": "24 h", "7d": "7 days", "30d": "30 days", "90d": "90 days"}
 
@@ -58,8 +58,6 @@ ENV = _environment()
 CSS = resources.files("monitor.status").joinpath("static/status.css").read_bytes()
 CSS_HASH = hashlib.sha256(CSS).hexdigest()[:16]
 CSS_PATH = "/static/status.css"
-# Status page and incident ids of the Atom feed are name-based UUIDs in this namespace.
-_NAMESPACE = uuid.UUID("5b0f7c1e-2a55-4d39-9a3c-6d3e1f0b7a21")
 CSS_URL = f"{CSS_PATH}?v={CSS_HASH}"
 
 
@@ -78,18 +76,12 @@ def html(model: dict[str, Any], base: str) -> str:
 def atom(model: dict[str, Any], base: str, page_id: int) -> str:
     """Incidents as an Atom feed. Its links are ``base`` (the page's path: a reader resolves
     it against the feed's own address, whichever host that was read from); the ids are URNs
-    that stay the same whatever the host: the page's, and each incident's from its monitor
-    and start."""
+    that stay the same whatever the host: the page's, and each incident's ``ref``."""
     times_seen = [i["ended_at"] or i["started_at"] for i in model["incidents"]]
     updated = max(times_seen, default=model["updated_at"])
 
-    def entry_id(incident: dict[str, Any]) -> str:
-        key = f"{page_id}/{incident['monitor']}/{_iso(incident['started_at'])}"
-        return uuid.uuid5(_NAMESPACE, key).urn
-
     return ENV.get_template("feed.atom").render(
-        page=model, base=base, updated=updated, feed_id=uuid.uuid5(_NAMESPACE, str(page_id)).urn,
-        entry_id=entry_id,
+        page=model, base=base, updated=updated, feed_id=uuid.uuid5(NAMESPACE, str(page_id)).urn,
     )  # fmt: skip
 
 

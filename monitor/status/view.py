@@ -9,13 +9,17 @@ owner's network); no ids.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from monitor import times
 from monitor.api.uptime import Spans, Uptime
 
+# Name-based UUIDs of status pages and their incidents (Atom ids) are made in this namespace.
+NAMESPACE = uuid.UUID("5b0f7c1e-2a55-4d39-9a3c-6d3e1f0b7a21")
 DAY = timedelta(days=1)
 DAYS = 90
 WINDOWS = {"24h": timedelta(hours=24), "7d": 7 * DAY, "30d": 30 * DAY, "90d": 90 * DAY}
@@ -62,7 +66,7 @@ def days_until(now: datetime) -> list[datetime]:
 def level(percent: float | None) -> str:
     if percent is None:
         return "nodata"
-    return next(name for floor, name in LEVELS if percent >= floor)
+    return next((name for floor, name in LEVELS if percent >= floor), "down")
 
 
 def status_of(monitor: Mapping[str, Any], in_maintenance: bool) -> str:
@@ -139,6 +143,9 @@ def build(data: PageData) -> dict[str, Any]:
     incidents = sorted(
         (
             {
+                # Stable and unique (an Atom entry's id): the page, the monitor and the start,
+                # hashed, as names are neither unique nor fixed.
+                "ref": uuid.uuid5(NAMESPACE, f"{page['id']}/{mid}/{times.rfc3339(began)}").urn,
                 "monitor": shown[mid],
                 "started_at": began,
                 "ended_at": ended,
