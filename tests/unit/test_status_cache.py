@@ -19,7 +19,7 @@ import pytest
 from monitor.status.cache import Fresh
 
 T = TypeVar("T")
-TTL, STALE = 10.0, 60.0
+TTL, STALE, RETRY = 10.0, 60.0, 1.0
 DEADLINE = 5.0
 
 
@@ -172,7 +172,7 @@ async def test_by_age(make: Make, age: float, expected: str) -> None:
 
 
 async def test_failure_reaches_waiters_when_nothing_is_cached(make: Make) -> None:
-    fresh, builder, _ = make()
+    fresh, builder, clock = make()
     builder.hold, builder.fail = True, "database down"
     waiters = [asyncio.create_task(fresh.get("k")) for _ in range(10)]
     assert await next_of(builder.started) == 1
@@ -181,8 +181,13 @@ async def test_failure_reaches_waiters_when_nothing_is_cached(make: Make) -> Non
     assert isinstance(results[0], RuntimeError) and str(results[0]) == "database down"
     assert all(r is results[0] for r in results)  # the one build's error
     assert builder.calls == ["k"]
-    # Nothing stored: the next get builds again.
+    # Within `retry` of the failure a get is answered with it, without a build.
     builder.hold, builder.fail = False, None
+    with pytest.raises(RuntimeError, match="database down"):
+        await within(fresh.get("k"))
+    assert builder.calls == ["k"]
+    # Nothing stored: past `retry` the next get builds again.
+    clock.advance(RETRY)
     assert await within(fresh.get("k")) == "k#2"
 
 
@@ -193,10 +198,13 @@ async def test_stale_value_served_when_refresh_fails(make: Make, caplog: pytest.
     builder.fail = "database down"
     assert await within(fresh.get("k")) == "k#1"
     assert await next_of(builder.finished) == 2
-    # Still served; each get past ttl tries again.
+    # Still served; within `retry` of the failure without a new build, after it with one.
+    assert await within(fresh.get("k")) == "k#1"
+    assert len(builder.calls) == 2
+    clock.advance(RETRY)
     assert await within(fresh.get("k")) == "k#1"
     assert await next_of(builder.finished) == 3
-    clock.advance(STALE - 0.001)
+    clock.advance(STALE - RETRY - 0.001)
     assert await within(fresh.get("k")) == "k#1"
     assert await next_of(builder.finished) == 4
     # Past ttl + stale the failure is the answer.
@@ -206,10 +214,11 @@ async def test_stale_value_served_when_refresh_fails(make: Make, caplog: pytest.
     # A background build's error is not reported as a lost one.
     gc.collect()
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
-    # And once the database is back, the next get's build is stored.
+    # And once the database is back, the next get's build (past `retry`) is stored.
     builder.fail = None
-    assert await within(fresh.get("k")) == "k#6"
-    assert await within(fresh.get("k")) == "k#6"
+    clock.advance(RETRY)
+    assert await within(fresh.get("k")) == "k#5"
+    assert await within(fresh.get("k")) == "k#5"
 
 
 async def test_cancelled_waiter_does_not_cancel_the_build(make: Make) -> None:
