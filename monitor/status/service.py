@@ -16,6 +16,7 @@ what bench/status.py reads to show one build per page per period.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gzip
 import hashlib
@@ -153,15 +154,10 @@ class StatusDesk:
             return None
         async with self._connection("page") as conn:
             now: datetime = await conn.fetchval("SELECT now()")
-            found = await data.gather(conn, row, now)
-        model = view.build(found)
-        base = f"/status/{slug}"
-        return Page(
-            row,
-            body(render.html(model, base), "text/html; charset=utf-8"),
-            body(render.as_json(model), "application/json; charset=utf-8"),
-            body(render.atom(model, base, row["id"]), "application/atom+xml; charset=utf-8"),
-        )
+            raw = await data.gather(conn, row, now)
+        # The arithmetic, rendering and compression of a large page take tens of milliseconds:
+        # in a thread, the event loop goes on answering meanwhile.
+        return await asyncio.to_thread(_page_of, row, raw)
 
     async def _badge(self, key: tuple[str, str, str]) -> BadgeFigures | None:
         token, kind, window = key
@@ -190,6 +186,18 @@ class StatusDesk:
                 start,
             )
             return BadgeFigures(*badges.latency_badge(average))
+
+
+def _page_of(row: Mapping[str, Any], raw: data.Raw) -> Page:
+    """The page's three representations from what was read (pure)."""
+    model = view.build(data.assemble(raw))
+    base = f"/status/{row['slug']}"
+    return Page(
+        row,
+        body(render.html(model, base), "text/html; charset=utf-8"),
+        body(render.as_json(model), "application/json; charset=utf-8"),
+        body(render.atom(model, base, row["id"]), "application/atom+xml; charset=utf-8"),
+    )
 
 
 PUBLIC = web.AppKey("public", StatusDesk)
