@@ -64,8 +64,8 @@ async def _check_groups(conn: asyncpg.Connection, account: int, groups: Sequence
     for i, group in enumerate(groups):
         if not group["monitor_ids"] and not group["tags"]:
             raise ApiError(
-                422, "invalid", f"groups[{i}].monitor_ids: give monitor_ids or tags (or both)",
-                f"groups[{i}].monitor_ids",
+                422, "invalid", f"groups.{i}.monitor_ids: give monitor_ids or tags (or both)",
+                f"groups.{i}.monitor_ids",
             )  # fmt: skip
     wanted = [m for g in groups for m in g["monitor_ids"]]
     found = {
@@ -77,7 +77,7 @@ async def _check_groups(conn: asyncpg.Connection, account: int, groups: Sequence
     for i, group in enumerate(groups):
         for monitor_id in group["monitor_ids"]:
             if monitor_id not in found:
-                field = f"groups[{i}].monitor_ids"
+                field = f"groups.{i}.monitor_ids"
                 raise ApiError(422, "invalid", f"{field}: no monitor {monitor_id}", field)
 
 

@@ -162,7 +162,8 @@ async def test_every_operation_through_the_generated_client(
         )  # fmt: skip
         assert isinstance(await call("status_pages.list_status_pages"), models.StatusPageList)
         assert (await call("status_pages.get_status_page", page.id)).slug == "generated"
-        shown = await call("status_pages.update_status_page", page.id, body=models.StatusPagePatch(show_urls=True))
+        patch = models.StatusPagePatch(show_urls=True)
+        shown = await call("status_pages.update_status_page", page.id, body=patch)
         assert shown.show_urls is True
         await call("public.get_status_page_html", "generated")
         await call("public.get_status_page_json", "generated")

@@ -36,7 +36,8 @@ BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.Monit
           "ChannelCreate": schemas.ChannelCreate, "ChannelPatch": schemas.ChannelPatch,
           "KeyCreate": schemas.KeyCreate, "MaintenanceCreate": schemas_maintenance.MaintenanceCreate,
           "MaintenancePatch": schemas_maintenance.MaintenancePatch,
-          "StatusPageCreate": schemas_status.StatusPageCreate, "StatusPagePatch": schemas_status.StatusPagePatch}  # fmt: skip
+          "StatusPageCreate": schemas_status.StatusPageCreate,
+          "StatusPagePatch": schemas_status.StatusPagePatch}  # fmt: skip
 
 
 def responses(key: tuple[str, str]) -> set[str]:
