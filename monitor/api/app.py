@@ -167,7 +167,7 @@ def create_app(settings: Settings) -> web.Application:
     async def resources(app: web.Application) -> AsyncIterator[None]:
         app[SECRET_BOX] = settings.secret_box()  # first: without a key the API does not start
         # min_size=0: the API starts, and answers 503, even while the database is down.
-        app[POOL] = await db.create_pool(settings.dsn, min_size=0, max_size=10)
+        app[POOL] = await db.create_pool(settings.dsn, min_size=0, max_size=10, init=db.preload_array_codecs)
         app[pings.PINGS] = pings.PingDesk(app[POOL])
         if settings.allow_cidrs:  # as the scheduler does: the exceptions to the SSRF policy, once
             log.warning("ssrf.allow_cidrs", networks=settings.allow_cidrs)

@@ -15,9 +15,10 @@ the edges, so they are exact and stay fast for 90-day windows.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import asyncpg
 
@@ -103,7 +104,7 @@ def figures(
     return 100.0 * (1.0 - down / span), down
 
 
-def _ceil_hour(value: datetime) -> datetime:
+def ceil_hour(value: datetime) -> datetime:
     floor = value.replace(minute=0, second=0, microsecond=0)
     return floor if floor == value else floor + HOUR
 
@@ -113,11 +114,11 @@ async def count_checks(
 ) -> dict[int, tuple[int, int]]:
     """(checks, checks_up) per monitor in [start, end)."""
     counts: dict[int, list[int]] = defaultdict(lambda: [0, 0])
-    full_start = _ceil_hour(start)
+    full_start = ceil_hour(start)
     if now is not None and end >= now:
         # A window that runs to now needs no raw rows at its end: the writer commits checks with
         # their rollups, so the current hour's rollup holds exactly the checks written so far.
-        full_end, edges = _ceil_hour(now), [(start, full_start)]
+        full_end, edges = ceil_hour(now), [(start, full_start)]
     else:
         full_end = end.replace(minute=0, second=0, microsecond=0)
         edges = [(start, full_start), (full_end, end)]
@@ -184,13 +185,12 @@ WHERE m.id = ANY($1::bigint[]) AND (w.kind <> 'once' OR (w.starts_at < $3 AND w.
 """
 
 
-async def maintenance_spans(
-    conn: asyncpg.Connection, ids: list[int], start: datetime, end: datetime
-) -> Spans:
-    """Each monitor's maintenance spans that overlap [start, end), each window's rule read once."""
+def window_spans(rows: Sequence[Mapping[str, Any]], start: datetime, end: datetime) -> Spans:
+    """Each monitor's maintenance spans that overlap [start, end), from rows of WINDOWS_SQL's
+    columns (each window's rule read once)."""
     spans: Spans = defaultdict(list)
     found: dict[int, list[Interval]] = {}
-    for row in await conn.fetch(WINDOWS_SQL, ids, start, end):
+    for row in rows:
         if row["id"] not in found:
             try:
                 found[row["id"]] = occurrences(Rule.from_row(row), start, end)
@@ -199,6 +199,13 @@ async def maintenance_spans(
                 found[row["id"]] = []
         spans[row["monitor_id"]].extend(found[row["id"]])
     return spans
+
+
+async def maintenance_spans(
+    conn: asyncpg.Connection, ids: list[int], start: datetime, end: datetime
+) -> Spans:
+    """Each monitor's maintenance spans that overlap [start, end)."""
+    return window_spans(await conn.fetch(WINDOWS_SQL, ids, start, end), start, end)
 
 
 @dataclass(frozen=True)

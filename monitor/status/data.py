@@ -1,11 +1,14 @@
-"""What a status page shows, read from the database in one go: its monitors, their uptime over
-the four windows and each of the last 90 days, response times, incidents and maintenance.
+"""What a status page shows, read from the database in one statement: its monitors, their
+uptime over the four windows and each of the last 90 days, response times, incidents and
+maintenance.
 
-The reads are those of the API's uptime (``monitor.api.uptime``), over the page's monitors at
+The figures are those of the API's uptime (``monitor.api.uptime``: ``uptime_of`` over the
+records ``records`` reads, with ``count_checks``'s counts), over the page's monitors at
 once: the incidents, pauses and maintenance of the 90 days are read once and every window and
-day is computed from them, the days' check counts come from the daily rollups, so a page of
-any size is built in about 16 queries (not 6 per day and window: 564), and a bar's figure is
-the one the API answers for that day.
+day is computed from them, the days' check counts come from the daily rollups. All of it is
+one statement (each part an array of rows), so a page costs the database one query per build,
+whatever its size (the API's own reads would be 6 per day and window: 564), and a bar's
+figure is the one the API answers for that day.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 import asyncpg
 
 from monitor.api.maintenance import rule_of
-from monitor.api.uptime import WINDOWS_SQL, Records, count_checks, records, uptime_of
+from monitor.api.uptime import HOUR, Records, ceil_hour, uptime_of, window_spans
 from monitor.maintenance import active_at, next_after
 from monitor.status.view import DAY, WINDOWS, PageData, days_until
 
@@ -28,22 +31,87 @@ AHEAD = timedelta(days=14)
 # Monitors a page shows at most (the first by id, when its tags reach more): a page of 250
 # is about 24,000 figures and 1 MB of HTML (bench/README.md), built once per period.
 MAX_MONITORS = 250
+MONITOR_FIELDS = ("id", "name", "type", "url", "paused", "tags", "created_at", "status", "changed_at")
+WINDOW_FIELDS = ("monitor_id", "id", "name", "kind", "starts_at", "ends_at", "rrule", "cron", "dtstart",
+                 "timezone", "duration_seconds")  # fmt: skip
+# The spans of counted checks: the four windows, then today. Each is count_checks's for a
+# window that runs to now: whole hours from the hourly rollups, the part before the first
+# whole hour from raw checks.
+COUNTED = (*WINDOWS, "today")
+DAILY_FIELDS = ("monitor", "day", "n", "up")
 
-_MONITORS = """
-SELECT m.id, m.name, m.type, m.url, m.paused, m.tags, m.created_at,
-       coalesce(s.status, 'unknown') AS status, s.changed_at
-FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
-WHERE m.account_id = $1 AND (m.id = ANY($2::bigint[]) OR m.tags && $3::text[])
-ORDER BY m.id LIMIT $4
+
+def _spans(table: str, alias: str) -> str:
+    return f"""(SELECT array_agg(x.monitor_id) AS {alias}_monitor, array_agg(x.started_at) AS {alias}_start,
+            array_agg(x.ended_at) AS {alias}_end
+        FROM {table} x WHERE x.monitor_id IN (SELECT id FROM m) AND x.started_at < $6
+          AND coalesce(x.ended_at, 'infinity') > $5) {alias}"""
+
+
+def _counts() -> str:
+    parts = []
+    for i in range(len(COUNTED)):
+        start, full_start = f"${10 + 2 * i}", f"${11 + 2 * i}"
+        parts.append(f"""SELECT {i} AS i, h.monitor_id, sum(h.checks)::bigint AS n,
+                   sum(h.checks_up)::bigint AS up
+            FROM checks_hourly h WHERE h.monitor_id IN (SELECT id FROM m)
+              AND h.hour >= {full_start} AND h.hour < $9 GROUP BY h.monitor_id""")
+        parts.append(f"""SELECT {i}, c.monitor_id, count(*), count(*) FILTER (WHERE c.ok)
+            FROM checks c WHERE c.monitor_id IN (SELECT id FROM m)
+              AND c.time >= {start} AND c.time < {full_start} GROUP BY c.monitor_id""")
+    return "\n        UNION ALL ".join(parts)
+
+
+def _monitor_column(name: str) -> str:
+    # Each monitor's tags are an array: the arrays of all go as one JSON array.
+    aggregate = "jsonb_agg" if name == "tags" else "array_agg"
+    return f"{aggregate}(m.{name} ORDER BY m.id) AS m_{name}"
+
+
+def _window_column(name: str) -> str:
+    return f"array_agg({'m.id' if name == 'monitor_id' else 'w.' + name}) AS w_{name}"
+
+
+# One row of arrays of built-in types (asyncpg learns those once per connection, when the
+# api's pool opens it: db.preload_array_codecs; an array of rows it would look up again).
+# $1 account, $2 ids, $3 tags (the page's groups), $4 MAX_MONITORS; $5, $6 the records'
+# span; $7 the maintenance rows' end; $8 the first of the days; $9 the end of the counted
+# whole hours; from $10 each COUNTED span's start and first whole hour; then today and 24 h ago.
+_LAST = 10 + 2 * len(COUNTED)
+SQL = f"""
+WITH m AS (
+    SELECT m.id, m.name, m.type, m.url, m.paused, m.tags, m.created_at,
+           coalesce(s.status, 'unknown') AS status, s.changed_at
+    FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
+    WHERE m.account_id = $1 AND (m.id = ANY($2::bigint[]) OR m.tags && $3::text[])
+    ORDER BY m.id LIMIT $4
+)
+SELECT * FROM
+    (SELECT {", ".join(_monitor_column(f) for f in MONITOR_FIELDS)} FROM m) mon,
+    {_spans("incidents", "inc")},
+    {_spans("degradations", "deg")},
+    {_spans("monitor_pauses", "pau")},
+    (SELECT {", ".join(_window_column(f) for f in WINDOW_FIELDS)}
+     FROM m JOIN maintenance_windows w
+       ON w.account_id = $1 AND (w.monitor_ids @> ARRAY[m.id] OR w.tags && m.tags)
+     WHERE w.kind <> 'once' OR (w.starts_at < $7 AND w.ends_at > $5)) win,
+    (SELECT array_agg(k.i) AS c_i, array_agg(k.monitor_id) AS c_monitor, array_agg(k.n) AS c_n,
+            array_agg(k.up) AS c_up
+     FROM ({_counts()}) k) cnt,
+    (SELECT array_agg(d.monitor_id) AS d_monitor, array_agg(d.day) AS d_day, array_agg(d.checks) AS d_n,
+            array_agg(d.checks_up) AS d_up
+     FROM checks_daily d WHERE d.monitor_id IN (SELECT id FROM m) AND d.day >= $8 AND d.day < ${_LAST}) day,
+    (SELECT array_agg(h.monitor_id ORDER BY h.hour) AS l_monitor, array_agg(h.hour ORDER BY h.hour) AS l_hour,
+            array_agg(h.latency_sum / h.latency_n ORDER BY h.hour) AS l_avg
+     FROM checks_hourly h
+     WHERE h.monitor_id IN (SELECT id FROM m) AND h.hour >= ${_LAST + 1} AND h.latency_n > 0) lat
 """
-_DAILY = """
-SELECT monitor_id, day, checks, checks_up FROM checks_daily
-WHERE monitor_id = ANY($1::bigint[]) AND day >= $2 AND day < $3
-"""
-_LATENCY = """
-SELECT monitor_id, hour, latency_sum, latency_n FROM checks_hourly
-WHERE monitor_id = ANY($1::bigint[]) AND hour >= $2 AND latency_n > 0 ORDER BY hour
-"""
+
+
+def _rows(row: Mapping[str, Any], prefix: str, names: Sequence[str]) -> list[dict[str, Any]]:
+    """The rows of one part of the answer: its columns ``<prefix>_<name>`` zipped."""
+    columns = [row[f"{prefix}_{name}"] or () for name in names]
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -62,40 +130,51 @@ class Raw:
     maintenance: list[dict[str, Any]]
 
 
+def _by_monitor(row: Mapping[str, Any], prefix: str) -> dict[int, list[tuple[datetime, datetime | None]]]:
+    spans: dict[int, list[tuple[datetime, datetime | None]]] = defaultdict(list)
+    for r in _rows(row, prefix, ("monitor", "start", "end")):
+        spans[r["monitor"]].append((r["start"], r["end"]))
+    return spans
+
+
 async def gather(conn: asyncpg.Connection, page: Mapping[str, Any], now: datetime) -> Raw:
-    """Everything ``assemble`` needs for ``page`` (a ``status_pages`` row) at ``now``."""
+    """Everything ``assemble`` needs for ``page`` (a ``status_pages`` row) at ``now``, in one
+    statement."""
     groups = page["groups"]
     ids = [m for g in groups for m in g["monitor_ids"]]
     tags = [t for g in groups for t in g["tags"]]
-    monitors = [dict(r) for r in await conn.fetch(_MONITORS, page["account_id"], ids, tags, MAX_MONITORS)]
-    found_ids = [m["id"] for m in monitors]
     days = days_until(now)
-    start = min(days[0], now - WINDOWS["90d"])
-    found = await records(conn, found_ids, start, now + DAY, now)
-    window_counts = {
-        name: await count_checks(conn, found_ids, now - delta, now, now) for name, delta in WINDOWS.items()
-    }
-    daily_counts = {
-        (r["monitor_id"], r["day"]): (r["checks"], r["checks_up"])
-        for r in await conn.fetch(_DAILY, found_ids, days[0], days[-1])
-    }
-    today_counts = await count_checks(conn, found_ids, days[-1], days[-1] + DAY, now)
+    start, end = min(days[0], now - WINDOWS["90d"]), now + DAY
+    counted = [now - delta for delta in WINDOWS.values()] + [days[-1]]
+    bounds = [value for s in counted for value in (s, ceil_hour(s))]
+    row = await conn.fetchrow(
+        SQL, page["account_id"], ids, tags, MAX_MONITORS, start, end, now + AHEAD, days[0], ceil_hour(now),
+        *bounds, days[-1], now - 24 * HOUR,
+    )  # fmt: skip
+    monitors = _rows(row, "m", MONITOR_FIELDS)
+    windows = _rows(row, "w", WINDOW_FIELDS)
+    counts: list[dict[int, tuple[int, int]]] = [defaultdict(lambda: (0, 0)) for _ in COUNTED]
+    for c in _rows(row, "c", ("i", "monitor", "n", "up")):
+        was = counts[c["i"]][c["monitor"]]
+        counts[c["i"]][c["monitor"]] = (was[0] + c["n"], was[1] + c["up"])
     latency: dict[int, list[tuple[datetime, float]]] = defaultdict(list)
-    for row in await conn.fetch(_LATENCY, found_ids, now - timedelta(hours=24)):
-        latency[row["monitor_id"]].append((row["hour"], row["latency_sum"] / row["latency_n"]))
-    maintenance = await _maintenance(conn, found_ids, now)
-    return Raw(
-        page,
-        monitors,
-        now,
-        days,
-        found,
-        window_counts,
-        daily_counts,
-        today_counts,
-        dict(latency),
-        maintenance,
+    for h in _rows(row, "l", ("monitor", "hour", "avg")):
+        latency[h["monitor"]].append((h["hour"], h["avg"]))
+    found = Records(
+        _by_monitor(row, "inc"),
+        _by_monitor(row, "deg"),
+        _by_monitor(row, "pau"),
+        # Maintenance is left out like paused time (only the part up to now can be observed).
+        window_spans(windows, start, max(start, now)),
     )
+    return Raw(
+        page, monitors, now, days, found,
+        window_counts={name: dict(counts[i]) for i, name in enumerate(WINDOWS)},
+        daily_counts={(d["monitor"], d["day"]): (d["n"], d["up"]) for d in _rows(row, "d", DAILY_FIELDS)},
+        today_counts=dict(counts[-1]),
+        latency=dict(latency),
+        maintenance=_maintenance(windows, now),
+    )  # fmt: skip
 
 
 def assemble(raw: Raw) -> PageData:
@@ -129,11 +208,14 @@ def assemble(raw: Raw) -> PageData:
     )
 
 
-async def _maintenance(conn: asyncpg.Connection, ids: Sequence[int], now: datetime) -> list[dict[str, Any]]:
+def _maintenance(rows: Sequence[Mapping[str, Any]], now: datetime) -> list[dict[str, Any]]:
     """The windows over these monitors that are open now or open within AHEAD: their span
     (the current one, else the next) and the monitors they cover."""
     shown: dict[int, dict[str, Any]] = {}
-    for row in await conn.fetch(WINDOWS_SQL, list(ids), now, now + AHEAD):
+    skipped: set[int] = set()
+    for row in rows:
+        if row["id"] in skipped:
+            continue
         entry = shown.get(row["id"])
         if entry is None:
             rule = rule_of(row)
@@ -142,6 +224,7 @@ async def _maintenance(conn: asyncpg.Connection, ids: Sequence[int], now: dateti
             if span is None and rule is not None:
                 span = next_after(rule, now)
             if span is None or span[0] >= now + AHEAD:
+                skipped.add(row["id"])
                 continue
             entry = shown[row["id"]] = {
                 "name": row["name"], "from": span[0], "to": span[1], "active": active, "monitor_ids": [],

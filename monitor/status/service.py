@@ -3,8 +3,8 @@
 Three caches (``cache.Fresh``), each with its own key:
 - the directory: every page's row by slug and by custom domain, read in one query per
   period, so a request for a page that does not exist costs no query at all;
-- each page: its data read (``data.gather``) and rendered to HTML, JSON and Atom, each
-  representation with its ETag and a gzip copy, once per period;
+- each page: its data read (``data.gather``, one statement) and rendered to HTML, JSON and
+  Atom, each representation with its ETag and a gzip copy, once per period;
 - each badge's figures (status, or uptime or response time over a window) by badge token;
   a token that does not exist is remembered as such, the least recently used forgotten first.
 A visitor's request then costs a dictionary look-up and a write of ready bytes.
@@ -22,7 +22,7 @@ import gzip
 import hashlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
@@ -153,8 +153,7 @@ class StatusDesk:
         if row is None:
             return None
         async with self._connection("page") as conn:
-            now: datetime = await conn.fetchval("SELECT now()")
-            raw = await data.gather(conn, row, now)
+            raw = await data.gather(conn, row, datetime.now(UTC))
         # The arithmetic, rendering and compression of a large page take tens of milliseconds:
         # in a thread, the event loop goes on answering meanwhile.
         return await asyncio.to_thread(_page_of, row, raw)

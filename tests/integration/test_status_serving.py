@@ -121,12 +121,18 @@ def builds(site: Site) -> tuple[int, int]:
     return site.desk.directory.builds, site.desk.pages.builds
 
 
+def statements(site: Site) -> tuple[float, float]:
+    """(SQL statements of directory reads, of page builds) so far (monitor_status_queries_total)."""
+    queries = site.desk.metrics.queries
+    return queries.labels("directory")._value.get(), queries.labels("page")._value.get()
+
+
 # -- caching -----------------------------------------------------------------------------------
 
 
 async def test_a_burst_costs_one_build_and_unknown_pages_cost_none(open_site: SiteFactory) -> None:
     site = await open_site(cache_seconds=2)
-    before = builds(site)
+    before, said = builds(site), statements(site)
     started = time.monotonic()
     answers = await asyncio.gather(*(site.get(f"/status/{SLUG}") for _ in range(200)))
     missing = await asyncio.gather(*(site.get(f"/status/nothing-{i}") for i in range(50)))
@@ -136,6 +142,8 @@ async def test_a_burst_costs_one_build_and_unknown_pages_cost_none(open_site: Si
     assert {a.headers["ETag"] for a in answers} == {answers[0].headers["ETag"]}
     # One read of the list of pages, one build of this page; the unknown slugs cost nothing.
     assert [after - b for after, b in zip(builds(site), before, strict=True)] == [1, 1]
+    # And each is one SQL statement: the page's data is read in one query.
+    assert [after - b for after, b in zip(statements(site), said, strict=True)] == [1, 1]
     assert {m.status for m in missing} == {404}
     assert answers[0].headers["Cache-Control"] == "public, max-age=2"
     assert answers[0].headers["Vary"] == "Accept-Encoding"
