@@ -14,10 +14,10 @@ from datetime import datetime
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import AfterValidator, Field, StrictBool, field_validator
 
 from monitor.api.schemas import TagName, _Body
-from monitor.api.schemas_maintenance import MonitorId
+from monitor.api.schemas_maintenance import MonitorId, _Out
 
 MAX_GROUPS = 20
 MAX_GROUP_MONITORS = 200
@@ -116,10 +116,6 @@ class StatusPagePatch(_Body):
 
 
 # -- answers -----------------------------------------------------------------------------------
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class GroupShown(_Out):
