@@ -149,14 +149,14 @@ class StatusDesk:
         )
 
     async def _page(self, slug: str) -> Page | None:
-        row = (await self.directory.get(None)).by_slug.get(slug)
-        if row is None:
-            return None
+        # The page's row is read afresh with its data: the directory only says it exists.
         async with self._connection("page") as conn:
-            raw = await data.gather(conn, row, datetime.now(UTC))
+            raw = await data.gather(conn, slug, datetime.now(UTC))
+        if raw is None:
+            return None
         # The arithmetic, rendering and compression of a large page take tens of milliseconds:
         # in a thread, the event loop goes on answering meanwhile.
-        return await asyncio.to_thread(_page_of, row, raw)
+        return await asyncio.to_thread(_page_of, raw)
 
     async def _badge(self, key: tuple[str, str, str]) -> BadgeFigures | None:
         token, kind, window = key
@@ -180,15 +180,16 @@ class StatusDesk:
                 return BadgeFigures(*badges.uptime_badge(found[monitor["id"]].percent))
             average = await conn.fetchval(
                 """SELECT sum(latency_sum) / nullif(sum(latency_n), 0) FROM checks_hourly
-                   WHERE monitor_id = $1 AND hour >= date_trunc('hour', $2::timestamptz)""",
+                   WHERE monitor_id = $1 AND hour >= $2""",
                 monitor["id"],
                 start,
             )
             return BadgeFigures(*badges.latency_badge(average))
 
 
-def _page_of(row: Mapping[str, Any], raw: data.Raw) -> Page:
+def _page_of(raw: data.Raw) -> Page:
     """The page's three representations from what was read (pure)."""
+    row = raw.page
     model = view.build(data.assemble(raw))
     base = f"/status/{row['slug']}"
     return Page(
