@@ -25,7 +25,8 @@ MAX_TAGS = 20
 SLUG = re.compile(r"^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$")
 # A DNS name of at least two labels, lower case (RFC 1123 labels), as a Host header carries it.
 DOMAIN = re.compile(r"^(?=.{4,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+LOGO_HOST = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$")
 
 
 def _one_line(value: str) -> str:
@@ -40,8 +41,17 @@ def _logo(value: str) -> str:
         raise ValueError("must be an https:// URL")
     if parts.username is not None or parts.password is not None:
         raise ValueError("must not hold credentials")
-    if any(c in value for c in " \"'<>\\") or _CONTROL.search(value):
-        raise ValueError("must be a URL without spaces, quotes or angle brackets")
+    if any(c in value for c in " \"'<>\\;,") or _CONTROL.search(value):
+        raise ValueError("must be a URL without spaces, quotes, commas, semicolons or angle brackets")
+    # Its origin goes into the page's Content-Security-Policy: a plain host name (IDN in its
+    # ASCII form) and a port.
+    try:
+        host = parts.hostname.encode("idna").decode("ascii")
+        parts.port  # noqa: B018 - raises for a port that is not one
+    except (UnicodeError, ValueError):
+        raise ValueError("must name a host and port a browser can reach") from None
+    if not LOGO_HOST.match(host):
+        raise ValueError("must name a host of letters, digits, dots and hyphens")
     return value
 
 

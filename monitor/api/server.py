@@ -62,7 +62,9 @@ class AccessLogger(AbstractAccessLogger):
             fields["account_id"] = account_id
         if response.status >= 500:
             access_log.error("api.request", **fields)
-        elif response.status < 400 and str(fields.get("route") or "").startswith(ROUTINE):
+        elif response.status < 400 and (
+            fields.get("route") == "/" or str(fields.get("route") or "").startswith(ROUTINE)
+        ):
             # An answered ping is routine (thousands a second for a fleet of cron jobs, and the
             # largest cost per ping at info: bench/README.md), and so is a public page or badge
             # under a traffic spike; refused ones stay at info.

@@ -10,14 +10,15 @@ dropped) and by the others within their cache period.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import asyncpg
 from aiohttp import web
 from pydantic import ValidationError
 
-from monitor.api.context import POOL
+from monitor.api.context import POOL, SETTINGS
 from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
 from monitor.api.monitor_types import BADGE_PATH, public_base
@@ -29,6 +30,8 @@ WHAT = "status page"
 # The columns a body sets, as named in it.
 FIELDS = ("slug", "title", "description", "logo_url", "domain", "show_urls", "groups")
 # Unique constraints, by the field that broke them.
+# Status pages an account may have.
+MAX_PAGES = 100
 _UNIQUE = {"status_pages_slug_key": "slug", "status_pages_domain_key": "domain"}
 
 
@@ -59,8 +62,12 @@ def _groups(groups: Sequence[Group]) -> list[dict[str, Any]]:
     ]
 
 
-async def _check_groups(conn: asyncpg.Connection, account: int, groups: Sequence[Mapping[str, Any]]) -> None:
-    """Each group shows something (ids or tags), and names only monitors of the account."""
+async def _check_groups(
+    conn: asyncpg.Connection, account: int, groups: Sequence[dict[str, Any]], known: Collection[int] = ()
+) -> None:
+    """Each group shows something (ids or tags), and names only monitors of the account. An id
+    in ``known`` (on the page already) whose monitor has since been deleted is dropped: the
+    groups a GET answered can be sent back as they are."""
     for i, group in enumerate(groups):
         if not group["monitor_ids"] and not group["tags"]:
             raise ApiError(
@@ -76,9 +83,27 @@ async def _check_groups(conn: asyncpg.Connection, account: int, groups: Sequence
     }
     for i, group in enumerate(groups):
         for monitor_id in group["monitor_ids"]:
-            if monitor_id not in found:
+            if monitor_id not in found and monitor_id not in known:
                 field = f"groups.{i}.monitor_ids"
                 raise ApiError(422, "invalid", f"{field}: no monitor {monitor_id}", field)
+        group["monitor_ids"] = [m for m in group["monitor_ids"] if m in found]
+    for i, group in enumerate(groups):
+        if not group["monitor_ids"] and not group["tags"]:
+            field = f"groups.{i}.monitor_ids"
+            raise ApiError(422, "invalid", f"{field}: every monitor it named has been deleted", field)
+
+
+def _check_domain(request: web.Request, domain: str | None) -> None:
+    """A page's domain is not the api's own address (MONITOR_PUBLIC_URL): that would put the
+    page at the root of everyone's api."""
+    public = request.app[SETTINGS].public_url
+    if domain is not None and public is not None and domain == (urlsplit(public).hostname or "").rstrip("."):
+        raise ApiError(422, "invalid", "domain: this is the api's own address (MONITOR_PUBLIC_URL)", "domain")
+
+
+async def _check_quota(conn: asyncpg.Connection, account: int) -> None:
+    if await conn.fetchval("SELECT count(*) FROM status_pages WHERE account_id = $1", account) >= MAX_PAGES:
+        raise ApiError(409, "quota_exceeded", f"this account has its quota of {MAX_PAGES} status pages")
 
 
 def _conflict(exc: asyncpg.UniqueViolationError) -> ApiError:
@@ -113,7 +138,11 @@ async def create_page(request: web.Request) -> web.Response:
         raise from_validation(exc, StatusPageCreate) from None
     values: dict[str, Any] = spec.model_dump(include=set(FIELDS) - {"groups"})
     values["groups"] = _groups(spec.groups)
-    async with request.app[POOL].acquire() as conn:
+    _check_domain(request, spec.domain)
+    async with request.app[POOL].acquire() as conn, conn.transaction():
+        # Serialise creations of one account, so two at once cannot both slip under the quota.
+        await conn.execute("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", account)
+        await _check_quota(conn, account)
         await _check_groups(conn, account, values["groups"])
         placeholders = ", ".join(f"${i}" for i in range(2, len(values) + 2))
         try:
@@ -155,10 +184,12 @@ async def patch_page(request: web.Request) -> web.Response:
     }
     if patch.groups is not None:
         values["groups"] = _groups(patch.groups)
+    _check_domain(request, values.get("domain"))
     async with request.app[POOL].acquire() as conn, conn.transaction():
         current = await _owned(conn, request, "FOR UPDATE")
         if "groups" in values:
-            await _check_groups(conn, account, values["groups"])
+            known = {m for g in current["groups"] for m in g["monitor_ids"]}
+            await _check_groups(conn, account, values["groups"], known)
         row = current
         if values:
             assignments = ", ".join(f"{c} = ${i}" for i, c in enumerate(values, start=2))
@@ -188,10 +219,12 @@ async def delete_page(request: web.Request) -> web.Response:
 
 
 async def rotate_badge_token(request: web.Request) -> web.Response:
-    """A new badge token for the monitor: its old badge URLs answer 404 from now on."""
+    """A new badge token for the monitor: its old badge URLs answer 404 from now on (in this
+    api process at once, in others within their cache period)."""
     row = await request.app[POOL].fetchrow(
-        """UPDATE monitors SET badge_token = DEFAULT, updated_at = clock_timestamp()
-            WHERE id = $1 AND account_id = $2 RETURNING badge_token""",
+        """UPDATE monitors m SET badge_token = DEFAULT, updated_at = clock_timestamp()
+           FROM (SELECT id, badge_token FROM monitors WHERE id = $1 AND account_id = $2 FOR UPDATE) old
+           WHERE m.id = old.id RETURNING m.badge_token, old.badge_token AS old_token""",
         path_id(request, what="monitor"),
         account_id(request),
     )
@@ -199,7 +232,7 @@ async def rotate_badge_token(request: web.Request) -> web.Response:
         raise not_found("monitor")
     desk = request.app.get(PUBLIC)
     if desk is not None:
-        desk.forget_badges()
+        desk.forget_badge(row["old_token"])
     return web.json_response({"badge_url": f"{public_base(request)}{BADGE_PATH}{row['badge_token']}"})
 
 

@@ -38,6 +38,7 @@ class _Entry(Generic[V]):
     # The last build's failure and when: no new build for ``retry`` seconds after one.
     error: BaseException | None = field(default=None, repr=False)
     failed_at: float = float("-inf")
+    weight: int = 0
     building: asyncio.Future[V] | None = field(default=None, repr=False)
 
 
@@ -50,6 +51,8 @@ class Fresh(Generic[K, V]):
         stale: float = 60.0,
         retry: float = 1.0,
         max_keys: int = 10_000,
+        weigh: Callable[[V], int] | None = None,
+        max_weight: int = 0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._build = build
@@ -57,6 +60,10 @@ class Fresh(Generic[K, V]):
         self.stale = stale
         self.retry = retry
         self.max_keys = max_keys
+        # With ``weigh``: the values kept weigh at most ``max_weight`` in all (bytes of pages).
+        self._weigh = weigh
+        self.max_weight = max_weight
+        self.weight = 0
         self._clock = clock
         self._entries: OrderedDict[K, _Entry[V]] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -66,8 +73,7 @@ class Fresh(Generic[K, V]):
         entry = self._entries.get(key)
         if entry is None:
             entry = self._entries[key] = _Entry()
-            while len(self._entries) > self.max_keys:
-                self._entries.popitem(last=False)
+            self._evict()
         else:
             self._entries.move_to_end(key)
         now = self._clock()
@@ -79,7 +85,8 @@ class Fresh(Generic[K, V]):
             # A database that is down is asked again once per `retry`, not once per request.
             if usable:
                 return entry.value  # type: ignore[return-value]
-            raise entry.error
+            # Raised afresh each time: the one object would keep every raise's frames.
+            raise entry.error.with_traceback(None)
         building = entry.building or self._start(key, entry)
         if usable:
             return entry.value  # type: ignore[return-value]
@@ -91,11 +98,27 @@ class Fresh(Generic[K, V]):
             entry = self._entries.get(key)
             if entry is not None:
                 entry.built_at, entry.has_value, entry.building = float("-inf"), False, None
+                entry.error = None
                 entry.generation += 1
 
-    def clear(self) -> None:
-        """Forget every key."""
-        self.forget(*self._entries)
+    def _evict(self) -> None:
+        """The least recently used go while there are too many, or they weigh too much (the one
+        just used stays, whatever it weighs)."""
+        while len(self._entries) > self.max_keys or (
+            self._weigh is not None and self.weight > self.max_weight and len(self._entries) > 1
+        ):
+            _, gone = self._entries.popitem(last=False)
+            self.weight -= gone.weight
+            gone.weight = 0
+
+    def _store(self, key: K, entry: _Entry[V], value: V) -> None:
+        entry.value, entry.has_value, entry.built_at = value, True, self._clock()
+        entry.error = None
+        if self._weigh is not None and self._entries.get(key) is entry:  # not evicted meanwhile
+            weight = self._weigh(value)
+            self.weight += weight - entry.weight
+            entry.weight = weight
+            self._evict()
 
     def _start(self, key: K, entry: _Entry[V]) -> asyncio.Future[V]:
         future: asyncio.Future[V] = asyncio.get_running_loop().create_future()
@@ -116,8 +139,7 @@ class Fresh(Generic[K, V]):
                     raise
             else:
                 if entry.generation == generation:
-                    entry.value, entry.has_value, entry.built_at = value, True, self._clock()
-                    entry.error = None
+                    self._store(key, entry, value)
                 future.set_result(value)
             finally:
                 if entry.building is future:

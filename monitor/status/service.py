@@ -33,6 +33,11 @@ from monitor.api.uptime import uptimes
 from monitor.status import badges, data, render, view
 from monitor.status.cache import Fresh
 
+# The pages kept in memory weigh at most this (HTML, JSON and Atom, with their gzip copies): a
+# page of 250 monitors weighs about 4.5 MB, one of 20 about 0.4 MB.
+PAGE_CACHE_BYTES = 256 * 1024 * 1024
+# Every badge of a token: (kind, window).
+BADGES = (("status", ""), *((kind, window) for kind in ("uptime", "response") for window in view.WINDOWS))
 # Smaller bodies are sent as they are: gzip's header would be most of the saving.
 GZIP_FROM = 1024
 
@@ -94,7 +99,9 @@ class StatusDesk:
         self.ttl = ttl
         self.metrics = StatusMetrics(registry)
         self.directory: Fresh[None, Directory] = Fresh(self._directory, ttl, max_keys=1)
-        self.pages: Fresh[str, Page | None] = Fresh(self._page, ttl, max_keys=10_000)
+        self.pages: Fresh[str, Page | None] = Fresh(
+            self._page, ttl, max_keys=10_000, weigh=_weight, max_weight=PAGE_CACHE_BYTES
+        )
         self.badges: Fresh[tuple[str, str, str], BadgeFigures | None] = Fresh(
             self._badge, ttl, max_keys=20_000
         )
@@ -104,9 +111,9 @@ class StatusDesk:
         self.directory.forget(None)
         self.pages.forget(*slugs)
 
-    def forget_badges(self) -> None:
+    def forget_badge(self, token: str) -> None:
         """A badge token was replaced: the old one must stop answering now, not a period later."""
-        self.badges.clear()
+        self.badges.forget(*((token, kind, window) for kind, window in BADGES))
 
     async def page(self, slug: str) -> Page | None:
         if slug not in (await self.directory.get(None)).by_slug:
@@ -185,6 +192,12 @@ class StatusDesk:
                 start,
             )
             return BadgeFigures(*badges.latency_badge(average))
+
+
+def _weight(page: Page | None) -> int:
+    if page is None:
+        return 0
+    return sum(len(b.content) + len(b.gzipped or b"") for b in (page.html, page.json, page.atom))
 
 
 def _page_of(raw: data.Raw) -> Page:

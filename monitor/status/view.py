@@ -113,6 +113,14 @@ def per_day(spans: Sequence[Span], days: Sequence[datetime], now: datetime) -> l
     return buckets
 
 
+def shown_target(url: str | None) -> str | None:
+    """A target as visitors may see it: without a query or fragment, where tokens hide
+    (``?key=...``); a type's own target text (``tcp://host:25``) as it is."""
+    if not url:
+        return None
+    return url.split("#", 1)[0].split("?", 1)[0] if url.startswith(("http://", "https://")) else url
+
+
 def _overlapping(spans: Sequence[Span], start: datetime, end: datetime) -> int:
     return sum(1 for began, ended in spans if began < end and (ended is None or ended > start))
 
@@ -125,7 +133,7 @@ def _monitor(data: PageData, monitor: Mapping[str, Any], in_maintenance: bool) -
     return {
         "name": monitor["name"],
         "type": monitor["type"],
-        "target": (monitor["url"] or None) if data.page["show_urls"] else None,
+        "target": shown_target(monitor["url"]) if data.page["show_urls"] else None,
         "status": status_of(monitor, in_maintenance),
         "since": monitor["changed_at"],
         "uptime": {name: (windows[name].percent if name in windows else None) for name in WINDOWS},

@@ -11,12 +11,17 @@ from typing import Any
 
 import asyncpg
 import pytest
-from support import ensure_account, insert_monitor
+from support import ApiClient, ensure_account, insert_monitor
 from support.inprocess import (  # noqa: F401
     Clients,
+    InProcessFactory,
     inprocess_api_fixture,
     inprocess_clients_fixture,
 )
+
+from monitor import accounts
+from monitor.api import status_pages
+from monitor.status.service import PUBLIC
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -111,6 +116,11 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
     ("logo with a user", {"logo_url": "https://user@cdn.example.com/logo.png"}, "logo_url"),
     ("logo with a quote", {"logo_url": 'https://cdn.example.com/l.png" onerror="x'}, "logo_url"),
     ("logo as javascript", {"logo_url": "javascript:alert(1)"}, "logo_url"),
+    # The logo's origin goes into the page's CSP: nothing that would add to it.
+    ("logo adding a directive", {"logo_url": "https://a.example;sandbox"}, "logo_url"),
+    ("logo adding a source", {"logo_url": "https://a.example,img-src"}, "logo_url"),
+    ("logo as a wildcard", {"logo_url": "https://*"}, "logo_url"),
+    ("logo with a bad port", {"logo_url": "https://a.example:99999/l.png"}, "logo_url"),
     ("domain with a scheme", {"domain": "https://status.example.com"}, "domain"),
     ("domain with a port", {"domain": "status.example.com:8080"}, "domain"),
     ("domain with a path", {"domain": "status.example.com/x"}, "domain"),
@@ -191,3 +201,66 @@ async def test_slug_and_domain_are_unique_over_every_account(site: Clients, db: 
     assert (await site.other.patch(path, json={"title": "Mine now"})).status == 404
     assert (await site.other.delete(path)).status == 404
     assert (await site.api.get(path)).json == made.json
+
+
+async def test_a_deleted_monitor_leaves_its_groups_and_they_can_be_sent_back(
+    site: Clients, db: asyncpg.Connection
+) -> None:
+    kept, gone = await insert_monitor(db, url=URL), await insert_monitor(db, url=URL)
+    made = await site.api.post("/api/v1/status-pages", json=page_body([kept["id"], gone["id"]]))
+    assert made.status == 201, made
+    await db.execute("DELETE FROM monitors WHERE id = $1", gone["id"])
+    groups = (await site.api.get(f"/api/v1/status-pages/{made.json['id']}")).json["groups"]
+    # What a GET answered goes back as it is; the deleted monitor's id is dropped.
+    sent = await site.api.patch(f"/api/v1/status-pages/{made.json['id']}", json={"groups": groups})
+    assert sent.status == 200 and sent.json["groups"][0]["monitor_ids"] == [kept["id"]], sent
+    # A new id that is no monitor is still refused.
+    bad = [{"name": "Web", "monitor_ids": [kept["id"], gone["id"]]}]
+    refused = await site.api.patch(f"/api/v1/status-pages/{made.json['id']}", json={"groups": bad})
+    assert (refused.status, refused.json["error"]["field"]) == (422, "groups.0.monitor_ids"), refused
+
+
+async def test_an_account_has_at_most_its_quota_of_pages(site: Clients, db: asyncpg.Connection) -> None:
+    monitor = await insert_monitor(db, url=URL)
+    account = await db.fetchval("SELECT account_id FROM monitors WHERE id = $1", monitor["id"])
+    await db.executemany(
+        "INSERT INTO status_pages (account_id, slug, title, groups) VALUES ($1, $2, 'x', '[]')",
+        [(account, f"page-{i}") for i in range(status_pages.MAX_PAGES)],
+    )
+    over = await site.api.post("/api/v1/status-pages", json=page_body([monitor["id"]]))
+    assert (over.status, over.json["error"]["code"]) == (409, "quota_exceeded"), over
+    # Another account is not held by this one's pages.
+    theirs = await insert_monitor(db, url=URL, account_id=await ensure_account(db, "other"))
+    assert (await site.other.post("/api/v1/status-pages", json=page_body([theirs["id"]]))).status == 201
+
+
+async def test_the_apis_own_address_is_no_pages_domain(
+    inprocess_api: InProcessFactory, db: asyncpg.Connection
+) -> None:
+    served = await inprocess_api(MONITOR_PUBLIC_URL="https://monitor.example.com")
+    key = await accounts.create_key(db, await ensure_account(db), "tests")
+    monitor = await insert_monitor(db, url=URL)
+    async with ApiClient(served.base_url, key=key.key) as api:
+        made = await api.post(
+            "/api/v1/status-pages", json=page_body([monitor["id"]], domain="monitor.example.com")
+        )
+        assert (made.status, made.json["error"]["field"]) == (422, "domain"), made
+
+
+async def test_a_new_badge_token_retires_only_the_old_one(site: Clients, db: asyncpg.Connection) -> None:
+    mine, other = await insert_monitor(db, url=URL), await insert_monitor(db, url=URL)
+    old = (await site.api.get(f"/api/v1/monitors/{mine['id']}")).json["badge_url"]
+    kept = (await site.api.get(f"/api/v1/monitors/{other['id']}")).json["badge_url"]
+    for url in (old, kept):
+        assert (await site.public.get(url.removeprefix(site.served.base_url) + "/status.svg")).status == 200
+    builds = site.served.app[PUBLIC].badges.builds
+    new = await site.api.post(f"/api/v1/monitors/{mine['id']}/badge-token")
+    assert new.status == 200 and new.json["badge_url"] != old, new
+    assert (await site.api.get(f"/api/v1/monitors/{mine['id']}")).json["badge_url"] == new.json["badge_url"]
+    path = new.json["badge_url"].removeprefix(site.served.base_url)
+    assert (await site.public.get(old.removeprefix(site.served.base_url) + "/status.svg")).status == 404
+    assert (await site.public.get(path + "/status.svg")).status == 200
+    # The other monitor's badge was not forgotten: answered from the cache, no build.
+    assert (await site.public.get(kept.removeprefix(site.served.base_url) + "/status.svg")).status == 200
+    assert site.served.app[PUBLIC].badges.builds == builds + 2  # the old token's 404, the new one
+    assert (await site.other.post(f"/api/v1/monitors/{mine['id']}/badge-token")).status == 404

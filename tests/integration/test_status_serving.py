@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import socket
 import time
 import uuid
 import xml.etree.ElementTree as ET
@@ -206,8 +207,14 @@ async def test_etags_answer_304_and_gzip_is_the_same_body(open_site: SiteFactory
         assert (await site.get(path, **{"If-None-Match": '"something-else"'})).status == 200
         if len(plain.body) >= 1024:  # smaller ones are sent as they are
             packed = await site.get(path, **{"Accept-Encoding": "gzip, deflate"})
-            assert packed.headers["Content-Encoding"] == "gzip" and packed.headers["ETag"] == etag, path
+            # The gzip copy is another representation, with its own ETag.
+            gz_etag = etag[:-1] + '-gz"'
+            assert packed.headers["Content-Encoding"] == "gzip" and packed.headers["ETag"] == gz_etag, path
             assert len(packed.body) < len(plain.body) and gzip.decompress(packed.body) == plain.body, path
+            cached = await site.get(path, **{"Accept-Encoding": "gzip", "If-None-Match": gz_etag})
+            assert cached.status == 304, path
+            refused = await site.get(path, **{"Accept-Encoding": "gzip;q=0, identity"})
+            assert "Content-Encoding" not in refused.headers and refused.body == plain.body, path
     # The stylesheet the page links to is cached for a year under its content hash.
     href = next(e.attrs["href"] for e in parse((await site.get(f"/status/{SLUG}")).text).find_all("link")
                 if e.attrs.get("rel") == "stylesheet")  # fmt: skip
@@ -272,6 +279,16 @@ async def test_a_pages_own_domain_serves_it_at_the_root(open_site: SiteFactory) 
         assert root.headers["Content-Security-Policy"] == page.headers["Content-Security-Policy"], host
     for host in ("other.example.com", "example.com", "127.0.0.1", "[::1]:80", "status.example.com.evil.com"):
         assert (await site.get("/", Host=host)).status == 404, host
+    # Under its own domain only the page itself: not another page (of any account) by slug.
+    other = await site.api.post(
+        "/api/v1/status-pages",
+        json={"slug": "other", "title": "Log in again", "groups": [{"name": "g", "tags": ["x"]}]},
+    )
+    assert other.status == 201, other
+    assert (await site.get("/status/other", Host=DOMAIN)).status == 404
+    assert (await site.get("/status/other.json", Host=DOMAIN)).status == 404
+    assert (await site.get(f"/status/{SLUG}", Host=DOMAIN)).status == 200
+    assert (await site.get("/status/other")).status == 200  # at the api's own address, as always
     # Given up by the owner, the domain serves nothing at once.
     changed = await site.api.patch(f"/api/v1/status-pages/{site.page_id}", json={"domain": None})
     assert changed.status == 200, changed
@@ -342,3 +359,23 @@ async def test_with_the_database_down_the_page_built_before_is_served(
         proxy.restore()
     finally:
         await proxy.close()
+
+
+async def test_a_request_without_host_is_a_404_at_the_root_without_a_lookup(
+    open_site: SiteFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aiohttp's request.host looks the machine's own name up (socket.getfqdn, blocking the
+    loop) when there is no Host header; the root reads the header itself."""
+    site = await open_site(domain=DOMAIN)
+    looked_up: list[str] = []
+    monkeypatch.setattr(socket, "getfqdn", lambda name="": looked_up.append(name) or "host.invalid")
+    host, port = site.served.base_url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(b"GET / HTTP/1.0\r\n\r\n")
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readline(), 5)
+    finally:
+        writer.close()
+    assert head.startswith(b"HTTP/1.0 404"), head
+    assert looked_up == []

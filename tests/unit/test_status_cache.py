@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -306,3 +307,33 @@ async def test_close_cancels_running_builds(make: Make) -> None:
     # The waiter is not left hanging.
     with pytest.raises(asyncio.CancelledError):
         await within(waiter)
+
+
+async def test_values_weigh_at_most_max_weight(make: Make) -> None:
+    # Each value weighs its length ("a#1" is 3): at most 7 kept means two of them.
+    fresh, builder, _ = make(weigh=len, max_weight=7)
+    for key in ("a", "b", "c"):
+        assert await first_value(fresh, builder, key) == f"{key}#{len(builder.calls)}"
+    assert fresh.weight == 6
+    # "a" went first (least recently used): asking again builds it again.
+    assert await first_value(fresh, builder, "a") == "a#4"
+    assert await within(fresh.get("c")) == "c#3"  # still kept
+    assert fresh.weight == 6
+
+
+async def test_a_kept_failure_is_raised_afresh_without_piling_frames(make: Make) -> None:
+    fresh, builder, _ = make()
+    builder.fail = "database down"
+    with pytest.raises(RuntimeError) as first:
+        await within(fresh.get("k"))
+    depths = []
+    for _ in range(50):  # within `retry`: the kept failure, no build
+        with pytest.raises(RuntimeError) as again:
+            await within(fresh.get("k"))
+        depths.append(len(traceback.extract_tb(again.value.__traceback__)))
+    assert again.value is first.value and len(set(depths)) == 1
+    assert builder.calls == ["k"]
+    # An owner's change forgets the failure too: the next get builds.
+    builder.fail = None
+    fresh.forget("k")
+    assert await within(fresh.get("k")) == "k#2"

@@ -24,6 +24,7 @@ from monitor.status.view import (
     duration_text,
     level,
     overall,
+    shown_target,
     spark_points,
     status_of,
 )
@@ -534,3 +535,18 @@ def test_spark_rising_series_within_box(width: float, height: float) -> None:
 )
 def test_duration_text(seconds: float | None, expected: str) -> None:
     assert duration_text(seconds) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://shop.example.com/health?key=s3cret#x", "https://shop.example.com/health"),
+        ("http://shop.example.com/", "http://shop.example.com/"),
+        ("tcp://mail.example.com:25", "tcp://mail.example.com:25"),
+        ("dns:example.com?type=A", "dns:example.com?type=A"),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_a_shown_target_keeps_no_query(url: str | None, shown: str | None) -> None:
+    assert shown_target(url) == shown
