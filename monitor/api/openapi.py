@@ -126,8 +126,8 @@ ERRORS = {
     "is out of range (`invalid`), or the target URL is not allowed (`target_blocked`).",
     401: "No API key, a malformed `Authorization` header, or an unknown or revoked key.",
     404: "No such object in the caller's account; another account's object answers the same.",
-    409: "The account already has its quota of monitors (`quota_exceeded`), or another status page "
-    "has this slug or domain (`conflict`).",
+    409: "The account already has its quota of monitors or status pages (`quota_exceeded`), or another "
+    "status page has this slug or domain (`conflict`).",
     412: "`If-Match` does not match the monitor's current `ETag` (`precondition_failed`).",
     413: "The request body is larger than the API accepts (`too_large`; the message says the limit).",
     415: "The body is not declared JSON: send `Content-Type: application/json` (`unsupported_media_type`).",
