@@ -94,6 +94,7 @@ nginx:
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light; }
 
 test: venv services nginx
+	@bash scripts/browser.sh ensure
 	@$(call load_env,test); \
 	echo "monitor migrate (test database)"; \
 	$(BIN)/monitor migrate

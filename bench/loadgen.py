@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,10 +72,10 @@ function done(summary, latency, requests)
   for k, v in pairs(total) do table.insert(parts, string.format('"%s": %d', k, v)) end
   local e = summary.errors
   io.write(string.format(
-    'WRK_JSON {"duration_us": %d, "requests": %d, "statuses": {%s}, ' ..
+    'WRK_JSON {"duration_us": %d, "requests": %d, "bytes": %d, "statuses": {%s}, ' ..
     '"errors": {"connect": %d, "read": %d, "write": %d, "timeout": %d}, ' ..
     '"latency_us": {"p50": %d, "p90": %d, "p99": %d, "p999": %d, "max": %d, "mean": %.1f}}\\n',
-    summary.duration, summary.requests, table.concat(parts, ", "),
+    summary.duration, summary.requests, summary.bytes, table.concat(parts, ", "),
     e.connect, e.read, e.write, e.timeout,
     latency:percentile(50), latency:percentile(90), latency:percentile(99),
     latency:percentile(99.9), latency.max, latency.mean))
@@ -99,11 +99,13 @@ def run_wrk(
     method: str = "GET",
     body_bytes: int = 0,
     pause_ms: int = 0,
+    headers: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run wrk for ``seconds`` against ``base_url`` + each of ``paths`` in turn; its figures.
 
     Returns ``requests``, ``seconds``, ``statuses`` (status → count), ``errors`` (socket
-    errors by kind) and latency percentiles in ms.
+    errors by kind) and latency percentiles in ms. ``headers`` go with every request (wrk's
+    ``-H``; not with a body, whose request carries its own).
     """
     binary = wrk_binary()
     if binary is None:
@@ -123,6 +125,8 @@ def run_wrk(
         "--timeout",
         "10s",
     ]
+    for name, value in (headers or {}).items():
+        argv += ["-H", f"{name}: {value}"]
     argv += ["-s", str(script), base_url, "--", str(listed), method, str(body_bytes), str(pause_ms)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60)
     line = next((x for x in done.stdout.splitlines() if x.startswith("WRK_JSON ")), None)
@@ -133,6 +137,7 @@ def run_wrk(
     return {
         "requests": raw["requests"],
         "seconds": raw["duration_us"] / 1e6,
+        "bytes": raw["bytes"],  # read, headers included
         "statuses": dict(sorted(raw["statuses"].items())),
         "errors": {k: v for k, v in raw["errors"].items() if v},
         "latency_ms": latency,

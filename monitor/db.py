@@ -29,6 +29,17 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
 
+async def preload_array_codecs(conn: asyncpg.Connection) -> None:
+    """Have asyncpg learn the array types our reads use now, on a new connection: it looks
+    each array type up in the catalog (three statements) the first time a connection meets it,
+    which would otherwise land inside the first request that reads arrays (a status page's
+    build, which is otherwise one statement: monitor/status/data.py)."""
+    await conn.fetchrow(
+        "SELECT NULL::bigint[], NULL::integer[], NULL::boolean[], NULL::text[], NULL::double precision[],"
+        " NULL::timestamptz[], NULL::timestamp[]"
+    )
+
+
 async def create_pool(
     dsn: str,
     *,

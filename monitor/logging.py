@@ -50,6 +50,8 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # A heartbeat's ping token (monitor/api/pings.py): the path /ping/<token> is the secret
     # (any path under /ping/, matched by a route or not: HEAD, a trailing slash, a 404).
     (re.compile(r"/ping/[^/\s?#\"']+"), "/ping/" + REDACTED),
+    # A badge token (monitor/api/public.py): /badge/<token> reads a monitor's figures.
+    (re.compile(r"/badge/[^/\s?#\"']+"), "/badge/" + REDACTED),
     # A password given as a key=value pair (a libpq connection string, a query string).
     (
         re.compile(r"(?i)(\b(?:password|passwd|pwd)\s*=\s*)('[^']*'|\"[^\"]*\"|[^\s&;,'\"]+)"),
@@ -59,7 +61,7 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 # One cheap scan that every rule above needs to match: most strings (event names, statuses,
 # messages) hold none of it and skip the rules.
 _MAYBE = re.compile(
-    r"(?i)authorization|bearer|basic|mk_|\d{3}(?::|%3a)[\w-]{30}|://[^\s/]*@|passw|pwd|/ping/"
+    r"(?i)authorization|bearer|basic|mk_|\d{3}(?::|%3a)[\w-]{30}|://[^\s/]*@|passw|pwd|/ping/|/badge/"
 )
 
 # Field names whose value is a secret whatever it looks like.
@@ -68,7 +70,7 @@ _SECRET_KEY = re.compile(r"(?i)(^|_)(password|passwd|secret|token|authorization|
 
 def redact(text: str) -> str:
     """``text`` with every secret it holds masked: API keys, bot tokens, URL and DSN
-    passwords, Authorization values, ping tokens. Pure; what is not a secret is left as it was."""
+    passwords, Authorization values, ping and badge tokens. Pure; what is not a secret is left as it was."""
     if len(text) < 8 or not _MAYBE.search(text):
         return text
     for pattern, replacement in _RULES:

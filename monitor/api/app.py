@@ -13,7 +13,19 @@ from aiohttp import web
 
 from monitor import db
 from monitor import logging as mlog
-from monitor.api import channels, guard, history, keys, maintenance, monitors, openapi, pings, summary
+from monitor.api import (
+    channels,
+    guard,
+    history,
+    keys,
+    maintenance,
+    monitors,
+    openapi,
+    pings,
+    public,
+    status_pages,
+    summary,
+)
 from monitor.api.context import POOL, RESOLVER, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, error_response
 from monitor.config import Settings
@@ -155,7 +167,7 @@ def create_app(settings: Settings) -> web.Application:
     async def resources(app: web.Application) -> AsyncIterator[None]:
         app[SECRET_BOX] = settings.secret_box()  # first: without a key the API does not start
         # min_size=0: the API starts, and answers 503, even while the database is down.
-        app[POOL] = await db.create_pool(settings.dsn, min_size=0, max_size=10)
+        app[POOL] = await db.create_pool(settings.dsn, min_size=0, max_size=10, init=db.preload_array_codecs)
         app[pings.PINGS] = pings.PingDesk(app[POOL])
         if settings.allow_cidrs:  # as the scheduler does: the exceptions to the SSRF policy, once
             log.warning("ssrf.allow_cidrs", networks=settings.allow_cidrs)
@@ -169,6 +181,7 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
-    for module in (monitors, history, channels, keys, maintenance, summary, pings, openapi):
+    for module in (monitors, history, channels, keys, maintenance, summary, status_pages, pings, openapi):
         module.add_routes(app.router)
+    public.setup(app)
     return app

@@ -12,7 +12,7 @@ from monitor import accounts
 from monitor.api.context import POOL
 from monitor.api.errors import from_validation, not_found
 from monitor.api.guard import account_id
-from monitor.api.params import decode_cursor, int_param, json_object, next_page, path_id, rfc3339
+from monitor.api.params import account_page, json_object, path_id, rfc3339
 from monitor.api.schemas import KeyCreate
 
 
@@ -38,15 +38,7 @@ async def create_key(request: web.Request) -> web.Response:
 
 
 async def list_keys(request: web.Request) -> web.Response:
-    limit = int_param(request, "limit", 100, 1, 1000)
-    cursor = decode_cursor(request, (int,))
-    rows = await request.app[POOL].fetch(
-        "SELECT * FROM api_keys WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3",
-        account_id(request),
-        cursor[0] if cursor else 0,
-        limit + 1,
-    )
-    page, next_cursor = next_page(rows, limit)
+    page, next_cursor = await account_page(request, "api_keys", account_id(request))
     return web.json_response({"items": [render(r) for r in page], "next_cursor": next_cursor})
 
 

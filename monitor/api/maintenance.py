@@ -21,7 +21,7 @@ from monitor import logging as mlog
 from monitor.api.context import POOL
 from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
-from monitor.api.params import decode_cursor, int_param, json_object, next_page, path_id, rfc3339
+from monitor.api.params import account_page, json_object, path_id, rfc3339
 from monitor.api.schemas_maintenance import (
     MaintenanceCreate,
     MaintenancePatch,
@@ -195,15 +195,7 @@ async def create_window(request: web.Request) -> web.Response:
 
 
 async def list_windows(request: web.Request) -> web.Response:
-    limit = int_param(request, "limit", 100, 1, 1000)
-    cursor = decode_cursor(request, (int,))
-    rows = await request.app[POOL].fetch(
-        "SELECT * FROM maintenance_windows WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3",
-        account_id(request),
-        cursor[0] if cursor else 0,
-        limit + 1,
-    )
-    page, next_cursor = next_page(rows, limit)
+    page, next_cursor = await account_page(request, "maintenance_windows", account_id(request))
     now = datetime.now(UTC)
     return web.json_response({"items": [render(r, now) for r in page], "next_cursor": next_cursor})
 

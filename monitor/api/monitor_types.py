@@ -27,6 +27,9 @@ log = mlog.get(__name__)
 
 # Where a heartbeat monitor's pings go (monitor/api/pings.py): this and its token.
 PING_PATH = "/ping/"
+# Where a monitor's badges are (monitor/api/public.py): this, its badge token, then
+# /status.svg, /uptime/<window>.svg or /response/<window>.svg.
+BADGE_PATH = "/badge/"
 
 
 def public_base(request: web.Request) -> str:

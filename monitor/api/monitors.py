@@ -15,6 +15,7 @@ from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
 from monitor.api.maintenance import monitor_windows
 from monitor.api.monitor_types import (
+    BADGE_PATH,
     changed_settings,
     public_base,
     type_fields,
@@ -115,6 +116,7 @@ def render(row: asyncpg.Record, base: str = "") -> dict[str, Any]:
         "flap_threshold": row["flap_threshold"],
         "flap_window_minutes": row["flap_window_minutes"],
         **type_fields(row, base),
+        "badge_url": f"{base}{BADGE_PATH}{row['badge_token']}",
         "telegram_chat_id": row["telegram_chat_id"],
         "channel_ids": list(row["channel_ids"]),
         "tags": list(row["tags"]),

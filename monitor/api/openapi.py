@@ -21,6 +21,7 @@ from monitor import __version__
 from monitor.api import responses as out
 from monitor.api import schemas
 from monitor.api import schemas_maintenance as maint
+from monitor.api import schemas_status as pages
 from monitor.api.context import SETTINGS
 from monitor.api.history import BUCKETS
 from monitor.api.monitors import STATUSES, UPTIME_INCLUDES
@@ -47,6 +48,9 @@ MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
                                      out.NewKey, out.KeyList)),
     (maint.MaintenanceCreate, "validation"), (maint.MaintenancePatch, "validation"),
     (maint.MaintenanceWindow, "serialization"), (maint.MaintenanceWindowList, "serialization"),
+    (pages.StatusPageCreate, "validation"), (pages.StatusPagePatch, "validation"),
+    (pages.StatusPage, "serialization"), (pages.StatusPageList, "serialization"),
+    (pages.BadgeToken, "serialization"),
 ]  # fmt: skip
 
 
@@ -86,7 +90,12 @@ def _components(limits: Limits) -> tuple[dict[str, Any], dict[str, dict[str, Any
     """(the JSON schemas by name, a ``$ref`` by model name)."""
     refs, top = models_json_schema(MODELS, ref_template=REF)
     found = top["$defs"]
-    patches: list[type[BaseModel]] = [*_PATCHES, schemas.ChannelPatch, maint.MaintenancePatch]
+    patches: list[type[BaseModel]] = [
+        *_PATCHES,
+        schemas.ChannelPatch,
+        maint.MaintenancePatch,
+        pages.StatusPagePatch,
+    ]
     for model in patches:
         _refuse_null(found[model.__name__], model)
     _drop_null_defaults(found)
@@ -117,7 +126,8 @@ ERRORS = {
     "is out of range (`invalid`), or the target URL is not allowed (`target_blocked`).",
     401: "No API key, a malformed `Authorization` header, or an unknown or revoked key.",
     404: "No such object in the caller's account; another account's object answers the same.",
-    409: "The account already has its quota of monitors (`quota_exceeded`).",
+    409: "The account already has its quota of monitors or status pages (`quota_exceeded`), or another "
+    "status page has this slug or domain (`conflict`).",
     412: "`If-Match` does not match the monitor's current `ETag` (`precondition_failed`).",
     413: "The request body is larger than the API accepts (`too_large`; the message says the limit).",
     415: "The body is not declared JSON: send `Content-Type: application/json` (`unsupported_media_type`).",
@@ -233,7 +243,8 @@ class _Builder:
 MONITOR_EXAMPLE = {"name": "Home page", "url": "https://example.com/", "interval_seconds": 60,
                    "expected_status": ["200-399"], "tags": ["prod"],
                    "assertions": [{"type": "keyword", "keyword": "Welcome"}]}  # fmt: skip
-TAGS = ("monitors", "history", "channels", "maintenance", "keys", "account", "heartbeats", "meta")
+TAGS = ("monitors", "history", "channels", "maintenance", "status-pages", "keys", "account", "heartbeats",
+        "public", "meta")  # fmt: skip
 MAINTENANCE_EXAMPLE = {"name": "Sunday patching", "tags": ["prod"], "notify": True,
                        "recurring": {"rrule": "FREQ=WEEKLY;BYDAY=SU;BYHOUR=2", "duration_minutes": 60,
                                      "timezone": "Europe/Berlin"}}  # fmt: skip
@@ -312,6 +323,9 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
           errors=(404,), parameters=(window_id,), body=("MaintenancePatch", {"notify": True}))
     b.add("delete", "/api/v1/maintenance/{id}", "deleteMaintenance", "Delete a maintenance window",
           tag="maintenance", ok={204: {"description": "Deleted."}}, errors=(404,), parameters=(window_id,))
+    from monitor.api.openapi_status import add_status_pages  # it builds on this module's parts
+
+    add_status_pages(b)
     b.add("post", "/api/v1/keys", "createKey", "Create an API key of the caller's account", tag="keys",
           ok={201: {**_json(r["NewKey"], "The key; its secret `key` is shown only here."),
                     "links": _links("revokeKey")}},

@@ -13,6 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from monitor import times
+from monitor.api.context import POOL
 from monitor.api.errors import ApiError
 
 _WINDOW = re.compile(r"^(\d{1,4})([hd])$")
@@ -146,6 +147,20 @@ def next_page(rows: Sequence[Any], limit: int, key: str = "id") -> tuple[Sequenc
     if len(rows) <= limit:
         return rows, None
     return rows[:limit], encode_cursor([rows[limit - 1][key]])
+
+
+async def account_page(request: web.Request, table: str, account: int) -> tuple[Sequence[Any], str | None]:
+    """One page (``?limit=``, ``?cursor=``) of ``table``'s rows of ``account``, by id: the
+    rows, and the cursor of the next page (None on the last)."""
+    limit = int_param(request, "limit", 100, 1, 1000)
+    cursor = decode_cursor(request, (int,))
+    rows = await request.app[POOL].fetch(
+        f"SELECT * FROM {table} WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3",
+        account,
+        cursor[0] if cursor else 0,
+        limit + 1,
+    )
+    return next_page(rows, limit)
 
 
 def rfc3339(value: datetime | None) -> str | None:

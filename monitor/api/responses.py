@@ -105,6 +105,10 @@ class _MonitorBase(_Out):
     ping_url: str | SkipJsonSchema[None] = Field(
         None, description="heartbeat: the secret URL the job calls (also .../start and .../fail)"
     )
+    badge_url: str = Field(
+        description="public badges (no key): append /status.svg, /uptime/30d.svg or /response/24h.svg "
+        "(windows 24h, 7d, 30d, 90d; ?label= and ?style=flat-square); the token in it is unguessable"
+    )
     telegram_chat_id: str | None = Field(description="the chat of the first Telegram channel attached")
     channel_ids: list[int]
     tags: list[str]

@@ -62,12 +62,19 @@ class AccessLogger(AbstractAccessLogger):
             fields["account_id"] = account_id
         if response.status >= 500:
             access_log.error("api.request", **fields)
-        elif response.status < 400 and str(fields.get("route") or "").startswith("/ping/"):
+        elif response.status < 400 and (
+            fields.get("route") == "/" or str(fields.get("route") or "").startswith(ROUTINE)
+        ):
             # An answered ping is routine (thousands a second for a fleet of cron jobs, and the
-            # largest cost per ping at info: bench/README.md); refused ones stay at info.
+            # largest cost per ping at info: bench/README.md), and so is a public page or badge
+            # under a traffic spike; refused ones stay at info.
             access_log.debug("api.request", **fields)
         else:
             access_log.info("api.request", **fields)
+
+
+# Routes whose answered requests log at debug (see AccessLogger.log).
+ROUTINE = ("/ping/", "/status/", "/badge/", "/static/")
 
 
 class _Connection(web.RequestHandler):

@@ -15,9 +15,10 @@ the edges, so they are exact and stay fast for 90-day windows.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import asyncpg
 
@@ -103,7 +104,7 @@ def figures(
     return 100.0 * (1.0 - down / span), down
 
 
-def _ceil_hour(value: datetime) -> datetime:
+def ceil_hour(value: datetime) -> datetime:
     floor = value.replace(minute=0, second=0, microsecond=0)
     return floor if floor == value else floor + HOUR
 
@@ -113,11 +114,11 @@ async def count_checks(
 ) -> dict[int, tuple[int, int]]:
     """(checks, checks_up) per monitor in [start, end)."""
     counts: dict[int, list[int]] = defaultdict(lambda: [0, 0])
-    full_start = _ceil_hour(start)
+    full_start = ceil_hour(start)
     if now is not None and end >= now:
         # A window that runs to now needs no raw rows at its end: the writer commits checks with
         # their rollups, so the current hour's rollup holds exactly the checks written so far.
-        full_end, edges = _ceil_hour(now), [(start, full_start)]
+        full_end, edges = ceil_hour(now), [(start, full_start)]
     else:
         full_end = end.replace(minute=0, second=0, microsecond=0)
         edges = [(start, full_start), (full_end, end)]
@@ -175,22 +176,21 @@ async def fetch_spans(
 
 # The windows that apply to each of $1's monitors (by id, or by a tag within its account) and
 # may overlap [$2, $3).
-_WINDOWS = """
-SELECT m.id AS monitor_id, w.id, w.kind, w.starts_at, w.ends_at, w.rrule, w.cron, w.dtstart, w.timezone,
-       w.duration_seconds
+WINDOWS_SQL = """
+SELECT m.id AS monitor_id, w.id, w.name, w.kind, w.starts_at, w.ends_at, w.rrule, w.cron, w.dtstart,
+       w.timezone, w.duration_seconds
 FROM monitors m JOIN maintenance_windows w
   ON w.account_id = m.account_id AND (w.monitor_ids @> ARRAY[m.id] OR w.tags && m.tags)
 WHERE m.id = ANY($1::bigint[]) AND (w.kind <> 'once' OR (w.starts_at < $3 AND w.ends_at > $2))
 """
 
 
-async def maintenance_spans(
-    conn: asyncpg.Connection, ids: list[int], start: datetime, end: datetime
-) -> Spans:
-    """Each monitor's maintenance spans that overlap [start, end), each window's rule read once."""
+def window_spans(rows: Sequence[Mapping[str, Any]], start: datetime, end: datetime) -> Spans:
+    """Each monitor's maintenance spans that overlap [start, end), from rows of WINDOWS_SQL's
+    columns (each window's rule read once)."""
     spans: Spans = defaultdict(list)
     found: dict[int, list[Interval]] = {}
-    for row in await conn.fetch(_WINDOWS, ids, start, end):
+    for row in rows:
         if row["id"] not in found:
             try:
                 found[row["id"]] = occurrences(Rule.from_row(row), start, end)
@@ -199,6 +199,52 @@ async def maintenance_spans(
                 found[row["id"]] = []
         spans[row["monitor_id"]].extend(found[row["id"]])
     return spans
+
+
+async def maintenance_spans(
+    conn: asyncpg.Connection, ids: list[int], start: datetime, end: datetime
+) -> Spans:
+    """Each monitor's maintenance spans that overlap [start, end)."""
+    return window_spans(await conn.fetch(WINDOWS_SQL, ids, start, end), start, end)
+
+
+@dataclass(frozen=True)
+class Records:
+    """What uptime is computed from, per monitor, for windows inside the span they were read for."""
+
+    incidents: Spans
+    degradations: Spans
+    pauses: Spans
+    maintenance: Spans
+
+
+async def records(
+    conn: asyncpg.Connection, ids: list[int], start: datetime, end: datetime, now: datetime
+) -> Records:
+    """The incidents, degradations, pauses and maintenance spans of [start, end), in four queries."""
+    return Records(
+        await fetch_spans(conn, "incidents", ids, start, end),
+        await fetch_spans(conn, "degradations", ids, start, end),
+        await fetch_spans(conn, "monitor_pauses", ids, start, end),
+        # Maintenance is left out like paused time (only the part up to now can be observed).
+        await maintenance_spans(conn, ids, start, max(start, min(end, now))),
+    )
+
+
+def uptime_of(
+    monitor: tuple[int, datetime], start: datetime, end: datetime, now: datetime, found: Records,
+    counts: tuple[int, int],
+) -> Uptime:  # fmt: skip
+    """One monitor's uptime over [start, end) from ``found`` (read for a span holding it) and
+    its (checks, checks_up) there."""
+    mid, created_at = monitor
+    checks, up = counts
+    excluded = [*found.pauses[mid], *found.maintenance[mid]]
+    percent, down = figures(start, end, created_at, now, found.incidents[mid], excluded, checks)
+    degraded = None
+    if percent is not None:
+        degraded = time_in(observed(start, end, created_at, now, excluded), found.degradations[mid], now)
+    return Uptime(start, end, percent, down, checks, up, degraded)
 
 
 async def uptimes(
@@ -210,19 +256,6 @@ async def uptimes(
 ) -> dict[int, Uptime]:
     """Uptime over [start, end) for each (monitor id, created_at), in six queries."""
     ids = [mid for mid, _ in monitors]
-    incidents = await fetch_spans(conn, "incidents", ids, start, end)
-    degradations = await fetch_spans(conn, "degradations", ids, start, end)
-    pauses = await fetch_spans(conn, "monitor_pauses", ids, start, end)
-    # Maintenance is left out like paused time (only the part up to now can be observed).
-    windows = await maintenance_spans(conn, ids, start, max(start, min(end, now)))
+    found = await records(conn, ids, start, end, now)
     counts = await count_checks(conn, ids, start, end, now)
-    result: dict[int, Uptime] = {}
-    for mid, created_at in monitors:
-        checks, up = counts.get(mid, (0, 0))
-        excluded = [*pauses[mid], *windows[mid]]
-        percent, down = figures(start, end, created_at, now, incidents[mid], excluded, checks)
-        degraded = None
-        if percent is not None:
-            degraded = time_in(observed(start, end, created_at, now, excluded), degradations[mid], now)
-        result[mid] = Uptime(start, end, percent, down, checks, up, degraded)
-    return result
+    return {m[0]: uptime_of(m, start, end, now, found, counts.get(m[0], (0, 0))) for m in monitors}

@@ -47,9 +47,15 @@ def generated(api_server: MonitorProcess, tmp_path_factory: pytest.TempPathFacto
 
     document.write_bytes(asyncio.run(fetch()))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    # The generator knows no SVG or Atom: a user's client reads those answers as bytes.
+    config = root / "config.yaml"
+    config.write_text(
+        "content_type_overrides:\n  image/svg+xml: application/octet-stream\n"
+        "  application/atom+xml: application/octet-stream\n"
+    )
     done = subprocess.run(
         [GENERATOR, "generate", "--path", str(document), "--output-path", str(root / "monitor_client"),
-         "--meta", "none"],
+         "--meta", "none", "--config", str(config)],
         capture_output=True, text=True, env=env, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -147,6 +153,27 @@ async def test_every_operation_through_the_generated_client(
         assert changed.notify is True
         assert [w.id for w in (await call("monitors.get_monitor", target.id)).maintenance] == [window.id]
         await call("maintenance.delete_maintenance", window.id, status=204)
+
+        page = await call(
+            "status_pages.create_status_page",
+            body=models.StatusPageCreate(slug="generated", title="Generated",
+                                         groups=[models.Group(name="web", monitor_ids=[target.id])]),
+            status=201,
+        )  # fmt: skip
+        assert isinstance(await call("status_pages.list_status_pages"), models.StatusPageList)
+        assert (await call("status_pages.get_status_page", page.id)).slug == "generated"
+        patch = models.StatusPagePatch(show_urls=True)
+        shown = await call("status_pages.update_status_page", page.id, body=patch)
+        assert shown.show_urls is True
+        await call("public.get_status_page_html", "generated")
+        await call("public.get_status_page_json", "generated")
+        await call("public.get_status_page_feed", "generated")
+        await call("public.get_domain_page", status=404)
+        await call("public.get_status_css")
+        badge = (await call("monitors.rotate_badge_token", target.id)).badge_url.rsplit("/", 1)[1]
+        await call("public.get_status_badge", badge)
+        await call("public.get_window_badge", badge, "uptime", "30d")
+        await call("status_pages.delete_status_page", page.id, status=204)
 
         beat = await call(
             "monitors.create_monitor",

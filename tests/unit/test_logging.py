@@ -37,6 +37,7 @@ CASES: list[tuple[str, str, list[str], list[str]]] = [
     ("a ping URL's path", f"/ping/{PING}", [PING], ["/ping/"]),
     ("a ping URL no route matched", f"HEAD /ping/{PING}/ 405", [PING], ["HEAD /ping/", "/ 405"]),
     ("a ping URL with its kind", f"http://monitor.test/ping/{PING}/fail", [PING], ["/fail"]),
+    ("a badge URL", f"/badge/{PING}/uptime/30d.svg", [PING], ["/badge/", "/uptime/30d.svg"]),
     (
         "aiohttp's LineTooLong message",
         f"Got more than 8190 bytes when reading: b'Bearer {KEY}AAAA'.",

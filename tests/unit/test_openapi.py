@@ -13,7 +13,7 @@ import pytest
 import schemathesis
 from openapi_spec_validator import OpenAPIV31SpecValidator
 
-from monitor.api import openapi, schemas, schemas_maintenance
+from monitor.api import openapi, schemas, schemas_maintenance, schemas_status
 from monitor.api.app import create_app
 from monitor.api.schemas_http import MASK
 from monitor.config import Settings
@@ -28,12 +28,16 @@ OPERATIONS = {
 }
 PUBLIC = {("GET", p) for p in ("/api/v1/openapi.json", "/healthz", "/readyz", "/metrics")} | {
     (m, p) for m in ("GET", "POST") for p in ("/ping/{token}", "/ping/{token}/{kind}")
-}
+} | {("GET", p) for p in ("/", "/static/status.css", "/status/{slug}", "/status/{slug}.json",
+                          "/status/{slug}/feed.atom", "/badge/{token}/status.svg",
+                          "/badge/{token}/{kind}/{window}.svg")}  # fmt: skip
 BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.MonitorUpdate,
           **{m.__name__: m for m in (*schemas.CREATE_BODIES.values(), *schemas.PATCH_BODIES.values())},
           "ChannelCreate": schemas.ChannelCreate, "ChannelPatch": schemas.ChannelPatch,
           "KeyCreate": schemas.KeyCreate, "MaintenanceCreate": schemas_maintenance.MaintenanceCreate,
-          "MaintenancePatch": schemas_maintenance.MaintenancePatch}  # fmt: skip
+          "MaintenancePatch": schemas_maintenance.MaintenancePatch,
+          "StatusPageCreate": schemas_status.StatusPageCreate,
+          "StatusPagePatch": schemas_status.StatusPagePatch}  # fmt: skip
 
 
 def responses(key: tuple[str, str]) -> set[str]:

@@ -1,0 +1,1 @@
+"""What the public sees: status pages, their feeds and README badges."""
