@@ -104,6 +104,13 @@ class Settings(BaseModel):
     write_interval_seconds: float = Field(1.0, gt=0)
     write_buffer_max_rows: int = Field(1_000_000, ge=1)
     reconcile_interval_seconds: float = Field(30.0, gt=0)
+    # Several schedulers (monitor/scheduler/membership.py): each holds a lease of this many
+    # seconds in the database, renewed four times per lease; the monitors of one that stops
+    # renewing move to the others once it lapsed. Its name (default host:pid) must be unique
+    # among the running schedulers; its location labels the results it writes.
+    lease_seconds: float = Field(10.0, ge=1, le=300)
+    scheduler_name: str | None = Field(None, pattern=r"^[\w.:@-]{1,100}$")
+    location: str = Field("default", pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")
     # Alerter
     alert_claim_idle_seconds: float = Field(60.0, gt=0)
     alert_max_attempts: int = Field(10, ge=1, le=100)

@@ -2,7 +2,8 @@
 
 Changes reach it by LISTEN/NOTIFY (the ``monitors_changed`` trigger carries the id;
 only that monitor's ticker is restarted) and, as a safety net, by a periodic full
-comparison of ``(id, updated_at)``.
+comparison of ``(id, updated_at)``. Of the active monitors it runs those that are its share
+among the live schedulers (sharing.py): all of them when it runs alone.
 """
 
 from __future__ import annotations
@@ -29,14 +30,17 @@ from monitor.net.client import HttpSession, make_session
 from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver
 from monitor.net.session import tls_context
+from monitor.scheduler import membership as cluster_membership
 from monitor.scheduler import retention, writer
 from monitor.scheduler.calendar import Calendar
+from monitor.scheduler.cluster import missed_ticks
 from monitor.scheduler.connectivity import Change, Guard, ReferenceProbe
 from monitor.scheduler.heartbeat import HeartbeatTicker, PingIntake
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
+from monitor.scheduler.sharing import Sharing
 from monitor.scheduler.state import State, Window
-from monitor.scheduler.ticker import MonitorTicker, TickerShared
+from monitor.scheduler.ticker import MonitorTicker, TickerShared, first_tick, stable_offset
 from monitor.scheduler.writer import Notice, Writer
 from monitor.secrets import SecretBox, open_monitor_secrets
 
@@ -55,6 +59,13 @@ class Scheduler:
         self.settings = settings
         self.tickers: dict[int, MonitorTicker | HeartbeatTicker] = {}
         self.versions: dict[int, datetime] = {}
+        # Every active monitor (its version), this scheduler's share or not: what a new
+        # division of the monitors is applied to.
+        self._wanted: dict[int, datetime] = {}
+        self.sharing: Sharing | None = None
+        self._cluster_task: asyncio.Task[None] | None = None
+        # After the first load, a monitor started here came from another scheduler.
+        self._loaded = False
         self.metrics = SchedulerMetrics()
         self._shared: TickerShared | None = None
         self._changed: asyncio.Queue[int | None] = asyncio.Queue()
@@ -87,6 +98,19 @@ class Scheduler:
             log.warning("ssrf.allow_cidrs", networks=s.allow_cidrs)
         self._pool = await db.create_pool(s.dsn, min_size=0, max_size=6, init=writer.prepare_connection)
         self._redis = aioredis.Redis.from_url(s.redis_dsn, socket_timeout=5, socket_connect_timeout=5)
+        member = cluster_membership.Membership(
+            self._pool, s.scheduler_name or cluster_membership.default_name(), s.location, s.lease_seconds
+        )
+        self.sharing = Sharing(
+            member,
+            self.metrics,
+            wanted=lambda: self._wanted,
+            running=lambda: self.tickers,
+            stop=self._let_go,
+            start=self._take,
+            flush=self._flush,
+            redivided=self._redivided,
+        )
         self._resolver = VettedResolver(policy, s.dns_servers)
         self._session = make_session(
             self._resolver,
@@ -105,6 +129,7 @@ class Scheduler:
             metrics=self.metrics,
             operator_chat=s.operator_chat,
             operator_channel=s.operator_channel,
+            fence=member,
         )
         if s.connectivity_targets:
             self._reference_probe = ReferenceProbe(self._resolver, ssl_context=tls_context(s.ca_file))
@@ -144,8 +169,13 @@ class Scheduler:
         await self.calendar.load(self._pool)
         await self._listen()
         # Before the monitors load: a heartbeat's deadline reads the stored pings before it fires.
-        self.pings = PingIntake(self._pool, self.writer, self.tickers)
+        self.pings = PingIntake(self._pool, self.writer, self.tickers, owns=self.sharing.mine)
+        await self.sharing.join()
+        loop = asyncio.get_running_loop()
+        await self.sharing.first_division(loop.time() + s.lease_seconds)
         await self.reconcile(since=started)
+        self._loaded = True
+        self._cluster_task = asyncio.create_task(self.sharing.run(), name="cluster")
         self._spawn(self.pings.run(), "pings")
         self._spawn(self._apply_changes(), "changes")
         self._spawn(self._keep_calendar(), "calendar")
@@ -181,7 +211,10 @@ class Scheduler:
             ticker.stop()
 
     async def drain(self) -> None:
-        """Stop starting checks, then wait for the ones in flight."""
+        """Stop starting checks, then wait for the ones in flight (the lease is still renewed:
+        no other scheduler takes these monitors until their last results are written)."""
+        if self.sharing is not None:
+            self.sharing.closing = True
         await self._stop_intake()
         in_flight = self._shared.in_flight if self._shared else set()
         if in_flight:
@@ -203,6 +236,11 @@ class Scheduler:
         # Results of finished checks are in the writer: flush them, then relay their events.
         if self.writer is not None:
             await self.writer.close()
+        if self._cluster_task is not None:
+            self._cluster_task.cancel()
+            await asyncio.gather(self._cluster_task, return_exceptions=True)
+        if self.sharing is not None and self._pool is not None:
+            await self.sharing.leave()
         if self.relay is not None:
             await self.relay.close()
         if self.guard is not None:
@@ -232,6 +270,8 @@ class Scheduler:
         await self._listener.add_listener(OUTBOX_CHANNEL, self._on_outbox)
         await self._listener.add_listener(MAINTENANCE_CHANNEL, self._on_maintenance)
         await self._listener.add_listener(PINGS_CHANNEL, self._on_pings)
+        if self.sharing is not None:
+            await self._listener.add_listener(cluster_membership.CHANNEL, self.sharing.wake)
         self._listener.add_termination_listener(lambda _conn: self._changed.put_nowait(None))
 
     def _on_maintenance(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
@@ -275,6 +315,8 @@ class Scheduler:
                         self.relay.wake()  # outbox rows announced while nobody listened
                     if self.pings is not None:
                         self.pings.wake()  # and pings
+                    if self.sharing is not None:
+                        self.sharing.wake()  # and changes of the cluster
                 else:
                     await self._reload(monitor_id)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
@@ -303,21 +345,38 @@ class Scheduler:
 
         ``since``: the time the new tickers count their first tick from (default: now).
         """
-        assert self._pool is not None
+        assert self._pool is not None and self.sharing is not None
         rows = await self._pool.fetch("SELECT id, updated_at FROM monitors WHERE NOT paused")
-        wanted = {r["id"]: r["updated_at"] for r in rows}
+        wanted = self._wanted = {r["id"]: r["updated_at"] for r in rows}
+        mine, settled = self.sharing.mine, self.sharing.settled()
         for monitor_id in list(self.tickers):
-            if monitor_id not in wanted:
+            if monitor_id not in wanted or not mine(monitor_id):
                 self._stop(monitor_id)
-        stale = [mid for mid, version in wanted.items() if self.versions.get(mid) != version]
+        stale = [
+            mid
+            for mid, version in wanted.items()
+            if self.versions.get(mid) != version and mine(mid) and (settled or mid in self.tickers)
+        ]
         for chunk in range(0, len(stale), 1000):
             await self._load(stale[chunk : chunk + 1000], since)
         if stale:
             log.info("scheduler.reconciled", started_or_restarted=len(stale), running=len(self.tickers))
 
     async def _reload(self, monitor_id: int) -> None:
+        assert self._pool is not None and self.sharing is not None
+        version = await self._pool.fetchval(
+            "SELECT updated_at FROM monitors WHERE id = $1 AND NOT paused", monitor_id
+        )
+        if version is None:
+            self._wanted.pop(monitor_id, None)
+        else:
+            self._wanted[monitor_id] = version
+        running = monitor_id in self.tickers
         self._stop(monitor_id)
-        await self._load([monitor_id])
+        if self.sharing.mine(monitor_id) and (running or self.sharing.settled()):
+            await self._load([monitor_id])
+        elif not self.sharing.mine(monitor_id):
+            return  # another scheduler's: it logs the change
         # One line per change, so an operator (and a test) can see when it took effect.
         if monitor_id in self.tickers:
             log.info(
@@ -328,7 +387,7 @@ class Scheduler:
         else:
             log.info("monitor.unscheduled", monitor_id=monitor_id)
 
-    async def _load(self, ids: list[int], since: float | None = None) -> None:
+    async def _load(self, ids: list[int], since: float | None = None, takeover: bool = False) -> None:
         assert self._pool is not None and self._shared is not None and self._box is not None
         shared = self._shared
         rows = await self._pool.fetch(
@@ -370,10 +429,59 @@ class Scheduler:
             ticker.start(since)
             self.tickers[spec.id] = ticker
             self.versions[spec.id] = row["updated_at"]
+            if takeover and isinstance(ticker, MonitorTicker):
+                self._count_handover(spec, row["last_check_at"])
         for monitor_id in set(ids) - found:
             shared.states.pop(monitor_id, None)
             shared.names.pop(monitor_id, None)
             shared.parents.pop(monitor_id, None)
+
+    # -- the division of the monitors among schedulers (sharing.py) -------------------
+
+    async def _let_go(self, ids: set[int]) -> None:
+        """Stop monitors that moved to another scheduler, and wait for their checks in flight
+        (those running now, whichever monitor: a check does not say whose it is, and each ends
+        within its timeout) so that their results are written before the next owner starts."""
+        for monitor_id in ids:
+            self._stop(monitor_id)
+        in_flight = list(self._shared.in_flight) if self._shared else []
+        if in_flight:
+            await asyncio.wait(in_flight)
+        if self._shared is not None:
+            for monitor_id in ids:
+                self._shared.states.pop(monitor_id, None)
+        log.info("cluster.handed_over", monitors=len(ids))
+
+    async def _take(self, ids: set[int]) -> None:
+        """Start monitors that are this scheduler's now, each from its stored state."""
+        if self._shared is not None:
+            for monitor_id in ids:
+                self._shared.states.pop(monitor_id, None)
+        ordered = sorted(ids)
+        for chunk in range(0, len(ordered), 1000):
+            await self._load(ordered[chunk : chunk + 1000], takeover=self._loaded)
+        if self._loaded:
+            self.metrics.takeovers.inc(len(ids))
+        log.info("cluster.taken_over", monitors=len(ids), running=len(self.tickers))
+
+    def _count_handover(self, spec: MonitorSpec, last_check: datetime | None) -> None:
+        """Count the ticks between a monitor's last stored check and its first one here."""
+        if last_check is None:
+            return
+        interval = spec.interval_seconds
+        offset = stable_offset(spec.id, interval, self._shared.slot if self._shared else 0.0)
+        first_due = offset + first_tick(time.time(), offset, interval) * interval
+        missed = missed_ticks(last_check.timestamp(), first_due, interval)
+        if missed:
+            self.metrics.skipped.inc(missed)
+            log.info("check.skipped", monitor_id=spec.id, reason="handover", ticks=missed)
+
+    async def _flush(self) -> bool:
+        return await self.writer.flush() if self.writer is not None else True
+
+    def _redivided(self) -> None:
+        if self.pings is not None:
+            self.pings.redivided()
 
     def _stop(self, monitor_id: int) -> None:
         # Its state stays (a check in flight still updates it; a paused monitor that others

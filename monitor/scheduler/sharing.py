@@ -1,0 +1,185 @@
+"""The scheduler's side of the cluster: keep the lease, and apply each new division.
+
+Each round (every ``lease / 4`` seconds, or at once when another member NOTIFYs a join, an
+ack, a release or an expiry) renews the lease and reads the view (membership.py), then:
+
+1. stops the monitors that moved away and waits for their checks in flight;
+2. writes everything buffered, so the next owner reads their last state;
+3. acks the generation;
+4. once every live member has acked it (the view is *settled*), starts the monitors that
+   moved here, each from its stored state, from its first tick due after now.
+
+A member that finds its row gone (its lease lapsed while it was frozen or cut off from the
+database, and another member removed it) stops every monitor, writes what it has (the
+fenced writer keeps the checks and drops their state), forgets its states and joins again
+with a new epoch; its share comes back to it by the same steps.
+
+Rolling restarts: a scheduler stopped by SIGTERM finishes its checks, writes them and
+releases its row before it exits, so the others take its monitors within one round, not a
+lease later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Collection
+
+import asyncpg
+
+from monitor import logging as mlog
+from monitor.scheduler.cluster import Ownership, View, plan
+from monitor.scheduler.membership import Membership, NameTaken
+from monitor.scheduler.metrics import SchedulerMetrics
+
+log = mlog.get(__name__)
+
+DB_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError)
+
+
+class Sharing:
+    def __init__(
+        self,
+        membership: Membership,
+        metrics: SchedulerMetrics,
+        *,
+        wanted: Callable[[], Collection[int]],
+        running: Callable[[], Collection[int]],
+        stop: Callable[[set[int]], Awaitable[None]],
+        start: Callable[[set[int]], Awaitable[None]],
+        flush: Callable[[], Awaitable[bool]],
+        redivided: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.membership = membership
+        self._metrics = metrics
+        self._wanted = wanted
+        self._running = running
+        self._stop = stop
+        self._start = start
+        self._flush = flush
+        self._redivided = redivided
+        self.view: View | None = None
+        self.own = Ownership(membership.name)
+        self._wake = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self.closing = False
+        self._counted = (time.monotonic(), metrics.checks.total())
+
+    # -- what the rest of the scheduler asks --------------------------------------
+
+    def mine(self, monitor_id: int) -> bool:
+        """Whether the monitor is this member's in the view applied last."""
+        return self.view is not None and self.own(monitor_id)
+
+    def settled(self) -> bool:
+        """Whether this member may start monitors now (every live member applied the view)."""
+        return self.view is not None and self.view.settled() and self.membership.valid()
+
+    def wake(self, *_: object) -> None:
+        self._wake.set()
+
+    # -- the rounds -----------------------------------------------------------------
+
+    async def join(self) -> None:
+        """Join, waiting while a live member holds our name (a predecessor killed less than a
+        lease ago, or a second scheduler configured with the same name)."""
+        while True:
+            try:
+                await self.membership.join()
+                return
+            except NameTaken:
+                log.warning(
+                    "cluster.name_taken",
+                    member=self.membership.name,
+                    hint="another running scheduler has this MONITOR_SCHEDULER_NAME; waiting for its lease",
+                )
+                await asyncio.sleep(self.membership.renew_every)
+
+    async def first_division(self, deadline: float) -> None:
+        """Rounds until this member's view is settled (at start, before loading monitors), or
+        until ``deadline`` (loop time); the loop goes on from there either way."""
+        loop = asyncio.get_running_loop()
+        while loop.time() < deadline:
+            await self.round()
+            if self.settled():
+                return
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=min(0.5, self.membership.renew_every))
+            except TimeoutError:
+                pass
+            self._wake.clear()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=self.membership.renew_every)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                await self.round()
+            except DB_ERRORS as exc:
+                log.warning("cluster.renew_failed", error=str(exc) or type(exc).__name__)
+
+    async def round(self) -> None:
+        async with self._lock:
+            view = await self.membership.renew(len(self._running()), self._rate())
+            if view is None:
+                await self._rejoin()
+                return
+            await self._apply(view)
+
+    def _rate(self) -> float:
+        now, total = time.monotonic(), self._metrics.checks.total()
+        then, before = self._counted
+        self._counted = (now, total)
+        return round((total - before) / (now - then), 1) if now > then else 0.0
+
+    async def _apply(self, view: View) -> None:
+        previous = self.view
+        if previous is not None and view.generation < previous.generation:
+            return  # an older snapshot than one applied (a read raced a later one): ignore it
+        me = self.membership.name
+        if previous is None or view.generation != previous.generation:
+            self._metrics.cluster_changes.inc()
+            self._metrics.cluster_members.set(len(view.members))
+            log.info("cluster.view", generation=view.generation, members=list(view.names), member=me)
+        self.view = view
+        self.own.use(view)
+        if self.closing:
+            return
+        stop, start = plan(self.own, view.settled(), self._wanted(), self._running())
+        if stop:
+            self._metrics.handovers.inc(len(stop))
+            await self._stop(stop)
+        acked = next((m.acked for m in view.members if m.name == me), 0)
+        if stop or acked < view.generation:
+            if not await self._flush():
+                return  # the database failed: acked next round, nothing starts meanwhile
+            await self.membership.ack(view.generation)
+            if previous is None or view.generation != previous.generation:
+                self._redivided()
+            return  # started once every member acked (a NOTIFY wakes the next round)
+        if start and self.settled():
+            await self._start(start)
+
+    async def _rejoin(self) -> None:
+        running = set(self._running())
+        self._metrics.lease_lost.inc()
+        log.warning("cluster.lease_lost", member=self.membership.name, monitors=len(running))
+        self.view = None
+        await self._stop(running)
+        # Written before joining again, fenced: the checks within the lease are kept, their
+        # state is the new owners'. Rows left over would be written under the new epoch.
+        while not await self._flush():
+            await asyncio.sleep(1)
+        self._redivided()
+        if not self.closing:
+            await self.join()
+
+    async def leave(self) -> None:
+        """Release this member's row (at shutdown, after the last write)."""
+        try:
+            await self.membership.release()
+        except DB_ERRORS as exc:
+            log.warning("cluster.release_failed", error=str(exc) or type(exc).__name__)
