@@ -112,8 +112,9 @@ class Membership:
         # wall clock that check results are stamped with); 0: no lease held.
         self._valid_until = 0.0
         self._lease_end_wall = 0.0
-        # Loop time since when renewals have gone through without a failure.
-        self._steady_since = self._loop.time()
+        # Loop time since when renewals have gone through without a failure (a member that
+        # just joined reached the database a moment ago: it may remove lapsed rows at once).
+        self._steady_since = float("-inf")
         self._failing = False
 
     @property
