@@ -32,6 +32,8 @@ import asyncio
 import os
 import socket
 import time
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -218,3 +220,46 @@ class Membership:
                 await conn.execute("SELECT pg_notify($1, 'release')", CHANNEL)
         log.info("cluster.left", member=self.name, epoch=self.epoch)
         self.epoch = None
+
+
+@dataclass(frozen=True)
+class MemberStatus:
+    """A scheduler as ``monitor cluster status`` shows it."""
+
+    name: str
+    location: str
+    state: str  # live, applying (has not acked the current generation), lapsed
+    lease_left_s: float
+    monitors: int
+    checks_per_s: float
+    host: str
+    pid: int
+    epoch: int
+    joined_at: datetime
+
+
+async def cluster_status(conn: asyncpg.Connection) -> tuple[list[MemberStatus], int]:
+    """The members as the database holds them now, and how many monitors are active."""
+    rows = await conn.fetch(
+        """SELECT m.name, m.location, m.host, m.pid, m.epoch, m.joined_at, m.monitors, m.checks_per_s,
+                  extract(epoch FROM m.lease_until - now())::float8 AS lease_left,
+                  m.acked >= c.generation AS applied
+           FROM scheduler_members m CROSS JOIN scheduler_cluster c ORDER BY m.location, m.name"""
+    )
+    active = await conn.fetchval("SELECT count(*) FROM monitors WHERE NOT paused")
+    members = [
+        MemberStatus(
+            name=r["name"],
+            location=r["location"],
+            state="lapsed" if r["lease_left"] < 0 else "live" if r["applied"] else "applying",
+            lease_left_s=round(r["lease_left"], 1),
+            monitors=r["monitors"],
+            checks_per_s=round(r["checks_per_s"], 1),
+            host=r["host"],
+            pid=r["pid"],
+            epoch=r["epoch"],
+            joined_at=r["joined_at"],
+        )
+        for r in rows
+    ]
+    return members, active

@@ -4,11 +4,15 @@ twice (from the stored rows: consecutive checks of a monitor are an interval apa
 
 from __future__ import annotations
 
+import asyncio
+import json
 import signal
+import sys
 import time
+from typing import Any
 
 import asyncpg
-from support import ProcessFactory, TargetServer, wait_for
+from support import ProcessFactory, TargetServer, clean_environ, wait_for
 
 LEASE = "2"
 CLUSTER_ENV = {"MONITOR_LEASE_SECONDS": LEASE, "MONITOR_MIN_INTERVAL_SECONDS": "1"}
@@ -37,7 +41,7 @@ async def _one_row_per_tick(db: asyncpg.Connection, ids: list[int]) -> None:
 
 
 async def test_two_schedulers_share_and_take_over(
-    db: asyncpg.Connection, monitor_factory, procs: ProcessFactory, target: TargetServer
+    db: asyncpg.Connection, migrated: str, monitor_factory, procs: ProcessFactory, target: TargetServer
 ) -> None:
     ids = [(await monitor_factory(url=target.url(f"/m{n}"), interval_seconds=1.0))["id"] for n in range(40)]
     a = await procs.start("scheduler", env={**CLUSTER_ENV, "MONITOR_SCHEDULER_NAME": "sched-a"})
@@ -51,6 +55,9 @@ async def test_two_schedulers_share_and_take_over(
         message="every monitor checked with two members",
     )
     assert {m["name"] for m in members} == {"sched-a", "sched-b"}
+    status = await _cluster_status(migrated)
+    assert [(m["name"], m["state"]) for m in status] == [("sched-a", "live"), ("sched-b", "live")], status
+    assert sum(m["monitors"] for m in status) == 40 and all(m["lease_left_s"] > 0 for m in status)
 
     # SIGKILL a: its share moves to b once its lease lapsed.
     a.send_signal(signal.SIGKILL)
@@ -78,3 +85,16 @@ async def _shares(db: asyncpg.Connection, names: set[str], total: int) -> list[a
     rows = await db.fetch("SELECT name, monitors FROM scheduler_members ORDER BY name")
     ok = {r["name"] for r in rows} == names and all(r["monitors"] for r in rows)
     return rows if ok and sum(r["monitors"] for r in rows) == total else []
+
+
+async def _cluster_status(dsn: str) -> list[dict[str, Any]]:
+    """``monitor cluster status --json``, as an operator runs it."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "monitor", "cluster", "status", "--json",
+        env=clean_environ() | {"MONITOR_DATABASE_URL": dsn},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err.decode()
+    members: list[dict[str, Any]] = json.loads(out)
+    return members
