@@ -38,7 +38,7 @@ from monitor.scheduler.connectivity import Change, Guard, ReferenceProbe
 from monitor.scheduler.heartbeat import HeartbeatTicker, PingIntake
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
-from monitor.scheduler.sharing import Sharing
+from monitor.scheduler.sharing import DB_ERRORS, Sharing, read_foreign_parents
 from monitor.scheduler.state import State, Window
 from monitor.scheduler.ticker import MonitorTicker, TickerShared, first_tick, stable_offset
 from monitor.scheduler.writer import Notice, Writer
@@ -110,6 +110,7 @@ class Scheduler:
             start=self._take,
             flush=self._flush,
             redivided=self._redivided,
+            each_round=self._read_foreign_parents,
         )
         self._resolver = VettedResolver(policy, s.dns_servers)
         self._session = make_session(
@@ -173,7 +174,9 @@ class Scheduler:
         await self.sharing.join()
         loop = asyncio.get_running_loop()
         await self.sharing.first_division(loop.time() + s.lease_seconds)
-        await self.reconcile(since=started)
+        # Ticks count from the moment this member's share is settled, not from its start: until
+        # then the monitors' previous owner may still have checked them.
+        await self.reconcile(since=max(started, time.time()))
         self._loaded = True
         self._cluster_task = asyncio.create_task(self.sharing.run(), name="cluster")
         self._spawn(self.pings.run(), "pings")
@@ -478,6 +481,15 @@ class Scheduler:
 
     async def _flush(self) -> bool:
         return await self.writer.flush() if self.writer is not None else True
+
+    async def _read_foreign_parents(self) -> None:
+        if self._pool is None or self._shared is None or self.sharing is None or self.sharing.view is None:
+            return
+        if len(self.sharing.view.members) > 1:
+            try:
+                await read_foreign_parents(self._pool, self._shared, self.tickers)
+            except DB_ERRORS as exc:
+                log.warning("cluster.parents_failed", error=str(exc) or type(exc).__name__)
 
     def _redivided(self) -> None:
         if self.pings is not None:

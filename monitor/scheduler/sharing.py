@@ -14,6 +14,11 @@ database, and another member removed it) stops every monitor, writes what it has
 fenced writer keeps the checks and drops their state), forgets its states and joins again
 with a new epoch; its share comes back to it by the same steps.
 
+Dependencies: a monitor's ``depends_on`` may name monitors another member runs. Each round
+reads the stored status of those (and of the monitors above them) into the shared states
+(:func:`read_foreign_parents`), so a dependant here is held by a router down there, a round
+and a write (about 1-3 s) behind.
+
 Rolling restarts: a scheduler stopped by SIGTERM finishes its checks, writes them and
 releases its row before it exits, so the others take its monitors within one round, not a
 lease later.
@@ -22,6 +27,7 @@ lease later.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Awaitable, Callable, Collection
 
@@ -31,6 +37,8 @@ from monitor import logging as mlog
 from monitor.scheduler.cluster import Ownership, View, plan
 from monitor.scheduler.membership import Membership, NameTaken
 from monitor.scheduler.metrics import SchedulerMetrics
+from monitor.scheduler.state import State
+from monitor.scheduler.ticker import TickerShared
 
 log = mlog.get(__name__)
 
@@ -49,6 +57,7 @@ class Sharing:
         start: Callable[[set[int]], Awaitable[None]],
         flush: Callable[[], Awaitable[bool]],
         redivided: Callable[[], None] = lambda: None,
+        each_round: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.membership = membership
         self._metrics = metrics
@@ -58,6 +67,7 @@ class Sharing:
         self._start = start
         self._flush = flush
         self._redivided = redivided
+        self._each_round = each_round
         self.view: View | None = None
         self.own = Ownership(membership.name)
         self._wake = asyncio.Event()
@@ -128,6 +138,8 @@ class Sharing:
                 await self._rejoin()
                 return
             await self._apply(view)
+        if self._each_round is not None:
+            await self._each_round()
 
     def _rate(self) -> float:
         now, total = time.monotonic(), self._metrics.checks.total()
@@ -171,8 +183,10 @@ class Sharing:
         await self._stop(running)
         # Written before joining again, fenced: the checks within the lease are kept, their
         # state is the new owners'. Rows left over would be written under the new epoch.
-        while not await self._flush():
-            await asyncio.sleep(1)
+        for attempt in itertools.count():
+            if await self._flush():
+                break
+            await asyncio.sleep(min(1 + attempt, 10))
         self._redivided()
         if not self.closing:
             await self.join()
@@ -183,3 +197,30 @@ class Sharing:
             await self.membership.release()
         except DB_ERRORS as exc:
             log.warning("cluster.release_failed", error=str(exc) or type(exc).__name__)
+
+
+# The monitors above some (their depends_on, and those above them), with their stored status.
+FOREIGN_PARENTS = """
+WITH RECURSIVE up(id) AS (
+    SELECT unnest($1::bigint[])
+    UNION SELECT unnest(m.depends_on) FROM monitors m JOIN up ON m.id = up.id
+)
+SELECT m.id, m.name, m.depends_on, s.status, s.consecutive_failures
+FROM monitors m JOIN up ON up.id = m.id LEFT JOIN monitor_state s ON s.monitor_id = m.id"""
+
+
+async def read_foreign_parents(pool: asyncpg.Pool, shared: TickerShared, running: Collection[int]) -> None:
+    """Put the stored status of the monitors that those running here depend on, but that run
+    elsewhere, into ``shared`` (states, names, their own parents), for ``ticker.down_above``."""
+    parents = {p for m in running for p in shared.parents.get(m, ())}
+    foreign = [p for p in parents if p not in running]
+    if not foreign:
+        return
+    for row in await pool.fetch(FOREIGN_PARENTS, foreign):
+        monitor_id = row["id"]
+        if monitor_id in running:
+            continue
+        shared.names[monitor_id] = row["name"]
+        shared.parents[monitor_id] = tuple(row["depends_on"] or ())
+        if row["status"] is not None:
+            shared.states[monitor_id] = State(status=row["status"], failures=row["consecutive_failures"])

@@ -14,6 +14,8 @@ from typing import Any
 import asyncpg
 from support import ProcessFactory, TargetServer, clean_environ, wait_for
 
+from monitor.scheduler.cluster import owner
+
 LEASE = "2"
 CLUSTER_ENV = {"MONITOR_LEASE_SECONDS": LEASE, "MONITOR_MIN_INTERVAL_SECONDS": "1"}
 
@@ -49,8 +51,9 @@ async def test_two_schedulers_share_and_take_over(
     # Both run a share: a handed b's over, and each member's row says how many it runs.
     await wait_for(lambda: a.events("cluster.handed_over"), timeout=20, message=lambda: a.tail())
     members = await wait_for(lambda: _shares(db, {"sched-a", "sched-b"}, 40), timeout=20)
+    shared_at = time.time()
     await wait_for(
-        lambda: _all_checked(db, ids, time.time() - 1.5),
+        lambda: _all_checked(db, ids, shared_at),
         timeout=15,
         message="every monitor checked with two members",
     )
@@ -98,3 +101,38 @@ async def _cluster_status(dsn: str) -> list[dict[str, Any]]:
     assert proc.returncode == 0, err.decode()
     members: list[dict[str, Any]] = json.loads(out)
     return members
+
+
+async def test_a_dependency_holds_across_schedulers(
+    db: asyncpg.Connection, monitor_factory, procs: ProcessFactory, target: TargetServer
+) -> None:
+    """The router runs on one scheduler and the site that depends on it on the other: when both
+    fail, the site's down is held by the router's, as it is on one scheduler."""
+    router = await monitor_factory(name="Router", url=target.url("/router"), interval_seconds=1.0)
+    site = None
+    for n in range(50):  # a site that the other member runs
+        row = await monitor_factory(
+            name=f"Site {n}", url=target.url("/site"), interval_seconds=1.0, depends_on=[router["id"]],
+            confirm_after=3,
+        )  # fmt: skip
+        if owner(row["id"], ["sched-a", "sched-b"]) != owner(router["id"], ["sched-a", "sched-b"]):
+            site = row
+            break
+        await db.execute("UPDATE monitors SET paused = true WHERE id = $1", row["id"])
+    assert site is not None
+    await procs.start("scheduler", env={**CLUSTER_ENV, "MONITOR_SCHEDULER_NAME": "sched-a"})
+    await procs.start("scheduler", env={**CLUSTER_ENV, "MONITOR_SCHEDULER_NAME": "sched-b"})
+    await wait_for(lambda: _shares(db, {"sched-a", "sched-b"}, 2), timeout=20)
+    shared_at = time.time()
+    await wait_for(lambda: _all_checked(db, [router["id"], site["id"]], shared_at), timeout=10)
+    target.set(500)
+
+    async def site_held() -> asyncpg.Record | None:
+        row = await db.fetchrow(
+            "SELECT status, told, held FROM monitor_state WHERE monitor_id = $1", site["id"]
+        )
+        return row if row is not None and row["status"] == "down" else None
+
+    held = await wait_for(site_held, timeout=20, message="the site confirmed down")
+    assert held["told"] == "up" and held["held"] == "Router was down", dict(held)
+    assert await db.fetchval("SELECT told FROM monitor_state WHERE monitor_id = $1", router["id"]) == "down"
