@@ -390,7 +390,9 @@ class Scheduler:
         else:
             log.info("monitor.unscheduled", monitor_id=monitor_id)
 
-    async def _load(self, ids: list[int], since: float | None = None, takeover: bool = False) -> None:
+    async def _load(self, ids: list[int], since: float | None = None, takeover: bool = False) -> int:
+        """Start the tickers of these monitors (those active); with ``takeover``, count the ticks
+        each missed since its last stored check, and return how many."""
         assert self._pool is not None and self._shared is not None and self._box is not None
         shared = self._shared
         rows = await self._pool.fetch(
@@ -405,6 +407,7 @@ class Scheduler:
             ids,
         )
         found = set()
+        missed = 0
         for row in rows:
             found.add(row["id"])
             previous = self.tickers.get(row["id"])
@@ -433,11 +436,12 @@ class Scheduler:
             self.tickers[spec.id] = ticker
             self.versions[spec.id] = row["updated_at"]
             if takeover and isinstance(ticker, MonitorTicker):
-                self._count_handover(spec, row["last_check_at"])
+                missed += self._missed(spec, row["last_check_at"])
         for monitor_id in set(ids) - found:
             shared.states.pop(monitor_id, None)
             shared.names.pop(monitor_id, None)
             shared.parents.pop(monitor_id, None)
+        return missed
 
     # -- the division of the monitors among schedulers (sharing.py) -------------------
 
@@ -461,23 +465,24 @@ class Scheduler:
             for monitor_id in ids:
                 self._shared.states.pop(monitor_id, None)
         ordered = sorted(ids)
+        missed = 0
         for chunk in range(0, len(ordered), 1000):
-            await self._load(ordered[chunk : chunk + 1000], takeover=self._loaded)
+            missed += await self._load(ordered[chunk : chunk + 1000], takeover=self._loaded)
         if self._loaded:
             self.metrics.takeovers.inc(len(ids))
+        if missed:  # one line for the handover, not one per monitor
+            self.metrics.skipped.inc(missed)
+            log.info("check.skipped", reason="handover", monitors=len(ids), ticks=missed)
         log.info("cluster.taken_over", monitors=len(ids), running=len(self.tickers))
 
-    def _count_handover(self, spec: MonitorSpec, last_check: datetime | None) -> None:
-        """Count the ticks between a monitor's last stored check and its first one here."""
+    def _missed(self, spec: MonitorSpec, last_check: datetime | None) -> int:
+        """The ticks between a monitor's last stored check and its first one here."""
         if last_check is None:
-            return
+            return 0
         interval = spec.interval_seconds
         offset = stable_offset(spec.id, interval, self._shared.slot if self._shared else 0.0)
         first_due = offset + first_tick(time.time(), offset, interval) * interval
-        missed = missed_ticks(last_check.timestamp(), first_due, interval)
-        if missed:
-            self.metrics.skipped.inc(missed)
-            log.info("check.skipped", monitor_id=spec.id, reason="handover", ticks=missed)
+        return missed_ticks(last_check.timestamp(), first_due, interval)
 
     async def _flush(self) -> bool:
         return await self.writer.flush() if self.writer is not None else True
