@@ -13,13 +13,14 @@ away as soon as it sees a new generation, writes their last results, and only th
 that it applied that generation (``acked``). It starts a monitor that moved to it only when
 every live member has acked the generation it reads (:meth:`View.settled`): whoever ran the
 monitor before has stopped it and stored its state, or has left the list, which happens only
-once its lease lapsed, after which it starts no check (its ticks ask ``Membership.valid``).
-That is why no tick is checked twice: the old owner's last tick came before it acked, and the
-new owner's first tick comes after.
+once its lease lapsed, after which none of the checks it starts is stored (its writer is
+fenced, ``writer.py``). That is why no tick is checked twice: the old owner's last stored tick
+came before it acked or its lease ended, and the new owner's first tick comes after.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -91,10 +92,22 @@ class Ownership:
         self._names: tuple[str, ...] = ()
         self._known: dict[int, bool] = {}
 
-    def use(self, view: View) -> None:
-        if view.names != self._names:
-            self._names = view.names
-            self._known.clear()
+    def use(self, view: View) -> bool:
+        """Answer for ``view`` from now on; True if its members differ from the last one's."""
+        if view.names == self._names:
+            return False
+        self._names = view.names
+        self._known.clear()
+        return True
+
+    async def warm(self, monitor_ids: Iterable[int], chunk: int = 5000) -> None:
+        """Work out the monitors not known yet, yielding to the loop every ``chunk`` of them,
+        so that a new list of members does not stall the ticks for the whole fleet."""
+        todo = [m for m in monitor_ids if m not in self._known]
+        for start in range(0, len(todo), chunk):
+            for m in todo[start : start + chunk]:
+                self(m)
+            await asyncio.sleep(0)
 
     def __call__(self, monitor_id: int) -> bool:
         known = self._known.get(monitor_id)

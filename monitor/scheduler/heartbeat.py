@@ -221,9 +221,9 @@ class PingIntake:
         self._wake.set()
 
     def redivided(self) -> None:
-        """The monitors were divided again: read every stored ping afresh."""
+        """The monitors were divided again: read the pings left for others afresh (those handed
+        over stay handed: their rows are deleted with their results)."""
         self._elsewhere.clear()
-        self._handed.clear()
         self._wake.set()
 
     async def run(self) -> None:
@@ -253,11 +253,18 @@ class PingIntake:
                 "SELECT id FROM pings WHERE id = ANY($1::bigint[])", list(self._handed)
             )
             self._handed = {r["id"] for r in still}
-        if self._elsewhere:
-            still = await self._pool.fetch(
-                "SELECT id FROM pings WHERE id = ANY($1::bigint[])", list(self._elsewhere)
-            )
-            self._elsewhere = {r["id"] for r in still}
+        if self._elsewhere or self._waiting:
+            # Rows left for another member, or parked, may be gone meanwhile (taken by the
+            # monitor's owner): a parked row handed over after that would be counted twice.
+            still = {
+                r["id"]
+                for r in await self._pool.fetch(
+                    "SELECT id FROM pings WHERE id = ANY($1::bigint[])", [*self._elsewhere, *self._waiting]
+                )
+            }
+            self._elsewhere &= still
+            for gone in [i for i in self._waiting if i not in still]:
+                del self._waiting[gone]
         rows = await self._pool.fetch(
             """SELECT id, monitor_id, time, kind, body, body_truncated FROM pings
                WHERE id <> ALL($1::bigint[]) ORDER BY id LIMIT $2""",

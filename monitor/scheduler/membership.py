@@ -29,9 +29,11 @@ they have had the time to renew.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -54,8 +56,17 @@ SELECT c.generation, m.name, m.epoch, m.location, m.acked, m.lease_until, m.join
 FROM scheduler_cluster c LEFT JOIN scheduler_members m ON true
 ORDER BY m.name"""
 
+# Rows whose lease lapsed are removed, but not within a lease of the database's own start: a
+# restarted database finds every lease lapsed, and the members need the time to renew. A row
+# locked by its member's write in progress is skipped (it is removed next round): a member
+# frozen inside that transaction must not stall everyone's renewals.
 EXPIRE = """
-WITH gone AS (DELETE FROM scheduler_members WHERE lease_until < now() RETURNING name)
+WITH gone AS (
+    DELETE FROM scheduler_members WHERE epoch IN (
+        SELECT epoch FROM scheduler_members
+        WHERE lease_until < now() AND pg_postmaster_start_time() < now() - make_interval(secs => $1)
+        FOR UPDATE SKIP LOCKED)
+    RETURNING name)
 UPDATE scheduler_cluster SET generation = generation + 1
 WHERE EXISTS (SELECT 1 FROM gone) RETURNING (SELECT array_agg(name) FROM gone)"""
 
@@ -98,13 +109,17 @@ class NameTaken(Exception):
 class Membership:
     def __init__(
         self,
-        pool: asyncpg.Pool,
+        connect: Callable[[], Awaitable[asyncpg.Connection]],
         name: str,
         location: str,
         lease_seconds: float,
         loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
-        self._pool = pool
+        # A connection of its own, not the scheduler's pool: a renewal never waits for a pool
+        # connection held by the writer, the relay or the ping intake.
+        self._connect = connect
+        self._conn: asyncpg.Connection | None = None
+        self._conn_lock = asyncio.Lock()
         self.name = name
         self.location = location
         self.lease = lease_seconds
@@ -127,6 +142,26 @@ class Membership:
         """Whether this member's lease still holds by its own clock: may a tick start a check?"""
         return self._loop.time() < self._valid_until
 
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
+        """The membership's connection (made again after it broke), one user at a time."""
+        async with self._conn_lock:
+            if self._conn is None or self._conn.is_closed():
+                self._conn = await asyncio.wait_for(self._connect(), timeout=self.lease)
+            try:
+                yield self._conn
+            except BaseException:
+                conn, self._conn = self._conn, None
+                if conn is not None:
+                    conn.terminate()
+                raise
+
+    async def close(self) -> None:
+        async with self._conn_lock:
+            if self._conn is not None and not self._conn.is_closed():
+                await self._conn.close()
+            self._conn = None
+
     def lease_end(self) -> float:
         """The end of the lease held (epoch seconds), as far as this process knows."""
         return self._lease_end_wall
@@ -140,8 +175,8 @@ class Membership:
         (expired rows are removed first, so a member killed a lease ago does not block its
         successor)."""
         sent, sent_wall = self._loop.time(), time.time()
-        async with self._pool.acquire(timeout=10) as conn, conn.transaction():
-            await conn.fetchval(EXPIRE)
+        async with self._connection() as conn, conn.transaction():
+            await conn.fetchval(EXPIRE, self.lease)
             try:
                 epoch = await conn.fetchval(
                     """INSERT INTO scheduler_members (name, location, host, pid, lease_until)
@@ -171,7 +206,7 @@ class Membership:
             raise
 
     async def _renew(self, sent: float, sent_wall: float, monitors: int, checks_per_s: float) -> View | None:
-        async with self._pool.acquire(timeout=self.lease) as conn:
+        async with self._connection() as conn:
             held = await conn.fetchval(
                 """UPDATE scheduler_members SET lease_until = now() + make_interval(secs => $2),
                        monitors = $3, checks_per_s = $4
@@ -184,12 +219,13 @@ class Membership:
             if self._failing:
                 self._failing, self._steady_since = False, sent
             if not held:
-                self._valid_until = self._lease_end_wall = 0.0
+                # The lease end stays known: the fenced writer keeps the checks made within it.
+                self._valid_until = 0.0
                 return None
             self._held(sent, sent_wall)
             gone = None
             if sent - self._steady_since >= self.lease:
-                gone = await conn.fetchval(EXPIRE)
+                gone = await conn.fetchval(EXPIRE, self.lease)
             if gone:
                 log.warning("cluster.members_expired", members=gone, by=self.name)
                 await conn.execute("SELECT pg_notify($1, 'expired')", CHANNEL)
@@ -197,7 +233,7 @@ class Membership:
 
     async def ack(self, generation: int) -> None:
         """Record that this member applied ``generation``'s division, and wake the others."""
-        async with self._pool.acquire(timeout=self.lease) as conn, conn.transaction():
+        async with self._connection() as conn, conn.transaction():
             await conn.execute(
                 "UPDATE scheduler_members SET acked = greatest(acked, $2) WHERE epoch = $1",
                 self.epoch,
@@ -211,7 +247,7 @@ class Membership:
         self._valid_until = self._lease_end_wall = 0.0
         if self.epoch is None:
             return
-        async with self._pool.acquire(timeout=5) as conn, conn.transaction():
+        async with self._connection() as conn, conn.transaction():
             gone = await conn.fetchval(
                 "DELETE FROM scheduler_members WHERE epoch = $1 RETURNING true", self.epoch
             )

@@ -6,7 +6,9 @@ twice; the alerter's delivery key (event_id, channel) makes that harmless.
 
 Several schedulers each run a relay; one publishes at a time (a transaction-scoped advisory
 lock held from the read to the mark), so two never add the same rows to the stream, and the
-stream keeps the outbox's order.
+stream keeps the outbox's order. A relay that finds the lock taken tries again shortly (the
+holder may have read just before new rows came); a holder frozen inside its transaction is
+ended by the database after ``HOLD_SECONDS`` idle, and the lock with it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 10.0
 # The advisory lock key that lets one relay publish at a time ("relay" in ASCII).
 RELAY_LOCK = 0x72656C6179
+BUSY_RETRY_SECONDS = 0.5
+HOLD_SECONDS = 5
 
 
 class Relay:
@@ -75,7 +79,12 @@ class Relay:
         try:
             while True:
                 async with self._pool.acquire(timeout=10) as conn, conn.transaction():
-                    await conn.execute("SELECT pg_advisory_xact_lock($1)", RELAY_LOCK)
+                    await conn.execute(
+                        f"SET LOCAL idle_in_transaction_session_timeout = {HOLD_SECONDS * 1000}"
+                    )
+                    if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", RELAY_LOCK):
+                        asyncio.get_running_loop().call_later(BUSY_RETRY_SECONDS, self._wake.set)
+                        return True
                     rows = await conn.fetch(
                         "SELECT id, payload FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1",
                         BATCH,

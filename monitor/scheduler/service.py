@@ -66,6 +66,9 @@ class Scheduler:
         self._cluster_task: asyncio.Task[None] | None = None
         # After the first load, a monitor started here came from another scheduler.
         self._loaded = False
+        # Monitors run elsewhere whose stored status is in the shared states (a dependant here
+        # is held by them): not a state to start from if they move here.
+        self._foreign: set[int] = set()
         self.metrics = SchedulerMetrics()
         self._shared: TickerShared | None = None
         self._changed: asyncio.Queue[int | None] = asyncio.Queue()
@@ -99,7 +102,10 @@ class Scheduler:
         self._pool = await db.create_pool(s.dsn, min_size=0, max_size=6, init=writer.prepare_connection)
         self._redis = aioredis.Redis.from_url(s.redis_dsn, socket_timeout=5, socket_connect_timeout=5)
         member = cluster_membership.Membership(
-            self._pool, s.scheduler_name or cluster_membership.default_name(), s.location, s.lease_seconds
+            lambda: db.connect(s.dsn),
+            s.scheduler_name or cluster_membership.default_name(),
+            s.location,
+            s.lease_seconds,
         )
         self.sharing = Sharing(
             member,
@@ -242,8 +248,9 @@ class Scheduler:
         if self._cluster_task is not None:
             self._cluster_task.cancel()
             await asyncio.gather(self._cluster_task, return_exceptions=True)
-        if self.sharing is not None and self._pool is not None:
+        if self.sharing is not None:
             await self.sharing.leave()
+            await self.sharing.membership.close()
         if self.relay is not None:
             await self.relay.close()
         if self.guard is not None:
@@ -348,6 +355,11 @@ class Scheduler:
 
         ``since``: the time the new tickers count their first tick from (default: now).
         """
+        assert self.sharing is not None
+        async with self.sharing.lock:  # a division is not applied halfway through this
+            await self._reconcile(since)
+
+    async def _reconcile(self, since: float | None) -> None:
         assert self._pool is not None and self.sharing is not None
         rows = await self._pool.fetch("SELECT id, updated_at FROM monitors WHERE NOT paused")
         wanted = self._wanted = {r["id"]: r["updated_at"] for r in rows}
@@ -366,6 +378,11 @@ class Scheduler:
             log.info("scheduler.reconciled", started_or_restarted=len(stale), running=len(self.tickers))
 
     async def _reload(self, monitor_id: int) -> None:
+        assert self.sharing is not None
+        async with self.sharing.lock:  # a division is not applied halfway through this
+            await self._reload_one(monitor_id)
+
+    async def _reload_one(self, monitor_id: int) -> None:
         assert self._pool is not None and self.sharing is not None
         version = await self._pool.fetchval(
             "SELECT updated_at FROM monitors WHERE id = $1 AND NOT paused", monitor_id
@@ -424,6 +441,9 @@ class Scheduler:
                 continue
             spec = MonitorSpec.from_row(row, options)
             shared.names[spec.id] = spec.name
+            if spec.id in self._foreign:  # a status read for a dependant here, not its state
+                self._foreign.discard(spec.id)
+                shared.states.pop(spec.id, None)
             if spec.id not in shared.states and row["status"] is not None:
                 shared.states[spec.id] = stored_state(row)
             ticker: MonitorTicker | HeartbeatTicker
@@ -435,7 +455,7 @@ class Scheduler:
             ticker.start(since)
             self.tickers[spec.id] = ticker
             self.versions[spec.id] = row["updated_at"]
-            if takeover and isinstance(ticker, MonitorTicker):
+            if takeover and not isinstance(ticker, HeartbeatTicker):
                 missed += self._missed(spec, row["last_check_at"])
         for monitor_id in set(ids) - found:
             shared.states.pop(monitor_id, None)
@@ -492,7 +512,7 @@ class Scheduler:
             return
         if len(self.sharing.view.members) > 1:
             try:
-                await read_foreign_parents(self._pool, self._shared, self.tickers)
+                self._foreign |= await read_foreign_parents(self._pool, self._shared, self.tickers)
             except DB_ERRORS as exc:
                 log.warning("cluster.parents_failed", error=str(exc) or type(exc).__name__)
 

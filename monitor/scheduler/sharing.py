@@ -1,7 +1,10 @@
 """The scheduler's side of the cluster: keep the lease, and apply each new division.
 
-Each round (every ``lease / 4`` seconds, or at once when another member NOTIFYs a join, an
-ack, a release or an expiry) renews the lease and reads the view (membership.py), then:
+Two loops. One renews the lease every ``lease / 4`` seconds (or at once when another member
+NOTIFYs a join, an ack, a release or an expiry) and reads the view (membership.py), on a
+connection of its own, so that nothing the scheduler waits for (checks in flight, a backlog
+to write, a share to load) delays a renewal. The other applies each new view it reads, under
+:attr:`Sharing.lock`, which the scheduler's own reloads of monitors take too:
 
 1. stops the monitors that moved away and waits for their checks in flight;
 2. writes everything buffered, so the next owner reads their last state;
@@ -71,7 +74,14 @@ class Sharing:
         self.view: View | None = None
         self.own = Ownership(membership.name)
         self._wake = asyncio.Event()
-        self._lock = asyncio.Lock()
+        # The latest renewal's answer (a view, or None: this member's row is gone), for the
+        # applying loop; set together with ``_read``.
+        self._latest: View | None = None
+        self._lost = False
+        self._read = asyncio.Event()
+        # Held while a division is applied, and by the scheduler while it starts or stops a
+        # monitor on its own (a NOTIFY, a reconcile): both decide from ``mine`` and ``settled``.
+        self.lock = asyncio.Lock()
         self.closing = False
         self._counted = (time.monotonic(), metrics.checks.total())
 
@@ -110,7 +120,8 @@ class Sharing:
         until ``deadline`` (loop time); the loop goes on from there either way."""
         loop = asyncio.get_running_loop()
         while loop.time() < deadline:
-            await self.round()
+            await self._renew()
+            await self._apply_latest()
             if self.settled():
                 return
             try:
@@ -120,26 +131,50 @@ class Sharing:
             self._wake.clear()
 
     async def run(self) -> None:
+        """Both loops, until cancelled."""
+        await asyncio.gather(self._renewing(), self._applying())
+
+    async def _renewing(self) -> None:
         while True:
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=self.membership.renew_every)
             except TimeoutError:
                 pass
             self._wake.clear()
-            try:
-                await self.round()
-            except DB_ERRORS as exc:
-                log.warning("cluster.renew_failed", error=str(exc) or type(exc).__name__)
+            await self._renew()
 
-    async def round(self) -> None:
-        async with self._lock:
+    async def _renew(self) -> None:
+        try:
             view = await self.membership.renew(len(self._running()), self._rate())
-            if view is None:
-                await self._rejoin()
-                return
-            await self._apply(view)
-        if self._each_round is not None:
-            await self._each_round()
+        except DB_ERRORS as exc:
+            log.warning("cluster.renew_failed", error=str(exc) or type(exc).__name__)
+            return
+        except Exception:  # a bug must not end the renewals: the lease would lapse unseen
+            log.exception("cluster.renew_crashed")
+            return
+        self._latest, self._lost = view, view is None
+        self._read.set()
+
+    async def _applying(self) -> None:
+        while True:
+            await self._read.wait()
+            await self._apply_latest()
+            if self._each_round is not None:
+                await self._each_round()
+
+    async def _apply_latest(self) -> None:
+        self._read.clear()
+        try:
+            async with self.lock:
+                if self._lost:
+                    self._lost = False
+                    await self._rejoin()
+                elif self._latest is not None:
+                    await self._apply(self._latest)
+        except DB_ERRORS as exc:
+            log.warning("cluster.apply_failed", error=str(exc) or type(exc).__name__)
+        except Exception:  # a bug must not end the applying loop: retried on the next read
+            log.exception("cluster.apply_crashed")
 
     def _rate(self) -> float:
         now, total = time.monotonic(), self._metrics.checks.total()
@@ -149,17 +184,17 @@ class Sharing:
 
     async def _apply(self, view: View) -> None:
         previous = self.view
-        if previous is not None and view.generation < previous.generation:
-            return  # an older snapshot than one applied (a read raced a later one): ignore it
         me = self.membership.name
         if previous is None or view.generation != previous.generation:
             self._metrics.cluster_changes.inc()
             self._metrics.cluster_members.set(len(view.members))
             log.info("cluster.view", generation=view.generation, members=list(view.names), member=me)
         self.view = view
-        self.own.use(view)
+        if self.own.use(view):
+            self._redivided()  # the pings of monitors that moved here are to be read now
         if self.closing:
             return
+        await self.own.warm(self._wanted())
         stop, start = plan(self.own, view.settled(), self._wanted(), self._running())
         if stop:
             self._metrics.handovers.inc(len(stop))
@@ -169,8 +204,6 @@ class Sharing:
             if not await self._flush():
                 return  # the database failed: acked next round, nothing starts meanwhile
             await self.membership.ack(view.generation)
-            if previous is None or view.generation != previous.generation:
-                self._redivided()
             return  # started once every member acked (a NOTIFY wakes the next round)
         if start and self.settled():
             await self._start(start)
@@ -209,13 +242,17 @@ SELECT m.id, m.name, m.depends_on, s.status, s.consecutive_failures
 FROM monitors m JOIN up ON up.id = m.id LEFT JOIN monitor_state s ON s.monitor_id = m.id"""
 
 
-async def read_foreign_parents(pool: asyncpg.Pool, shared: TickerShared, running: Collection[int]) -> None:
+async def read_foreign_parents(
+    pool: asyncpg.Pool, shared: TickerShared, running: Collection[int]
+) -> set[int]:
     """Put the stored status of the monitors that those running here depend on, but that run
-    elsewhere, into ``shared`` (states, names, their own parents), for ``ticker.down_above``."""
+    elsewhere, into ``shared`` (states, names, their own parents), for ``ticker.down_above``;
+    the ids whose status was put there."""
     parents = {p for m in running for p in shared.parents.get(m, ())}
     foreign = [p for p in parents if p not in running]
+    put: set[int] = set()
     if not foreign:
-        return
+        return put
     for row in await pool.fetch(FOREIGN_PARENTS, foreign):
         monitor_id = row["id"]
         if monitor_id in running:
@@ -224,3 +261,5 @@ async def read_foreign_parents(pool: asyncpg.Pool, shared: TickerShared, running
         shared.parents[monitor_id] = tuple(row["depends_on"] or ())
         if row["status"] is not None:
             shared.states[monitor_id] = State(status=row["status"], failures=row["consecutive_failures"])
+            put.add(monitor_id)
+    return put

@@ -168,6 +168,7 @@ class Fence(Protocol):
     """A scheduler's membership as the writer needs it (membership.Membership)."""
 
     epoch: int | None
+    lease: float
 
     def lease_end(self) -> float: ...
 
@@ -335,8 +336,13 @@ class Writer:
         epoch = self._fence.epoch
         if epoch is None:
             return False
+        # KEY SHARE blocks the row's removal but not the member's own renewals (an UPDATE of
+        # other columns). Should this process freeze inside the transaction, the database
+        # ends it after a quarter lease, and the lock with it.
+        idle_ms = max(1000, int(self._fence.lease * 250))
+        await conn.execute(f"SET LOCAL idle_in_transaction_session_timeout = {idle_ms}")
         return bool(
-            await conn.fetchval("SELECT true FROM scheduler_members WHERE epoch = $1 FOR SHARE", epoch)
+            await conn.fetchval("SELECT true FROM scheduler_members WHERE epoch = $1 FOR KEY SHARE", epoch)
         )
 
     async def _write_notice(self, conn: asyncpg.Connection, notice: Notice) -> None:
