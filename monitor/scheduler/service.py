@@ -37,6 +37,7 @@ from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
 from monitor.scheduler.state import State, Window
 from monitor.scheduler.ticker import MonitorTicker, TickerShared
+from monitor.scheduler.tickers import make_ticker
 from monitor.scheduler.writer import Notice, Writer
 from monitor.secrets import SecretBox, open_monitor_secrets
 
@@ -363,7 +364,7 @@ class Scheduler:
                 shared.states[spec.id] = stored_state(row)
             ticker: MonitorTicker | HeartbeatTicker
             if REGISTRY.get(spec.type).scheduled:
-                ticker = MonitorTicker(spec, shared)
+                ticker = make_ticker(self.settings.ticker, spec, shared)
             else:
                 drain = self.pings.drain if self.pings is not None else None
                 ticker = HeartbeatTicker(spec, shared, row, previous=previous, drain=drain)
