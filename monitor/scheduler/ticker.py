@@ -1,4 +1,4 @@
-"""One monitor's drift-free ticker.
+"""A monitor's drift-free ticks, and the check each tick runs.
 
 Tick ``k`` is due at ``offset + k * interval`` seconds after the Unix epoch, where
 ``offset`` is a stable hash of the monitor id within the interval. Due times never
@@ -12,6 +12,10 @@ of the loop. A wake-up of an idle process costs more CPU than a check's own work
 virtual machine, 65-140 us each, measured), so at 1,000 monitors every 10 s this grid cuts
 the scheduler's CPU per check by more than half; the checks still start on time (their due
 time is the slot), only spread over 100 steps of a 10 s interval instead of any instant.
+
+What waits between two ticks has two shapes, picked by ``MONITOR_TICKER`` (``tickers.py``):
+one task per monitor (the default) or the chain of loop timers here (``TimerTicker``). Both
+share the due times, the skip rules, ``may_start`` and ``check``.
 """
 
 from __future__ import annotations
