@@ -100,6 +100,9 @@ class Settings(BaseModel):
     # Lets monitors set tls_verify false (their results then say the certificate was not checked).
     allow_insecure_tls: bool = False
     tick_slot_ms: float = Field(100.0, ge=0, le=60_000)
+    # What waits between a monitor's ticks (monitor/scheduler/tickers.py): one task per monitor,
+    # or a chain of loop timers; same due times, skips and checks, measured in bench/README.md.
+    ticker: Literal["task", "timer"] = "task"
     write_batch_rows: int = Field(1000, ge=1)
     write_interval_seconds: float = Field(1.0, gt=0)
     write_buffer_max_rows: int = Field(1_000_000, ge=1)

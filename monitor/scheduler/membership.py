@@ -162,6 +162,14 @@ class Membership:
                 await self._conn.close()
             self._conn = None
 
+    def may_check(self) -> bool:
+        """Whether a tick due now is checked: while the lease holds by this process's monotonic
+        clock, and while renewals fail (the database is away: checking goes on, and the fenced
+        writer keeps what was this member's). Not after a freeze past the lease: the process
+        wakes with overdue ticks that may be another member's by now, and checks none of them
+        until a renewal answers."""
+        return self.valid() or self._failing
+
     def lease_end(self) -> float:
         """The end of the lease held (epoch seconds), as far as this process knows."""
         return self._lease_end_wall

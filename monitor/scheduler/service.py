@@ -41,6 +41,7 @@ from monitor.scheduler.relay import Relay
 from monitor.scheduler.sharing import DB_ERRORS, Sharing, read_foreign_parents
 from monitor.scheduler.state import State, Window
 from monitor.scheduler.ticker import MonitorTicker, TickerShared, first_tick, stable_offset
+from monitor.scheduler.tickers import make_ticker
 from monitor.scheduler.writer import Notice, Writer
 from monitor.secrets import SecretBox, open_monitor_secrets
 
@@ -161,6 +162,7 @@ class Scheduler:
             slot=s.tick_slot_ms / 1000,
             guard=self.guard,
             calendar=self.calendar,
+            may_start=member.may_check,
         )
         self.metrics.monitors.set_function(lambda: len(self.tickers))
         # Bind the listener before any work starts: a port in use fails the start cleanly.
@@ -448,7 +450,7 @@ class Scheduler:
                 shared.states[spec.id] = stored_state(row)
             ticker: MonitorTicker | HeartbeatTicker
             if REGISTRY.get(spec.type).scheduled:
-                ticker = MonitorTicker(spec, shared)
+                ticker = make_ticker(self.settings.ticker, spec, shared)
             else:
                 drain = self.pings.drain if self.pings is not None else None
                 ticker = HeartbeatTicker(spec, shared, row, previous=previous, drain=drain)
@@ -467,11 +469,15 @@ class Scheduler:
 
     async def _let_go(self, ids: set[int]) -> None:
         """Stop monitors that moved to another scheduler, and wait for their checks in flight
-        (those running now, whichever monitor: a check does not say whose it is, and each ends
-        within its timeout) so that their results are written before the next owner starts."""
+        (each ends within its timeout) so that their results are written before the next owner
+        starts."""
+        in_flight = []
         for monitor_id in ids:
+            ticker = self.tickers.get(monitor_id)
+            busy = ticker.busy() if ticker is not None and not isinstance(ticker, HeartbeatTicker) else None
+            if busy is not None:
+                in_flight.append(busy)
             self._stop(monitor_id)
-        in_flight = list(self._shared.in_flight) if self._shared else []
         if in_flight:
             await asyncio.wait(in_flight)
         if self._shared is not None:
