@@ -16,6 +16,8 @@ the relay publishes (their outbox rows are marked published only after it).
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +39,10 @@ REPLICATION_WAIT_MS = 2000
 
 
 class SentinelRedis(aioredis.Redis):
-    """A ``master_for`` client that closes its sentinels' connections with its own."""
+    """A ``master_for`` client that closes its sentinels' connections with its own, and keeps
+    when its master was first seen without a replica (:func:`write_replicated`)."""
+
+    alone_since: tuple[Any, float] | None = None  # (the master's address, monotonic time)
 
     async def aclose(self, close_connection_pool: bool | None = None) -> None:
         await super().aclose(close_connection_pool)
@@ -106,27 +111,59 @@ async def write_replicated(
     once they are on a replica too, or when no failover can lose them; raise
     ``ConnectionError`` when they may be lost, so the caller writes them again.
 
-    Only through Sentinel does this wait (a plain client just runs the pipeline): ``WAIT 1``,
-    on the pipeline's connection, answers 1 when the replica has the writes. 0 means the
-    replica is away, or was just promoted and the server written to is the old master, whose
-    writes the failover drops: the sentinels say which. A master alone (its replica down) is
-    trusted, as a Redis without a replica is.
+    Only through Sentinel is there more to it (a plain client just runs the pipeline). ``ROLE``
+    first. A master with a replica gets ``WAIT 1`` appended to the pipeline, on its connection,
+    which answers 1 once the replica has the writes. A master without one may be the old master
+    whose replica was just promoted (its writes are dropped when it is made a replica), or a
+    master whose replica is down (nothing to wait for; no failover can happen without one): the
+    two look alike from the master, and the sentinels tell them apart only once they saw the
+    promotion, within a second (their INFO period during a failover). So a write to a master
+    alone for less than ``timeout_ms`` is confirmed with the sentinels once that much time has
+    passed; later ones at once; the writes went to an old master if they name another one.
     """
     pool = redis.connection_pool
-    guarded = isinstance(pool, SentinelConnectionPool)
-    before = pool.master_address if isinstance(pool, SentinelConnectionPool) else None
+    if not isinstance(redis, SentinelRedis) or not isinstance(pool, SentinelConnectionPool):
+        async with redis.pipeline(transaction=False) as pipe:
+            fill(pipe)
+            return list(await pipe.execute())
+    role: Any = await redis.execute_command("ROLE")
+    server = pool.master_address
+    if _text(role[0]) != "master":  # a connection to a demoted master that has not failed yet
+        await _still_master(pool, None, "")
+        raise RedisConnectionError(f"the Redis server at {_where(server)} is a {_text(role[0])} now")
+    alone = not role[2]
+    since = redis.alone_since
+    if not alone:
+        redis.alone_since = None
+    elif since is None or since[0] != server:
+        since = redis.alone_since = (server, time.monotonic())
     async with redis.pipeline(transaction=False) as pipe:
         fill(pipe)
-        if guarded:
+        if not alone:
             pipe.execute_command("WAIT", 1, timeout_ms)
-        replies: list[Any] = await pipe.execute()
-    if not guarded:
-        return replies
-    assert isinstance(pool, SentinelConnectionPool)
-    acknowledged = replies.pop()
-    if int(acknowledged) < 1:
-        now = await pool.get_master_address()  # asks the sentinels; drops idle connections if it moved
-        if before is not None and now != before:
-            raise RedisConnectionError(f"the Redis master moved from {before} to {now} while writing")
-        log.warning("redis.not_replicated", master=f"{now[0]}:{now[1]}", waited_ms=timeout_ms)
+        replies: list[Any] = list(await pipe.execute())
+    if alone:
+        assert since is not None
+        await asyncio.sleep(max(0.0, since[1] + timeout_ms / 1000 - time.monotonic()))
+        await _still_master(pool, server, "")
+    elif int(replies.pop()) < 1:
+        await _still_master(pool, server, f"no replica acknowledged in {timeout_ms} ms")
     return replies
+
+
+async def _still_master(pool: SentinelConnectionPool, server: Any, warn: str) -> None:
+    """Raise ConnectionError unless the sentinels still name ``server`` the master (asking them
+    also drops the pool's idle connections to a master that moved); ``warn``: why to log."""
+    now = await pool.get_master_address()
+    if server is not None and tuple(now) != tuple(server):
+        raise RedisConnectionError(f"the Redis master moved from {_where(server)} to {_where(now)}")
+    if warn:
+        log.warning("redis.unreplicated_write", master=_where(now), why=warn)
+
+
+def _where(address: Any) -> str:
+    return f"{address[0]}:{address[1]}" if address else "?"
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

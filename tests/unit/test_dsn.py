@@ -46,8 +46,14 @@ def test_postgres_accepted(url: str, hosts: tuple[tuple[str, int], ...], attrs: 
     ("url", "says"),
     [
         ("mysql://u@db/x", "must be a postgresql:// URL"),
-        (f"postgresql://u:{PASSWORD}@h1,h2/x", "names 2 hosts (h1:5432, h2:5432) but not target_session_attrs"),
-        (f"postgresql://u:{PASSWORD}@h1,h2/x?target_session_attrs=any", "add ?target_session_attrs=read-write"),
+        (
+            f"postgresql://u:{PASSWORD}@h1,h2/x",
+            "names 2 hosts (h1:5432, h2:5432) but not target_session_attrs",
+        ),
+        (
+            f"postgresql://u:{PASSWORD}@h1,h2/x?target_session_attrs=any",
+            "add ?target_session_attrs=read-write",
+        ),
         ("postgresql://u@h1/x?target_session_attrs=standby", "would connect to a standby"),
         ("postgresql://u@h1,h2/x?target_session_attrs=prefer-standby", "would connect to a standby"),
         ("postgresql://u@h1/x?target_session_attrs=readwrite", "is not one of"),
