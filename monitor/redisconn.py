@@ -34,7 +34,9 @@ log = mlog.get(__name__)
 
 # How long the relay waits for the replica to acknowledge what it published (WAIT 1 <ms>): on
 # loopback or a LAN an acknowledgement takes well under a millisecond; this long only when the
-# replica is away or was just promoted.
+# replica is away or was just promoted. Also how long a master must have been without a replica
+# before the sentinels' word that it is still the master is taken: twice their INFO period
+# during a failover (1 s), after which they have seen a promotion.
 REPLICATION_WAIT_MS = 2000
 
 
@@ -93,12 +95,6 @@ def from_settings(
         socket_connect_timeout=socket_connect_timeout,
         sentinel_password=secret.get_secret_value() if secret is not None else None,
     )
-
-
-def describe(url: str) -> str:
-    """``url`` for a log line: no password."""
-    target = dsn.parse_redis(url)
-    return target.describe() if target is not None else mlog.redact(url)
 
 
 async def write_replicated(

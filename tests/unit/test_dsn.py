@@ -143,7 +143,8 @@ def test_settings_with_failover_urls_hide_their_passwords() -> None:
     )
     assert PASSWORD not in repr(settings)
     assert config.redact_url(settings.dsn) == "postgresql://u:***@h1,h2/x?target_session_attrs=read-write"
-    assert redisconn.describe(settings.redis_dsn) == "redis+sentinel://s1:26379,s2:26379/mymaster/2"
+    target = dsn.parse_redis(settings.redis_dsn)
+    assert target is not None and target.describe() == "redis+sentinel://s1:26379,s2:26379/mymaster/2"
 
 
 async def test_factory_builds_a_sentinel_client_without_io() -> None:
