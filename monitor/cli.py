@@ -175,11 +175,9 @@ def dead() -> None:
 
 
 async def _with_stores(settings: config.Settings, work: Callable[..., Coroutine[Any, Any, Any]]) -> Any:
-    import redis.asyncio as aioredis
+    from monitor import db, redisconn
 
-    from monitor import db
-
-    redis = aioredis.Redis.from_url(settings.redis_dsn, socket_timeout=10, socket_connect_timeout=5)
+    redis = redisconn.from_settings(settings, socket_timeout=10, socket_connect_timeout=5)
     pool = await db.create_pool(settings.dsn, min_size=0, max_size=2)
     try:
         return await work(redis, pool)

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from monitor import secrets
+from monitor import dsn, secrets
 from monitor.scheduler.connectivity import parse_reference
 
 PREFIX = "MONITOR_"
@@ -59,6 +59,9 @@ class Settings(BaseModel):
 
     database_url: SecretStr | None = None
     redis_url: SecretStr | None = None
+    # The sentinels' own password (their requirepass), for a redis+sentinel:// URL whose
+    # sentinels have one; the URL's password is the Redis servers'.
+    redis_sentinel_password: SecretStr | None = None
     telegram_bot_token: SecretStr | None = None
     telegram_api_base: str = "https://api.telegram.org"
     # Comma-separated Fernet keys: the first seals stored secrets, every one opens them
@@ -187,15 +190,15 @@ class Settings(BaseModel):
     @field_validator("database_url")
     @classmethod
     def _dsn(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and urlsplit(value.get_secret_value()).scheme not in ("postgres", "postgresql"):
-            raise ValueError("must be a postgresql:// URL")
+        if value is not None:
+            dsn.parse_postgres(value.get_secret_value())  # several hosts need read-write (monitor/dsn.py)
         return value
 
     @field_validator("redis_url")
     @classmethod
     def _redis(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and urlsplit(value.get_secret_value()).scheme not in ("redis", "rediss", "unix"):
-            raise ValueError("must be a redis:// URL")
+        if value is not None:
+            dsn.parse_redis(value.get_secret_value())  # plain, or redis+sentinel:// (monitor/dsn.py)
         return value
 
     @field_validator("secret_key")

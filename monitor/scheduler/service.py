@@ -19,7 +19,7 @@ import asyncpg
 import redis.asyncio as aioredis
 from aiohttp import web
 
-from monitor import db, probes
+from monitor import db, probes, redisconn
 from monitor import logging as mlog
 from monitor.aio import Slots
 from monitor.checks import REGISTRY, CheckContext
@@ -101,7 +101,7 @@ class Scheduler:
         if s.allow_cidrs:
             log.warning("ssrf.allow_cidrs", networks=s.allow_cidrs)
         self._pool = await db.create_pool(s.dsn, min_size=0, max_size=6, init=writer.prepare_connection)
-        self._redis = aioredis.Redis.from_url(s.redis_dsn, socket_timeout=5, socket_connect_timeout=5)
+        self._redis = redisconn.from_settings(s, socket_timeout=5, socket_connect_timeout=5)
         member = cluster_membership.Membership(
             lambda: db.connect(s.dsn),
             s.scheduler_name or cluster_membership.default_name(),
@@ -348,6 +348,9 @@ class Scheduler:
         while True:
             await asyncio.sleep(self.settings.reconcile_interval_seconds)
             try:
+                listener = self._listener
+                if listener is not None and not listener.is_closed() and not await db.writable(listener):
+                    listener.terminate()  # an old primary fenced read-only: re-listen on the new one
                 await self.reconcile()
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
                 log.warning("scheduler.reconcile_failed", error=str(exc) or type(exc).__name__)
