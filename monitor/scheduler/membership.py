@@ -52,8 +52,14 @@ SELECT c.generation, m.name, m.epoch, m.location, m.acked, m.lease_until, m.join
 FROM scheduler_cluster c LEFT JOIN scheduler_members m ON true
 ORDER BY m.name"""
 
+# A lapsed row that its member's writer still holds (frozen or cut off mid-batch) is skipped,
+# not waited for: waiting would stall every member's renewal behind it; the server ends that
+# transaction within a lease (writer.py), and a later round removes the row.
 EXPIRE = """
-WITH gone AS (DELETE FROM scheduler_members WHERE lease_until < now() RETURNING name)
+WITH gone AS (
+    DELETE FROM scheduler_members WHERE epoch IN (
+        SELECT epoch FROM scheduler_members WHERE lease_until < now() FOR UPDATE SKIP LOCKED)
+    RETURNING name)
 UPDATE scheduler_cluster SET generation = generation + 1
 WHERE EXISTS (SELECT 1 FROM gone) RETURNING (SELECT array_agg(name) FROM gone)"""
 
