@@ -174,7 +174,6 @@ class Scheduler:
             self._spawn(retention.run_timer(self._pool, s.retention_days), "retention")
         self.writer.start()
         self.relay.start()
-        started = time.time()
         await self.calendar.load(self._pool)
         await self._listen()
         # Before the monitors load: a heartbeat's deadline reads the stored pings before it fires.
@@ -182,9 +181,9 @@ class Scheduler:
         await self.sharing.join()
         loop = asyncio.get_running_loop()
         await self.sharing.first_division(loop.time() + s.lease_seconds)
-        # Ticks count from the moment this member's share is settled, not from its start: until
-        # then the monitors' previous owner may still have checked them.
-        await self.reconcile(since=max(started, time.time()))
+        # Counted from the settled division, not from the process start: a monitor's previous
+        # owner checked its ticks until it acked, and a tick due before now would run twice.
+        await self.reconcile(since=time.time())
         self._loaded = True
         self._cluster_task = asyncio.create_task(self.sharing.run(), name="cluster")
         self._spawn(self.pings.run(), "pings")

@@ -168,7 +168,7 @@ class Fence(Protocol):
     """A scheduler's membership as the writer needs it (membership.Membership)."""
 
     epoch: int | None
-    lease: float
+    lease: float  # seconds
 
     def lease_end(self) -> float: ...
 
@@ -336,11 +336,22 @@ class Writer:
         epoch = self._fence.epoch
         if epoch is None:
             return False
-        # KEY SHARE blocks the row's removal but not the member's own renewals (an UPDATE of
-        # other columns). Should this process freeze inside the transaction, the database
-        # ends it after a quarter lease, and the lock with it.
-        idle_ms = max(1000, int(self._fence.lease * 250))
-        await conn.execute(f"SET LOCAL idle_in_transaction_session_timeout = {idle_ms}")
+        # KEY SHARE (below) blocks the row's removal but not the member's own renewals (an
+        # UPDATE of other columns). Held by a process that froze or lost its network mid-batch,
+        # the lock would stay (and its monitors with it) for as long as the server keeps the
+        # connection: hours. The server ends such a transaction after a lease instead. Only
+        # PostgreSQL 17's transaction_timeout also ends one whose client froze between two
+        # messages of a statement (asyncpg prepares with a Flush and syncs later), where a
+        # statement timeout waits for the client's next message; the other two cover the rest
+        # on older servers.
+        ms = round(self._fence.lease * 1000)
+        bounds = [
+            f"SET LOCAL {name} = {ms}"
+            for name in ("statement_timeout", "idle_in_transaction_session_timeout")
+        ]
+        if conn.get_server_version().major >= 17:
+            bounds.append(f"SET LOCAL transaction_timeout = {ms}")
+        await conn.execute("; ".join(bounds))
         return bool(
             await conn.fetchval("SELECT true FROM scheduler_members WHERE epoch = $1 FOR KEY SHARE", epoch)
         )
