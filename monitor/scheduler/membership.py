@@ -129,9 +129,8 @@ class Membership:
         # wall clock that check results are stamped with); 0: no lease held.
         self._valid_until = 0.0
         self._lease_end_wall = 0.0
-        # Loop time since when renewals have gone through without a failure (a member that
-        # just joined reached the database a moment ago: it may remove lapsed rows at once).
-        self._steady_since = float("-inf")
+        # Loop time since when renewals have gone through without a failure (from the join).
+        self._steady_since = self._loop.time()
         self._failing = False
 
     @property
@@ -179,12 +178,21 @@ class Membership:
         self._lease_end_wall = sent_wall + self.lease
 
     async def join(self) -> None:
-        """Register with a new epoch; raises :class:`NameTaken` while a live member has the name
-        (expired rows are removed first, so a member killed a lease ago does not block its
-        successor)."""
+        """Register with a new epoch; raises :class:`NameTaken` while a live member has the name.
+
+        A lapsed row of the same name (this member's predecessor, killed a lease ago) is
+        removed first. No other lapsed row is: the member that joins may have reached the
+        database first after an outage, before the others could renew; it removes lapsed rows
+        only once its own renewals have gone through for a lease (:meth:`renew`).
+        """
         sent, sent_wall = self._loop.time(), time.time()
         async with self._connection() as conn, conn.transaction():
-            await conn.fetchval(EXPIRE, self.lease)
+            # The one row of the generation, put back should a reset have emptied the table
+            # (with no generation, no member is seen and nothing is checked).
+            await conn.execute("INSERT INTO scheduler_cluster VALUES (true, 1) ON CONFLICT DO NOTHING")
+            await conn.execute(
+                "DELETE FROM scheduler_members WHERE name = $1 AND lease_until < now()", self.name
+            )
             try:
                 epoch = await conn.fetchval(
                     """INSERT INTO scheduler_members (name, location, host, pid, lease_until)
@@ -201,6 +209,7 @@ class Membership:
             await conn.execute("SELECT pg_notify($1, 'join')", CHANNEL)
         self.epoch = epoch
         self._held(sent, sent_wall)
+        self._steady_since, self._failing = sent, False
         log.info("cluster.joined", member=self.name, location=self.location, epoch=epoch)
 
     async def renew(self, monitors: int = 0, checks_per_s: float = 0.0) -> View | None:

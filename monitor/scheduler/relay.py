@@ -34,7 +34,7 @@ RETRY_MAX_SECONDS = 10.0
 # The advisory lock key that lets one relay publish at a time ("relay" in ASCII).
 RELAY_LOCK = 0x72656C6179
 BUSY_RETRY_SECONDS = 0.5
-HOLD_SECONDS = 5
+HOLD_SECONDS = 15
 
 
 class Relay:

@@ -183,9 +183,9 @@ class Scheduler:
         await self.sharing.first_division(loop.time() + s.lease_seconds)
         # Counted from the settled division, not from the process start: a monitor's previous
         # owner checked its ticks until it acked, and a tick due before now would run twice.
+        self._cluster_task = asyncio.create_task(self.sharing.run(), name="cluster")
         await self.reconcile(since=time.time())
         self._loaded = True
-        self._cluster_task = asyncio.create_task(self.sharing.run(), name="cluster")
         self._spawn(self.pings.run(), "pings")
         self._spawn(self._apply_changes(), "changes")
         self._spawn(self._keep_calendar(), "calendar")

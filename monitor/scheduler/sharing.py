@@ -77,7 +77,9 @@ class Sharing:
         # The latest renewal's answer (a view, or None: this member's row is gone), for the
         # applying loop; set together with ``_read``.
         self._latest: View | None = None
-        self._lost = False
+        # The epoch whose row a renewal found gone (None: not lost). A renewal still on its
+        # way when the member joins again answers for the old epoch: it is not a new loss.
+        self._lost: int | None = None
         self._read = asyncio.Event()
         # Held while a division is applied, and by the scheduler while it starts or stops a
         # monitor on its own (a NOTIFY, a reconcile): both decide from ``mine`` and ``settled``.
@@ -101,12 +103,15 @@ class Sharing:
     # -- the rounds -----------------------------------------------------------------
 
     async def join(self) -> None:
-        """Join, waiting while a live member holds our name (a predecessor killed less than a
-        lease ago, or a second scheduler configured with the same name)."""
+        """Join, waiting while a live member holds our name (a second scheduler configured with
+        the same name), or while the database does not answer."""
         while True:
             try:
-                await self.membership.join()
+                await asyncio.wait_for(self.membership.join(), timeout=self.membership.lease)
                 return
+            except DB_ERRORS as exc:
+                log.warning("cluster.join_failed", error=str(exc) or type(exc).__name__)
+                await asyncio.sleep(self.membership.renew_every)
             except NameTaken:
                 log.warning(
                     "cluster.name_taken",
@@ -131,7 +136,8 @@ class Sharing:
             self._wake.clear()
 
     async def run(self) -> None:
-        """Both loops, until cancelled."""
+        """Both loops, until cancelled: started right after the first division, so that the
+        lease is renewed while the scheduler loads its share."""
         await asyncio.gather(self._renewing(), self._applying())
 
     async def _renewing(self) -> None:
@@ -144,15 +150,23 @@ class Sharing:
             await self._renew()
 
     async def _renew(self) -> None:
+        epoch = self.membership.epoch
         try:
-            view = await self.membership.renew(len(self._running()), self._rate())
+            # Bounded: a primary that vanished mid-failover leaves a call hanging for minutes,
+            # while a renewal that fails lets checking go on (Membership.may_check).
+            view = await asyncio.wait_for(
+                self.membership.renew(len(self._running()), self._rate()), timeout=self.membership.renew_every
+            )
         except DB_ERRORS as exc:
             log.warning("cluster.renew_failed", error=str(exc) or type(exc).__name__)
             return
         except Exception:  # a bug must not end the renewals: the lease would lapse unseen
             log.exception("cluster.renew_crashed")
             return
-        self._latest, self._lost = view, view is None
+        if view is None:
+            self._lost = epoch
+        else:
+            self._latest = view
         self._read.set()
 
     async def _applying(self) -> None:
@@ -166,10 +180,10 @@ class Sharing:
         self._read.clear()
         try:
             async with self.lock:
-                if self._lost:
-                    self._lost = False
+                if self._lost is not None and self._lost == self.membership.epoch:
+                    self._lost = None
                     await self._rejoin()
-                elif self._latest is not None:
+                elif self._latest is not None and self.membership.epoch is not None:
                     await self._apply(self._latest)
         except DB_ERRORS as exc:
             log.warning("cluster.apply_failed", error=str(exc) or type(exc).__name__)
@@ -203,7 +217,7 @@ class Sharing:
         if stop or acked < view.generation:
             if not await self._flush():
                 return  # the database failed: acked next round, nothing starts meanwhile
-            await self.membership.ack(view.generation)
+            await asyncio.wait_for(self.membership.ack(view.generation), timeout=self.membership.lease)
             return  # started once every member acked (a NOTIFY wakes the next round)
         if start and self.settled():
             await self._start(start)
@@ -212,7 +226,7 @@ class Sharing:
         running = set(self._running())
         self._metrics.lease_lost.inc()
         log.warning("cluster.lease_lost", member=self.membership.name, monitors=len(running))
-        self.view = None
+        self.view = self._latest = None
         await self._stop(running)
         # Written before joining again, fenced: the checks within the lease are kept, their
         # state is the new owners'. Rows left over would be written under the new epoch.
@@ -227,7 +241,7 @@ class Sharing:
     async def leave(self) -> None:
         """Release this member's row (at shutdown, after the last write)."""
         try:
-            await self.membership.release()
+            await asyncio.wait_for(self.membership.release(), timeout=self.membership.lease)
         except DB_ERRORS as exc:
             log.warning("cluster.release_failed", error=str(exc) or type(exc).__name__)
 

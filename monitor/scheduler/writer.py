@@ -164,6 +164,10 @@ class Stats:
     failures: int = 0
 
 
+class _Fenced(Exception):
+    """Raised inside a batch's transaction to roll it back: its member's row is gone."""
+
+
 class Fence(Protocol):
     """A scheduler's membership as the writer needs it (membership.Membership)."""
 
@@ -299,59 +303,79 @@ class Writer:
     async def _write(
         self, rows: list[tuple[Any, ...]], transitions: list[Pending | Notice], pings: list[int]
     ) -> None:
-        async with self._pool.acquire(timeout=5) as conn, conn.transaction():
-            if not await self._holds(conn):
-                # Another member runs these monitors now and read their state when it took
-                # them: the checks that started within the lease are stored (their ticks were
-                # this member's), the later ones, their state and alerts are not, and the
-                # pings stay for the new owner.
-                assert self._fence is not None
-                end = self._fence.lease_end()
-                kept = [r for r in rows if r[_TIME].timestamp() < end]
-                if len(kept) < len(rows):
-                    log.warning("writer.fenced_rows", dropped=len(rows) - len(kept))
-                rows = kept
-                if rows:
-                    await conn.copy_records_to_table("checks_batch", records=rows, columns=STAGE_COLUMNS)
-                    await conn.execute(WRITE_BATCH, False)
-                if transitions or pings:
-                    log.warning("writer.fenced", dropped_transitions=len(transitions), pings_left=len(pings))
-                return
-            if pings:
-                await conn.execute("DELETE FROM pings WHERE id = ANY($1::bigint[])", pings)
-            if rows:
-                await conn.copy_records_to_table("checks_batch", records=rows, columns=STAGE_COLUMNS)
-                await conn.execute(WRITE_BATCH, True)
-            for pending in transitions:
-                if isinstance(pending, Notice):
-                    await self._write_notice(conn, pending)
-                else:
-                    await _apply_transition(conn, pending)
+        async with self._pool.acquire(timeout=5) as conn:
+            try:
+                async with conn.transaction():
+                    await self._bound(conn)
+                    if pings:
+                        await conn.execute("DELETE FROM pings WHERE id = ANY($1::bigint[])", pings)
+                    if rows:
+                        await conn.copy_records_to_table("checks_batch", records=rows, columns=STAGE_COLUMNS)
+                        await conn.execute(WRITE_BATCH, True)
+                    for pending in transitions:
+                        if isinstance(pending, Notice):
+                            await self._write_notice(conn, pending)
+                        else:
+                            await _apply_transition(conn, pending)
+                    # Last, just before the commit: the member row is locked only that long.
+                    if not await self._holds(conn):
+                        raise _Fenced
+            except _Fenced:
+                await self._write_fenced(conn, rows, transitions, pings)
+
+    async def _write_fenced(
+        self,
+        conn: asyncpg.Connection,
+        rows: list[tuple[Any, ...]],
+        transitions: list[Pending | Notice],
+        pings: list[int],
+    ) -> None:
+        """Another member runs these monitors now and read their state when it took them: the
+        checks that started within the lease are stored (their ticks were this member's), the
+        later ones, their state and alerts are not, and the pings stay for the new owner. The
+        operator's notices (no monitor's) are written all the same."""
+        assert self._fence is not None
+        end = self._fence.lease_end()
+        kept = [r for r in rows if r[_TIME].timestamp() < end]
+        if len(kept) < len(rows):
+            log.warning("writer.fenced_rows", dropped=len(rows) - len(kept))
+        dropped = [p for p in transitions if not isinstance(p, Notice)]
+        if dropped or pings:
+            log.warning("writer.fenced", dropped_transitions=len(dropped), pings_left=len(pings))
+        async with conn.transaction():
+            if kept:
+                await conn.copy_records_to_table("checks_batch", records=kept, columns=STAGE_COLUMNS)
+                await conn.execute(WRITE_BATCH, False)
+            for notice in transitions:
+                if isinstance(notice, Notice):
+                    await self._write_notice(conn, notice)
+
+    async def _bound(self, conn: asyncpg.Connection) -> None:
+        """Have the database end this transaction if this process freezes inside it (SIGSTOP, a
+        paused VM, a machine gone with its connection half open): it holds the rows it wrote
+        (the rollups' among them, which the monitors' next owner writes too) and, at the end,
+        its member row, for as long as the server keeps the connection otherwise: hours. Idle
+        for a lease ends it; so does, on PostgreSQL 17, a minute in all (the only bound on a
+        client frozen between two messages of one statement, where the server waits for the
+        client and counts it neither idle nor a statement's time), generous to a long batch."""
+        if self._fence is None:
+            return
+        lease_ms = round(self._fence.lease * 1000)
+        bounds = [f"SET LOCAL idle_in_transaction_session_timeout = {lease_ms}"]
+        if conn.get_server_version().major >= 17:
+            bounds.append(f"SET LOCAL transaction_timeout = {max(60_000, 6 * lease_ms)}")
+        await conn.execute("; ".join(bounds))
 
     async def _holds(self, conn: asyncpg.Connection) -> bool:
         """Whether this scheduler is still a member: its row, locked until the commit so that
-        no other member can remove it (and take its monitors) while this batch is written."""
+        no other member can remove it (and take its monitors) while this batch commits."""
         if self._fence is None:
             return True
         epoch = self._fence.epoch
         if epoch is None:
             return False
-        # KEY SHARE (below) blocks the row's removal but not the member's own renewals (an
-        # UPDATE of other columns). Held by a process that froze or lost its network mid-batch,
-        # the lock would stay (and its monitors with it) for as long as the server keeps the
-        # connection: hours. The server ends such a transaction after a lease instead. Only
-        # PostgreSQL 17's transaction_timeout also ends one whose client froze between two
-        # messages of a statement (asyncpg prepares with a Flush and syncs later), where a
-        # statement timeout waits for the client's next message; the other two cover the rest
-        # on older servers.
-        ms = round(self._fence.lease * 1000)
-        bounds = [
-            f"SET LOCAL {name} = {ms}"
-            for name in ("statement_timeout", "idle_in_transaction_session_timeout")
-        ]
-        if conn.get_server_version().major >= 17:
-            bounds.append(f"SET LOCAL transaction_timeout = {ms}")
-        await conn.execute("; ".join(bounds))
+        # KEY SHARE blocks the row's removal but not the member's own renewals (an UPDATE of
+        # other columns). It is taken last, so the lock lasts one round trip and the commit.
         return bool(
             await conn.fetchval("SELECT true FROM scheduler_members WHERE epoch = $1 FOR KEY SHARE", epoch)
         )

@@ -1,13 +1,14 @@
 """A scheduler frozen in the middle of writing a batch does not stall the cluster.
 
-While it writes, a member holds its own row locked (``FOR SHARE``, writer.py), so that nobody
-removes it and takes its monitors mid-batch. A process frozen there (SIGSTOP, a paused virtual
-machine), or a machine gone with its TCP connection left open, would keep that lock for as
-long as the server keeps the connection: hours, with every other member's renewal waiting
-behind it. Here the member is frozen exactly while its writer holds the lock (the test holds
-its batch up until it waits there, and finds it in ``pg_locks`` by the client ports of the
-process's sockets), and the other member must still check all of its monitors within a few
-seconds; woken, the frozen one rejoins, and no tick is stored twice.
+A batch's transaction holds the rows it wrote (its monitors' rollups among them, which their
+next owner writes too) and, just before its commit, its member's row (writer.py). A process
+frozen there (SIGSTOP, a paused virtual machine), or a machine gone with its TCP connection left
+open, would keep those locks for as long as the server keeps the connection: hours, the other
+members' writes of those monitors waiting behind it. Here the member is frozen inside its
+writer's transaction (the test holds its batch up until it waits there, and finds it in
+``pg_stat_activity`` by the client ports of the process's sockets), and the other member must
+still check and store all of its monitors within a few seconds; woken, the frozen one rejoins,
+and no tick is stored twice.
 """
 
 from __future__ import annotations
@@ -27,14 +28,18 @@ pytestmark = pytest.mark.timeout(120)
 LEASE = 2.0
 MONITORS = 40
 CLUSTER_ENV = {"MONITOR_LEASE_SECONDS": str(LEASE)}
-# A backend of one of these client ports, in a transaction holding its member row (the
-# writer's FOR SHARE), now waiting for this type of event: "Lock", or "Client" (for the
-# client's next statement).
+# A backend of one of these client ports, inside a transaction, now waiting for this type of
+# event: "Lock", or "Client" (for the client's next statement).
 WRITER = """
 SELECT a.pid FROM pg_stat_activity a
-WHERE a.client_port = ANY($1::int[]) AND a.wait_event_type = $2 AND EXISTS (
-    SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.granted
-    AND l.relation = 'scheduler_members'::regclass AND l.mode = 'RowShareLock')"""
+WHERE a.client_port = ANY($1::int[]) AND a.wait_event_type = $2 AND a.xact_start IS NOT NULL"""
+
+
+async def _writer(db: asyncpg.Connection, proc: MonitorProcess, event: str) -> int | None:
+    """:data:`WRITER` afresh: inside a transaction, pg_stat_activity is read once and kept."""
+    await db.execute("SELECT pg_stat_clear_snapshot()")
+    pid: int | None = await db.fetchval(WRITER, tcp_ports(proc.pid), event)
+    return pid
 
 
 def tcp_ports(pid: int) -> list[int]:
@@ -57,19 +62,15 @@ def tcp_ports(pid: int) -> list[int]:
 
 
 async def _freeze_mid_write(db: asyncpg.Connection, proc: MonitorProcess) -> None:
-    """SIGSTOP ``proc`` while its writer holds its row: the test holds the writer's batch up
-    (a lock on a rollup table it writes) until it waits inside its transaction, stops the
-    process, and lets the batch go on. The server finishes the statement and then waits for
-    the frozen client, the row still locked."""
+    """SIGSTOP ``proc`` inside its writer's transaction: the test holds the writer's batch up
+    (a lock on a rollup table it writes) until it waits there, stops the process, and lets the
+    batch go on. The server finishes the statement and then waits for the frozen client, the
+    rows it wrote still locked."""
     async with db.transaction():
         await db.execute("LOCK TABLE checks_daily IN EXCLUSIVE MODE")
-        await wait_for(
-            lambda: db.fetchval(WRITER, tcp_ports(proc.pid), "Lock"), timeout=10, message="a batch held up"
-        )
+        await wait_for(lambda: _writer(db, proc, "Lock"), timeout=10, message="a batch held up")
         proc.send_signal(signal.SIGSTOP)
-    await wait_for(
-        lambda: db.fetchval(WRITER, tcp_ports(proc.pid), "Client"), timeout=10, message="the row held by it"
-    )
+    await wait_for(lambda: _writer(db, proc, "Client"), timeout=10, message="the rows held by it")
 
 
 async def test_a_member_frozen_mid_write_does_not_stall_the_others(
