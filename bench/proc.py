@@ -138,3 +138,13 @@ def processes() -> dict[int, Task]:
             cpu_s=(int(fields[11]) + int(fields[12])) / _TICK,  # its own, not its children's
         )
     return out
+
+
+def interrupt_seconds() -> float:
+    """Time all cores spent serving interrupts (irq and softirq: loopback traffic is mostly
+    softirq), which /proc/stat counts as busy but no process's CPU time includes."""
+    for line in Path("/proc/stat").read_text().splitlines():
+        name, *values = line.split()
+        if name == "cpu":
+            return (int(values[5]) + int(values[6])) / _TICK
+    return 0.0

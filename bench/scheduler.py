@@ -14,6 +14,9 @@ Scenarios (``--scenario``): ``status`` (the default), every monitor a plain GET 
 a keyword assertion whose keyword sits at the page's end, so each check reads and searches it all;
 ``mix``, monitors of the types ``--mix`` names (default: http, tcp, dns, tls, ping and heartbeat
 in equal shares) against local servers on loopback (bench/fleet.py), with figures per type.
+
+``--schedulers K`` runs K schedulers on one database instead, each on its own core, and
+reports for the cluster and each member (bench/schedulers.py).
 """
 
 from __future__ import annotations

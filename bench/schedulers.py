@@ -26,179 +26,33 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import http.client
 import math
 import os
-import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import asyncpg
-from prometheus_client.parser import text_string_to_metric_families
 
 from bench import database, proc
 from bench import scheduler as single
+from bench.cluster_figures import (
+    COUNTERS,
+    bucket_of,
+    by_member,
+    cpu_by_group,
+    group_of,
+    merge_lateness,
+    owners,
+    scrape,
+    share_above,
+    top_foreign,
+)
 from bench.nginx import Nginx, free_port
-from monitor.scheduler.cluster import owner
-
-# Counters read from each member's /metrics at both ends of the window (prometheus names).
-COUNTERS = {
-    "checks": "monitor_checks_total",
-    "skipped": "monitor_checks_skipped_total",
-    "loop_blocked": "monitor_event_loop_blocked_total",
-    "lease_lost": "monitor_cluster_lease_lost_total",
-    "membership_changes": "monitor_cluster_membership_changes_total",
-    "handovers": "monitor_cluster_handovers_total",
-    "takeovers": "monitor_cluster_takeovers_total",
-}
-LATENESS = "monitor_schedule_lateness_seconds"
-_BACKEND = re.compile(r"^postgres: \S+ (\S+) \S+")
-
-
-@dataclass(frozen=True)
-class Scrape:
-    counters: dict[str, float]
-    lateness: dict[float, float]  # cumulative count per upper bound (inf for +Inf)
-    monitors: float
-    buffered: float  # check results waiting in its writer
-
-
-def parse_metrics(text: str) -> Scrape:
-    counters: dict[str, float] = {}
-    lateness: dict[float, float] = {}
-    monitors = buffered = 0.0
-    wanted = {v: k for k, v in COUNTERS.items()}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            if s.name in wanted:
-                counters[wanted[s.name]] = counters.get(wanted[s.name], 0.0) + s.value
-            elif s.name == f"{LATENESS}_bucket":
-                lateness[float(s.labels["le"])] = s.value
-            elif s.name == "monitor_monitors_scheduled":
-                monitors = s.value
-            elif s.name == "monitor_write_buffered_rows":
-                buffered = s.value
-    return Scrape(counters, lateness, monitors, buffered)
-
-
-def scrape(port: int) -> Scrape:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    try:
-        conn.request("GET", "/metrics")
-        return parse_metrics(conn.getresponse().read().decode())
-    finally:
-        conn.close()
-
-
-def merge_lateness(pairs: Sequence[tuple[Scrape, Scrape]]) -> dict[float, float]:
-    """The members' lateness histograms over the window (end minus start), summed."""
-    merged: dict[float, float] = {}
-    for before, after in pairs:
-        for bound, count in after.lateness.items():
-            merged[bound] = merged.get(bound, 0.0) + count - before.lateness.get(bound, 0.0)
-    return dict(sorted(merged.items()))
-
-
-def bucket_of(cumulative: Mapping[float, float], q: float) -> float | None:
-    """The upper bound (s) of the bucket holding quantile ``q`` of a cumulative histogram."""
-    total = max(cumulative.values(), default=0.0)
-    if total <= 0:
-        return None
-    return next(bound for bound, count in cumulative.items() if count >= q * total)
-
-
-def share_above(cumulative: Mapping[float, float], bound: float) -> float | None:
-    total = max(cumulative.values(), default=0.0)
-    return None if total <= 0 else 1 - cumulative.get(bound, 0.0) / total
-
-
-def group_of(
-    pid: int, task: proc.Task, *, schedulers: set[int], nginx: int | None, harness: int, database_name: str
-) -> str:
-    """Which part of the run a process's CPU belongs to (see the module docstring)."""
-    if pid in schedulers:
-        return "schedulers"
-    if nginx is not None and nginx in (pid, task.ppid):
-        return "nginx"
-    if pid == harness:
-        return "harness"
-    if not task.cmdline:
-        return "kernel"
-    if task.comm == "postgres":
-        backend = _BACKEND.match(task.cmdline)
-        if backend and backend.group(1) == database_name:
-            return "postgres_bench"
-        return "postgres_other"
-    return "foreign"
-
-
-def cpu_by_group(
-    before: Mapping[int, proc.Task], after: Mapping[int, proc.Task], group: Callable[[int, proc.Task], str]
-) -> dict[str, float]:
-    """CPU seconds between two readings by group; a process new in ``after`` counts from 0
-    (one that ended in between is lost: it shows as the cores' unattributed time)."""
-    out: dict[str, float] = {}
-    for pid, task in after.items():
-        earlier = before.get(pid)
-        used = task.cpu_s - (earlier.cpu_s if earlier is not None and earlier.comm == task.comm else 0.0)
-        name = group(pid, task)
-        out[name] = out.get(name, 0.0) + used
-    return {k: round(v, 3) for k, v in sorted(out.items())}
-
-
-def top_foreign(
-    before: Mapping[int, proc.Task], after: Mapping[int, proc.Task], group: Callable[[int, proc.Task], str]
-) -> list[tuple[str, float]]:
-    """The five command lines (cut short) of the ``foreign`` group that used the most CPU."""
-    used: dict[str, float] = {}
-    for pid, task in after.items():
-        if group(pid, task) == "foreign":
-            earlier = before.get(pid)
-            name = task.cmdline[:80]
-            used[name] = used.get(name, 0.0) + task.cpu_s - (earlier.cpu_s if earlier else 0.0)
-    return [(n, round(v, 2)) for n, v in sorted(used.items(), key=lambda kv: -kv[1])[:5] if v > 0]
-
-
-def owners(monitor_ids: range, names: Sequence[str]) -> dict[str, list[int]]:
-    out: dict[str, list[int]] = {name: [] for name in names}
-    for monitor_id in monitor_ids:
-        out[str(owner(monitor_id, names))].append(monitor_id)
-    return out
-
-
-async def by_member(
-    conn: asyncpg.Connection, start: float, end: float, owned: Mapping[str, list[int]]
-) -> dict[str, dict[str, Any]]:
-    """Window checks and lateness p50/p99/max of each member's monitors, from the stored rows."""
-    ids = [i for members in owned.values() for i in members]
-    names = [name for name, members in owned.items() for _ in members]
-    rows = await conn.fetch(
-        f"""SELECT o.member, count(*) AS checks,
-                   percentile_cont(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY w.lateness_raw) AS p,
-                   max(w.lateness_raw) AS max
-            FROM ({database._WINDOW}) w
-            JOIN unnest($3::bigint[], $4::text[]) AS o(monitor_id, member) USING (monitor_id)
-            GROUP BY o.member""",
-        start,
-        end,
-        ids,
-        names,
-    )
-    return {
-        r["member"]: {
-            "checks": r["checks"],
-            "lateness_ms_p50": single._round(r["p"][0]),
-            "lateness_ms_p99": single._round(r["p"][1]),
-            "lateness_ms_max": single._round(r["max"]),
-        }
-        for r in rows
-    }
 
 
 @dataclass
@@ -279,11 +133,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             )  # fmt: skip
 
         await single.sleep_until(window_start)
-        tasks_start, cores_start = proc.processes(), proc.CoreTimes.read()
+        tasks_start, cores_start, irq_start = (
+            proc.processes(),
+            proc.CoreTimes.read(),
+            proc.interrupt_seconds(),
+        )
         scrapes_start = [scrape(m.port) for m in members]
         nginx_start = nginx.counters()
         await single.sleep_until(window_end)
-        tasks_end, cores_end = proc.processes(), proc.CoreTimes.read()
+        tasks_end, cores_end, irq_end = proc.processes(), proc.CoreTimes.read(), proc.interrupt_seconds()
         scrapes_end = [scrape(m.port) for m in members]
         nginx_end = nginx.counters()
         rss = {m.name: proc.rss_kib(m.process.pid) for m in members}
@@ -313,6 +171,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     for m, before, after in zip(members, scrapes_start, scrapes_end, strict=True):
         delta = {key: after.counters.get(key, 0.0) - before.counters.get(key, 0.0) for key in COUNTERS}
         own = rows_by_member.get(m.name, {})
+        samples = [
+            line
+            for line in logs[m.name]
+            if line.get("level") in ("warning", "error")
+            and line.get("event") not in ("ssrf.allow_cidrs", "check.skipped", "event_loop.blocked")
+        ][:5]
         warnings = sorted(
             {str(line.get("event")) for line in logs[m.name] if line.get("level") in ("warning", "error")}
             - {"ssrf.allow_cidrs"}
@@ -339,10 +203,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "rss_mib": single._round(rss[m.name] / 1024),
                 "window_counters": {key: round(v) for key, v in delta.items()},
                 "log_warnings": warnings,
+                "warning_samples": samples,
                 "stopped_clean": stopped[members.index(m)],
             }
         )
     attributed = sum(groups.values())
+    interrupts = irq_end - irq_start
+    # Busy time no process accounts for, less interrupts: processes that ended in the window.
+    ended = max(0.0, sum(busy) - attributed - interrupts)
     requests = nginx_end.requests - nginx_start.requests - 1
     sched_cpu = sum(cpu_of.values())
     return {
@@ -377,9 +245,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_s_by_group": groups,
         "cpu_core_share_by_group": {g: single._round(v / window) for g, v in groups.items()},
         "cpu_unattributed_s": single._round(sum(busy) - attributed),
+        "cpu_interrupts_s": single._round(interrupts),
+        "cpu_ended_processes_s": single._round(ended),
         "core_busy_s": [single._round(b) for b in busy],
         "cores_idle_share": single._round(1 - sum(busy) / (window * len(busy))),
-        "contended": groups.get("foreign", 0.0) > 0.05 * window,
+        "contended": groups.get("foreign", 0.0) + ended > 0.05 * window,
         "foreign_top": top_foreign(tasks_start, tasks_end, group),
         "nginx_requests_per_s": single._round(requests / window),
         "members": per_member,
@@ -418,7 +288,9 @@ def render(r: dict[str, Any]) -> str:
         f" checks, {pct(r['schedulers_cpu_core_share'])} of a core in all",
         "  CPU by group (cores)    "
         + ", ".join(f"{g} {v:.2f}" for g, v in r["cpu_core_share_by_group"].items())
-        + f"; unattributed {num(r['cpu_unattributed_s'] / r['window_s'])}; idle {pct(r['cores_idle_share'])}",
+        + f"; interrupts {num(r['cpu_interrupts_s'] / r['window_s'])}"
+        + f"; ended processes {num(r['cpu_ended_processes_s'] / r['window_s'])}"
+        + f"; idle {pct(r['cores_idle_share'])}",
         f"  errors                  {r['errors']}"
         + (" (" + "; ".join(f"{e} x{c}" for e, c in r["error_samples"]) + ")" if r["error_samples"] else ""),
     ]

@@ -1,4 +1,4 @@
-"""The several-scheduler benchmark's arithmetic (bench/schedulers.py): merged lateness
+"""The several-scheduler benchmark's arithmetic (bench/cluster_figures.py): merged lateness
 histograms, CPU by group, and who owns which monitor."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import pytest
 
 from bench import proc
-from bench.schedulers import (
+from bench.cluster_figures import (
     Scrape,
     bucket_of,
     cpu_by_group,
