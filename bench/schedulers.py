@@ -15,9 +15,13 @@ Figures are for the whole cluster, then per member:
 - CPU of every process on the machine over the window, by group: the schedulers, nginx,
   PostgreSQL's backends of the bench database, the rest of PostgreSQL (shared background
   processes and other databases' backends), this harness, kernel threads, and everything else
-  (``foreign``: other sessions' work). ``contended`` is ``foreign`` above 5 % of one core;
-  on a machine with as many cores as schedulers, the target and the database necessarily share
-  the schedulers' cores, so the one-scheduler test of "other work on its core" cannot apply.
+  (``foreign``: other sessions' work), besides interrupts and the busy time of processes that
+  ended in the window. ``contended`` is ``foreign`` plus those ended processes above 5 % of one
+  core: on a machine with as many cores as schedulers, the target and the database necessarily
+  share the schedulers' cores, so the one-scheduler test of "other work on its core" cannot
+  apply. They are not small: on the 2-core development machine nginx, PostgreSQL and the
+  interrupts of the loopback traffic took 0.12 of a core per 1,000 checks/s besides the
+  schedulers' 0.14 (bench/README.md, "Issue 16"), so two schedulers ran out of cores first.
 - per member: its monitors (its gauge at the window's end), checks, CPU per 1,000 of its
   checks, loop blocks, lease losses and membership changes during the window.
 """
