@@ -102,9 +102,9 @@ test: venv services nginx
 	@$(call load_env,test); \
 	bash scripts/test.sh $(PYTEST_ARGS)
 
-# pings drives the api with wrk (Debian's package), installed here when missing.
+# pings and status drive the api with wrk (Debian's package), installed here when missing.
 bench: venv services nginx
-	@if [ "$(BENCH)" = pings ] && ! command -v wrk >/dev/null 2>&1; then \
+	@if { [ "$(BENCH)" = pings ] || [ "$(BENCH)" = status ]; } && ! command -v wrk >/dev/null 2>&1; then \
 	    echo 'installing wrk (apt-get)'; \
 	    DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk; \
 	fi

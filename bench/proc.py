@@ -106,3 +106,45 @@ class CoreTimes:
 
 def load_average() -> float:
     return os.getloadavg()[0]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One process as /proc shows it: its parent, name, command line and own CPU seconds so far
+    (not its waited-for children's: a shell would count a whole test run when it ends)."""
+
+    ppid: int
+    comm: str
+    cmdline: str  # empty for a kernel thread
+    cpu_s: float
+
+
+def processes() -> dict[int, Task]:
+    """Every process on the machine (the ones that end meanwhile are skipped)."""
+    out: dict[int, Task] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        fields = raw[raw.rindex(")") + 2 :].split()
+        out[int(entry.name)] = Task(
+            ppid=int(fields[1]),
+            comm=raw[raw.index("(") + 1 : raw.rindex(")")],
+            cmdline=cmdline.strip(),
+            cpu_s=(int(fields[11]) + int(fields[12])) / _TICK,  # its own, not its children's
+        )
+    return out
+
+
+def interrupt_seconds() -> float:
+    """Time all cores spent serving interrupts (irq and softirq: loopback traffic is mostly
+    softirq), which /proc/stat counts as busy but no process's CPU time includes."""
+    for line in Path("/proc/stat").read_text().splitlines():
+        name, *values = line.split()
+        if name == "cpu":
+            return (int(values[5]) + int(values[6])) / _TICK
+    return 0.0

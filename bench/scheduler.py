@@ -14,6 +14,9 @@ Scenarios (``--scenario``): ``status`` (the default), every monitor a plain GET 
 a keyword assertion whose keyword sits at the page's end, so each check reads and searches it all;
 ``mix``, monitors of the types ``--mix`` names (default: http, tcp, dns, tls, ping and heartbeat
 in equal shares) against local servers on loopback (bench/fleet.py), with figures per type.
+
+``--schedulers K`` runs K schedulers on one database instead, each on its own core, and
+reports for the cluster and each member (bench/schedulers.py).
 """
 
 from __future__ import annotations
@@ -265,7 +268,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     window, per_monitor = window_length(args.duration, interval)
     if window != args.duration:
         print(f"note: window {window:g} s (a whole number of {interval:g} s intervals)", file=sys.stderr)
-    urls = database.service_urls(args.db_name)
+    urls = database.service_urls(args.db_name, args.redis_db)
     # The harness itself stays off the scheduler's core.
     if args.target_core is not None:
         os.sched_setaffinity(0, {args.target_core})
@@ -578,7 +581,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--profile-native", action="store_true", help="include C frames (py-spy --native; costlier)")
     add("--log-level", default=DEFAULT_LOG_LEVEL, choices=["debug", "info"], help="scheduler log level")
     add("--scheduler-core", type=int, default=0)
-    add("--target-core", type=int, default=1, help="nginx, py-spy and this harness")
+    add(
+        "--target-core",
+        type=_core,
+        default=None,
+        help="nginx, py-spy and this harness (none: unpinned; default 1, unpinned with --schedulers)",
+    )
+    add("--schedulers", type=int, default=None, help="K schedulers on one database (bench/schedulers.py)")
+    add("--scheduler-cores", default=None, help="with --schedulers: cores, e.g. 0,1 (default 0..K-1)")
+    add("--lease", type=float, default=None, help="with --schedulers: MONITOR_LEASE_SECONDS")
+    add("--redis-db", type=int, default=database.BENCH_REDIS_DB, help="Redis db of the run")
     add("--start-timeout", type=float, default=300.0, help="wait for scheduler.started, s")
     add("--rev", default=None, help="measure this commit's monitor/ and sql/ (default: the work tree)")
     add("--db-name", default=database.BENCH_DB)
@@ -593,13 +605,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--mix: {exc}")
     if args.warmup is None:
         args.warmup = 5 + min(args.interval, 60)
+    if args.schedulers is not None and (args.schedulers < 1 or args.scenario == "mix" or args.profile):
+        p.error("--schedulers: K >= 1, and neither the mix scenario nor --profile")
+    if args.target_core is None:
+        args.target_core = None if args.schedulers is not None else 1
+    elif args.target_core < 0:
+        args.target_core = None
     if args.profile_out is not None or args.profile_native:
         args.profile = True
     return args
 
 
+def _core(text: str) -> int:
+    return -1 if text == "none" else int(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.schedulers is not None:
+        from bench import schedulers  # it builds on this module
+
+        out = RESULTS / f"schedulers-{args.schedulers}-{args.scenario}-{args.monitors}-{args.interval:g}.json"
+        done = process.run_and_report(lambda: schedulers.run(args), schedulers.render, args.json or out)
+        return 130 if done is None else 0
     name = "scheduler" if args.scenario == "status" else f"scheduler-{args.scenario}"
     if args.scenario == "mix" and len(args.mix) < len(fleet.TYPES):
         name += "-" + "-".join(args.mix)

@@ -175,11 +175,9 @@ def dead() -> None:
 
 
 async def _with_stores(settings: config.Settings, work: Callable[..., Coroutine[Any, Any, Any]]) -> Any:
-    import redis.asyncio as aioredis
+    from monitor import db, redisconn
 
-    from monitor import db
-
-    redis = aioredis.Redis.from_url(settings.redis_dsn, socket_timeout=10, socket_connect_timeout=5)
+    redis = redisconn.from_settings(settings, socket_timeout=10, socket_connect_timeout=5)
     pool = await db.create_pool(settings.dsn, min_size=0, max_size=2)
     try:
         return await work(redis, pool)
@@ -388,3 +386,32 @@ def keys_revoke(key_id: int) -> None:
         click.echo(f"revoked {what}")
     else:
         click.echo(f"{what} was revoked already, at {_time(key.revoked_at)}")
+
+
+@main.group("cluster")
+def cluster_group() -> None:
+    """The schedulers sharing the monitors (see docs/architecture.md, "Several schedulers")."""
+
+
+@cluster_group.command("status")
+@_JSON_OPTION
+def cluster_status(as_json: bool) -> None:
+    """List the schedulers: name, location, state, lease left, monitors run, checks per second.
+
+    A member is "live", "applying" (it has not applied the latest change of members yet) or
+    "lapsed" (its lease ran out; the next renewal of another member removes it).
+    """
+    from monitor.scheduler.membership import cluster_status as read
+
+    settings = _settings("database_url")
+    try:
+        members, active = asyncio.run(_with_connection(settings, read))
+    except OSError as exc:
+        raise click.ClickException(f"database unreachable: {exc}") from None
+    columns = {"name": "NAME", "location": "LOCATION", "state": "STATE", "lease_left_s": "LEASE LEFT (S)",
+               "monitors": "MONITORS", "checks_per_s": "CHECKS/S", "host": "HOST", "pid": "PID",
+               "joined_at": "JOINED"}  # fmt: skip
+    _print_rows(members, columns, as_json=as_json, none="no scheduler is running")
+    if not as_json:
+        running = sum(m.monitors for m in members if m.state != "lapsed")
+        click.echo(f"\n{active} active monitor(s), {running} run by the live schedulers")

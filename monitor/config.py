@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from monitor import secrets
+from monitor import dsn, secrets
 from monitor.scheduler.connectivity import parse_reference
 
 PREFIX = "MONITOR_"
@@ -59,6 +59,9 @@ class Settings(BaseModel):
 
     database_url: SecretStr | None = None
     redis_url: SecretStr | None = None
+    # The sentinels' own password (their requirepass), for a redis+sentinel:// URL whose
+    # sentinels have one; the URL's password is the Redis servers'.
+    redis_sentinel_password: SecretStr | None = None
     telegram_bot_token: SecretStr | None = None
     telegram_api_base: str = "https://api.telegram.org"
     # Comma-separated Fernet keys: the first seals stored secrets, every one opens them
@@ -100,10 +103,20 @@ class Settings(BaseModel):
     # Lets monitors set tls_verify false (their results then say the certificate was not checked).
     allow_insecure_tls: bool = False
     tick_slot_ms: float = Field(100.0, ge=0, le=60_000)
+    # What waits between a monitor's ticks (monitor/scheduler/tickers.py): one task per monitor,
+    # or a chain of loop timers; same due times, skips and checks, measured in bench/README.md.
+    ticker: Literal["task", "timer"] = "task"
     write_batch_rows: int = Field(1000, ge=1)
     write_interval_seconds: float = Field(1.0, gt=0)
     write_buffer_max_rows: int = Field(1_000_000, ge=1)
     reconcile_interval_seconds: float = Field(30.0, gt=0)
+    # Several schedulers (monitor/scheduler/membership.py): each holds a lease of this many
+    # seconds in the database, renewed four times per lease; the monitors of one that stops
+    # renewing move to the others once it lapsed. Its name (default host:pid) must be unique
+    # among the running schedulers; its location labels the results it writes.
+    lease_seconds: float = Field(10.0, ge=1, le=300)
+    scheduler_name: str | None = Field(None, pattern=r"^[\w.:@-]{1,100}$")
+    location: str = Field("default", pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")
     # Alerter
     alert_claim_idle_seconds: float = Field(60.0, gt=0)
     alert_max_attempts: int = Field(10, ge=1, le=100)
@@ -177,15 +190,15 @@ class Settings(BaseModel):
     @field_validator("database_url")
     @classmethod
     def _dsn(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and urlsplit(value.get_secret_value()).scheme not in ("postgres", "postgresql"):
-            raise ValueError("must be a postgresql:// URL")
+        if value is not None:
+            dsn.parse_postgres(value.get_secret_value())  # several hosts need read-write (monitor/dsn.py)
         return value
 
     @field_validator("redis_url")
     @classmethod
     def _redis(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and urlsplit(value.get_secret_value()).scheme not in ("redis", "rediss", "unix"):
-            raise ValueError("must be a redis:// URL")
+        if value is not None:
+            dsn.parse_redis(value.get_secret_value())  # plain, or redis+sentinel:// (monitor/dsn.py)
         return value
 
     @field_validator("secret_key")

@@ -1,4 +1,16 @@
-"""asyncpg pool and the migration runner for ``sql/NNN_*.sql``."""
+"""asyncpg pool and the migration runner for ``sql/NNN_*.sql``.
+
+A DSN may name a primary and its standbys (``postgresql://u@h1:5432,h2:5432/db?target_session_attrs=read-write``,
+monitor/dsn.py): asyncpg tries the hosts in order for every new connection and keeps the first
+that takes writes. After a switch of primary the old one's connections die (the pool drops
+them, callers retry) and new ones find the promoted standby. Two cases asyncpg leaves to us:
+no host takes writes yet (the standby not promoted): :class:`NoPrimaryError`, an ``OSError``
+like any refused connection, so every caller retries it; and a connection whose server turned
+read-only while it stayed up (``default_transaction_read_only`` set to fence an old primary,
+which PostgreSQL 14+ reports to its clients): on its release the pool drops all its
+connections, so the next query connects again and reaches the new primary; the query that
+met ``ReadOnlySQLTransactionError`` fails like one whose connection dropped and is retried.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +20,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 
@@ -40,6 +53,37 @@ async def preload_array_codecs(conn: asyncpg.Connection) -> None:
     )
 
 
+class NoPrimaryError(ConnectionError):
+    """None of the DSN's hosts takes writes right now (a switch of primary is under way)."""
+
+
+async def _connect(*args: Any, **kwargs: Any) -> asyncpg.Connection:
+    """``asyncpg.connect``, with "no host is read-write" raised as a connection error."""
+    try:
+        return await asyncpg.connect(*args, **kwargs)
+    except asyncpg.exceptions.TargetServerAttributeNotMatched:
+        raise NoPrimaryError("no host of the database URL takes writes (none is the primary)") from None
+
+
+def read_only(conn: asyncpg.Connection) -> bool:
+    """Whether ``conn``'s server said it takes no writes: a standby (``in_hot_standby``), or a
+    primary fenced with ``default_transaction_read_only``. PostgreSQL 14+ sends both at the start
+    and again when they change; no query is run."""
+    settings = conn.get_settings()
+    return (
+        getattr(settings, "in_hot_standby", "off") == "on"
+        or getattr(settings, "default_transaction_read_only", "off") == "on"
+    )
+
+
+async def writable(conn: asyncpg.Connection) -> bool:
+    """Whether ``conn``'s server still takes writes, after a round trip: an idle session learns
+    of a changed setting only when it next runs a statement (for a LISTEN connection, which
+    runs none, and must not stay on a primary that was fenced read-only)."""
+    await conn.execute("SELECT 1")
+    return not read_only(conn)
+
+
 async def create_pool(
     dsn: str,
     *,
@@ -49,22 +93,38 @@ async def create_pool(
 ) -> asyncpg.Pool:
     """A pool that opens connections on demand (min_size 0 by default): it starts, and keeps
     no "connection floor" to restore, while the database is away; callers see the outage as
-    errors on use and retry. ``init`` runs on each new connection, after our codecs are set."""
+    errors on use and retry. ``init`` runs on each new connection, after our codecs are set.
+    A connection found read-only on release expires them all (see the module's docstring)."""
 
     async def setup(conn: asyncpg.Connection) -> None:
         await _init_connection(conn)
         if init is not None:
             await init(conn)
 
+    pools: list[asyncpg.Pool] = []
+
+    async def reset(conn: asyncpg.Connection) -> None:
+        if read_only(conn) and pools:
+            log.warning("database.read_only", hint="the server takes no writes: connecting again")
+            await pools[0].expire_connections()
+        await conn.reset()
+
     pool = await asyncpg.create_pool(
-        dsn, min_size=min_size, max_size=max_size, init=setup, command_timeout=30
+        dsn,
+        min_size=min_size,
+        max_size=max_size,
+        init=setup,
+        reset=reset,
+        connect=_connect,
+        command_timeout=30,
     )
     assert pool is not None
+    pools.append(pool)
     return pool
 
 
 async def connect(dsn: str) -> asyncpg.Connection:
-    conn = await asyncpg.connect(dsn)
+    conn = await _connect(dsn)
     await _init_connection(conn)
     return conn
 
@@ -130,7 +190,7 @@ async def migrate(dsn: str, directory: Path | None = None) -> list[str]:
     """
     migrations = discover(directory)
     applied: list[str] = []
-    conn = await asyncpg.connect(dsn)
+    conn = await _connect(dsn)
     try:
         await conn.execute("SELECT pg_advisory_lock($1)", _MIGRATION_LOCK)
         await conn.execute(

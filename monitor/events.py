@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
 
-from monitor import keys
+from monitor import keys, redisconn
 from monitor.models import CheckResult, MonitorSpec
 from monitor.times import rfc3339
 
@@ -150,8 +151,10 @@ class Event:
 
 
 async def publish(redis: aioredis.Redis, payloads: list[dict[str, Any]]) -> list[str]:
-    """XADD each payload (already an event dict) in order, in one round trip."""
-    async with redis.pipeline(transaction=False) as pipe:
+    """XADD each payload (already an event dict) in order, in one round trip; through Sentinel,
+    only once a replica has them too (monitor/redisconn.py, so a failover cannot lose them)."""
+
+    def fill(pipe: Pipeline) -> None:
         for payload in payloads:
             pipe.xadd(
                 keys.EVENTS_STREAM,
@@ -159,5 +162,6 @@ async def publish(redis: aioredis.Redis, payloads: list[dict[str, Any]]) -> list
                 maxlen=keys.EVENTS_MAXLEN,
                 approximate=True,
             )
-        ids = await pipe.execute()
+
+    ids = await redisconn.write_replicated(redis, fill)
     return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]

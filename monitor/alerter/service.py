@@ -31,7 +31,7 @@ import redis.asyncio as aioredis
 from aiohttp import web
 from redis.exceptions import RedisError, ResponseError
 
-from monitor import db, keys, probes
+from monitor import db, keys, probes, redisconn
 from monitor import logging as mlog
 from monitor.alerter import channels as registry
 from monitor.alerter.channels import telegram
@@ -116,7 +116,7 @@ class Alerter:
                 "alerter.telegram_not_configured", hint="set MONITOR_TELEGRAM_BOT_TOKEN; Telegram alerts wait"
             )
         self._pool = await db.create_pool(s.dsn, min_size=0, max_size=4)
-        self._redis = aioredis.Redis.from_url(s.redis_dsn, socket_timeout=10, socket_connect_timeout=5)
+        self._redis = redisconn.from_settings(s, socket_timeout=10, socket_connect_timeout=5)
         self._http = aiohttp.ClientSession(trust_env=False)
         # User-supplied URLs (webhooks, Slack, Discord...) go through the checks' guarded client.
         policy = AddressPolicy(s.allow_cidrs)

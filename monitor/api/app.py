@@ -53,6 +53,8 @@ DB_UNAVAILABLE: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.TooManyConnectionsError,
     asyncpg.exceptions.AdminShutdownError,
     asyncpg.exceptions.InterfaceError,
+    # A write on a server that turned read-only during a switch of primary (monitor/db.py).
+    asyncpg.exceptions.ReadOnlySQLTransactionError,
 )
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

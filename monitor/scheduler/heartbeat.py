@@ -197,10 +197,20 @@ class PingIntake:
     handed over yet (``_handed``: until the writer has deleted them, a few seconds' worth).
     """
 
-    def __init__(self, pool: asyncpg.Pool, writer: Writer, tickers: dict[int, Any]) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        writer: Writer,
+        tickers: dict[int, Any],
+        owns: Callable[[int], bool] | None = None,
+    ) -> None:
         self._pool = pool
         self._writer = writer
         self._tickers = tickers
+        # With several schedulers, whether a monitor is this one's (cluster.py); the others'
+        # pings are left in the table for them (``_elsewhere`` until the division changes).
+        self._owns = owns
+        self._elsewhere: set[int] = set()
         self._handed: set[int] = set()
         # Rows of monitors not loaded here (yet): the row and when it was first read.
         self._waiting: dict[int, tuple[asyncpg.Record, float]] = {}
@@ -208,6 +218,12 @@ class PingIntake:
         self._lock = asyncio.Lock()
 
     def wake(self, *_: Any) -> None:
+        self._wake.set()
+
+    def redivided(self) -> None:
+        """The monitors were divided again: read the pings left for others afresh (those handed
+        over stay handed: their rows are deleted with their results)."""
+        self._elsewhere.clear()
         self._wake.set()
 
     async def run(self) -> None:
@@ -237,12 +253,29 @@ class PingIntake:
                 "SELECT id FROM pings WHERE id = ANY($1::bigint[])", list(self._handed)
             )
             self._handed = {r["id"] for r in still}
+        if self._elsewhere or self._waiting:
+            # Rows left for another member, or parked, may be gone meanwhile (taken by the
+            # monitor's owner): a parked row handed over after that would be counted twice.
+            still = {
+                r["id"]
+                for r in await self._pool.fetch(
+                    "SELECT id FROM pings WHERE id = ANY($1::bigint[])", [*self._elsewhere, *self._waiting]
+                )
+            }
+            self._elsewhere &= still
+            for gone in [i for i in self._waiting if i not in still]:
+                del self._waiting[gone]
         rows = await self._pool.fetch(
             """SELECT id, monitor_id, time, kind, body, body_truncated FROM pings
                WHERE id <> ALL($1::bigint[]) ORDER BY id LIMIT $2""",
-            [*self._handed, *self._waiting],
+            [*self._handed, *self._waiting, *self._elsewhere],
             BATCH,
         )
+        read = len(rows)
+        if self._owns is not None:
+            others = {r["id"] for r in rows if not self._owns(r["monitor_id"])}
+            self._elsewhere.update(others)
+            rows = [r for r in rows if r["id"] not in others]
         now = time.monotonic()
         pending = [*self._waiting.values(), *((r, now) for r in rows)]
         unloaded = {r["monitor_id"] for r, _ in pending if r["monitor_id"] not in self._tickers}
@@ -264,7 +297,7 @@ class PingIntake:
         if taken:
             self._handed.update(taken)
             self._writer.take_pings(taken)
-        return len(rows)
+        return read
 
     async def _active(self, monitor_ids: set[int]) -> set[int]:
         rows = await self._pool.fetch(

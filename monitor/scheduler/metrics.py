@@ -63,6 +63,9 @@ class LoopCounter(Collector):
     def labels(self, value: str) -> _Child:
         return _Child(self._counts, value)
 
+    def total(self) -> int:
+        return sum(self._counts.values())
+
     def collect(self) -> Iterator[Metric]:
         family = CounterMetricFamily(self._name, self._doc, labels=[self._label])
         for value, count in self._counts.items():
@@ -101,7 +104,10 @@ class SchedulerMetrics:
             registry=r,
         )
         self.skipped = Counter(
-            "monitor_checks_skipped", "Ticks skipped because the previous check still ran", registry=r
+            "monitor_checks_skipped",
+            "Ticks not checked: the previous check still ran, the scheduler fell behind, or the tick"
+            " fell in a handover between schedulers",
+            registry=r,
         )
         self.batch_rows = Histogram(
             "monitor_write_batch_rows",
@@ -122,6 +128,27 @@ class SchedulerMetrics:
             "monitor_events_published", "Outbox events published to Redis", registry=r
         )
         self.monitors = Gauge("monitor_monitors_scheduled", "Monitors with a running ticker", registry=r)
+        self.cluster_members = Gauge(
+            "monitor_cluster_members", "Live schedulers in this scheduler's view of the cluster", registry=r
+        )
+        self.cluster_changes = Counter(
+            "monitor_cluster_membership_changes",
+            "New generations of the cluster's member list seen (a join, a leave, a lapsed lease)",
+            registry=r,
+        )
+        self.takeovers = Counter(
+            "monitor_cluster_takeovers", "Monitors this scheduler started that another one ran", registry=r
+        )
+        self.handovers = Counter(
+            "monitor_cluster_handovers",
+            "Monitors this scheduler stopped because they moved to another",
+            registry=r,
+        )
+        self.lease_lost = Counter(
+            "monitor_cluster_lease_lost",
+            "Times this scheduler found its lease lapsed and its monitors taken (it joins again)",
+            registry=r,
+        )
         self.loop_blocked = Counter(
             "monitor_event_loop_blocked", "Times the event loop was blocked for more than 100 ms", registry=r
         )

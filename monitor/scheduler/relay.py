@@ -3,6 +3,12 @@
 Rows are marked published only after XADD succeeded, so Redis being down delays
 alerts and never loses them. A crash between XADD and the mark publishes a row
 twice; the alerter's delivery key (event_id, channel) makes that harmless.
+
+Several schedulers each run a relay; one publishes at a time (a transaction-scoped advisory
+lock held from the read to the mark), so two never add the same rows to the stream, and the
+stream keeps the outbox's order. A relay that finds the lock taken tries again shortly (the
+holder may have read just before new rows came); a holder frozen inside its transaction is
+ended by the database after ``HOLD_SECONDS`` idle, and the lock with it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,10 @@ BATCH = 500
 POLL_SECONDS = 30.0
 RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 10.0
+# The advisory lock key that lets one relay publish at a time ("relay" in ASCII).
+RELAY_LOCK = 0x72656C6179
+BUSY_RETRY_SECONDS = 0.5
+HOLD_SECONDS = 15
 
 
 class Relay:
@@ -68,19 +78,27 @@ class Relay:
         """Publish everything pending; False if Redis or the database failed (rows wait)."""
         try:
             while True:
-                rows = await self._pool.fetch(
-                    "SELECT id, payload FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1", BATCH
-                )
-                if not rows:
-                    return True
-                stream_ids = await publish(self._redis, [r["payload"] for r in rows])
-                # The stream id tells the alerters where the event is (pending, unread, or lost).
-                await self._pool.execute(
-                    """UPDATE outbox o SET published_at = now(), stream_id = u.stream_id
-                       FROM unnest($1::bigint[], $2::text[]) AS u(id, stream_id) WHERE o.id = u.id""",
-                    [r["id"] for r in rows],
-                    stream_ids,
-                )
+                async with self._pool.acquire(timeout=10) as conn, conn.transaction():
+                    await conn.execute(
+                        f"SET LOCAL idle_in_transaction_session_timeout = {HOLD_SECONDS * 1000}"
+                    )
+                    if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", RELAY_LOCK):
+                        asyncio.get_running_loop().call_later(BUSY_RETRY_SECONDS, self._wake.set)
+                        return True
+                    rows = await conn.fetch(
+                        "SELECT id, payload FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1",
+                        BATCH,
+                    )
+                    if not rows:
+                        return True
+                    stream_ids = await publish(self._redis, [r["payload"] for r in rows])
+                    # The stream id tells the alerters where the event is (pending, unread, or lost).
+                    await conn.execute(
+                        """UPDATE outbox o SET published_at = now(), stream_id = u.stream_id
+                           FROM unnest($1::bigint[], $2::text[]) AS u(id, stream_id) WHERE o.id = u.id""",
+                        [r["id"] for r in rows],
+                        stream_ids,
+                    )
                 self.published += len(rows)
                 self._metrics.events_published.inc(len(rows))
                 for row in rows:

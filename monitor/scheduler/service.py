@@ -2,7 +2,8 @@
 
 Changes reach it by LISTEN/NOTIFY (the ``monitors_changed`` trigger carries the id;
 only that monitor's ticker is restarted) and, as a safety net, by a periodic full
-comparison of ``(id, updated_at)``.
+comparison of ``(id, updated_at)``. Of the active monitors it runs those that are its share
+among the live schedulers (sharing.py): all of them when it runs alone.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import asyncpg
 import redis.asyncio as aioredis
 from aiohttp import web
 
-from monitor import db, probes
+from monitor import db, probes, redisconn
 from monitor import logging as mlog
 from monitor.aio import Slots
 from monitor.checks import REGISTRY, CheckContext
@@ -29,14 +30,18 @@ from monitor.net.client import HttpSession, make_session
 from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver
 from monitor.net.session import tls_context
+from monitor.scheduler import membership as cluster_membership
 from monitor.scheduler import retention, writer
 from monitor.scheduler.calendar import Calendar
+from monitor.scheduler.cluster import missed_ticks
 from monitor.scheduler.connectivity import Change, Guard, ReferenceProbe
 from monitor.scheduler.heartbeat import HeartbeatTicker, PingIntake
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
+from monitor.scheduler.sharing import DB_ERRORS, Sharing, read_foreign_parents
 from monitor.scheduler.state import State, Window
-from monitor.scheduler.ticker import MonitorTicker, TickerShared
+from monitor.scheduler.ticker import MonitorTicker, TickerShared, first_tick, stable_offset
+from monitor.scheduler.tickers import make_ticker
 from monitor.scheduler.writer import Notice, Writer
 from monitor.secrets import SecretBox, open_monitor_secrets
 
@@ -55,6 +60,16 @@ class Scheduler:
         self.settings = settings
         self.tickers: dict[int, MonitorTicker | HeartbeatTicker] = {}
         self.versions: dict[int, datetime] = {}
+        # Every active monitor (its version), this scheduler's share or not: what a new
+        # division of the monitors is applied to.
+        self._wanted: dict[int, datetime] = {}
+        self.sharing: Sharing | None = None
+        self._cluster_task: asyncio.Task[None] | None = None
+        # After the first load, a monitor started here came from another scheduler.
+        self._loaded = False
+        # Monitors run elsewhere whose stored status is in the shared states (a dependant here
+        # is held by them): not a state to start from if they move here.
+        self._foreign: set[int] = set()
         self.metrics = SchedulerMetrics()
         self._shared: TickerShared | None = None
         self._changed: asyncio.Queue[int | None] = asyncio.Queue()
@@ -86,7 +101,24 @@ class Scheduler:
         if s.allow_cidrs:
             log.warning("ssrf.allow_cidrs", networks=s.allow_cidrs)
         self._pool = await db.create_pool(s.dsn, min_size=0, max_size=6, init=writer.prepare_connection)
-        self._redis = aioredis.Redis.from_url(s.redis_dsn, socket_timeout=5, socket_connect_timeout=5)
+        self._redis = redisconn.from_settings(s, socket_timeout=5, socket_connect_timeout=5)
+        member = cluster_membership.Membership(
+            lambda: db.connect(s.dsn),
+            s.scheduler_name or cluster_membership.default_name(),
+            s.location,
+            s.lease_seconds,
+        )
+        self.sharing = Sharing(
+            member,
+            self.metrics,
+            wanted=lambda: self._wanted,
+            running=lambda: self.tickers,
+            stop=self._let_go,
+            start=self._take,
+            flush=self._flush,
+            redivided=self._redivided,
+            each_round=self._read_foreign_parents,
+        )
         self._resolver = VettedResolver(policy, s.dns_servers)
         self._session = make_session(
             self._resolver,
@@ -105,6 +137,7 @@ class Scheduler:
             metrics=self.metrics,
             operator_chat=s.operator_chat,
             operator_channel=s.operator_channel,
+            fence=member,
         )
         if s.connectivity_targets:
             self._reference_probe = ReferenceProbe(self._resolver, ssl_context=tls_context(s.ca_file))
@@ -129,6 +162,7 @@ class Scheduler:
             slot=s.tick_slot_ms / 1000,
             guard=self.guard,
             calendar=self.calendar,
+            may_start=member.may_check,
         )
         self.metrics.monitors.set_function(lambda: len(self.tickers))
         # Bind the listener before any work starts: a port in use fails the start cleanly.
@@ -140,12 +174,18 @@ class Scheduler:
             self._spawn(retention.run_timer(self._pool, s.retention_days), "retention")
         self.writer.start()
         self.relay.start()
-        started = time.time()
         await self.calendar.load(self._pool)
         await self._listen()
         # Before the monitors load: a heartbeat's deadline reads the stored pings before it fires.
-        self.pings = PingIntake(self._pool, self.writer, self.tickers)
-        await self.reconcile(since=started)
+        self.pings = PingIntake(self._pool, self.writer, self.tickers, owns=self.sharing.mine)
+        await self.sharing.join()
+        loop = asyncio.get_running_loop()
+        await self.sharing.first_division(loop.time() + s.lease_seconds)
+        # Counted from the settled division, not from the process start: a monitor's previous
+        # owner checked its ticks until it acked, and a tick due before now would run twice.
+        self._cluster_task = asyncio.create_task(self.sharing.run(), name="cluster")
+        await self.reconcile(since=time.time())
+        self._loaded = True
         self._spawn(self.pings.run(), "pings")
         self._spawn(self._apply_changes(), "changes")
         self._spawn(self._keep_calendar(), "calendar")
@@ -181,7 +221,10 @@ class Scheduler:
             ticker.stop()
 
     async def drain(self) -> None:
-        """Stop starting checks, then wait for the ones in flight."""
+        """Stop starting checks, then wait for the ones in flight (the lease is still renewed:
+        no other scheduler takes these monitors until their last results are written)."""
+        if self.sharing is not None:
+            self.sharing.closing = True
         await self._stop_intake()
         in_flight = self._shared.in_flight if self._shared else set()
         if in_flight:
@@ -203,6 +246,12 @@ class Scheduler:
         # Results of finished checks are in the writer: flush them, then relay their events.
         if self.writer is not None:
             await self.writer.close()
+        if self._cluster_task is not None:
+            self._cluster_task.cancel()
+            await asyncio.gather(self._cluster_task, return_exceptions=True)
+        if self.sharing is not None:
+            await self.sharing.leave()
+            await self.sharing.membership.close()
         if self.relay is not None:
             await self.relay.close()
         if self.guard is not None:
@@ -232,6 +281,8 @@ class Scheduler:
         await self._listener.add_listener(OUTBOX_CHANNEL, self._on_outbox)
         await self._listener.add_listener(MAINTENANCE_CHANNEL, self._on_maintenance)
         await self._listener.add_listener(PINGS_CHANNEL, self._on_pings)
+        if self.sharing is not None:
+            await self._listener.add_listener(cluster_membership.CHANNEL, self.sharing.wake)
         self._listener.add_termination_listener(lambda _conn: self._changed.put_nowait(None))
 
     def _on_maintenance(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
@@ -275,6 +326,8 @@ class Scheduler:
                         self.relay.wake()  # outbox rows announced while nobody listened
                     if self.pings is not None:
                         self.pings.wake()  # and pings
+                    if self.sharing is not None:
+                        self.sharing.wake()  # and changes of the cluster
                 else:
                     await self._reload(monitor_id)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
@@ -294,6 +347,9 @@ class Scheduler:
         while True:
             await asyncio.sleep(self.settings.reconcile_interval_seconds)
             try:
+                listener = self._listener
+                if listener is not None and not listener.is_closed() and not await db.writable(listener):
+                    listener.terminate()  # an old primary fenced read-only: re-listen on the new one
                 await self.reconcile()
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
                 log.warning("scheduler.reconcile_failed", error=str(exc) or type(exc).__name__)
@@ -303,21 +359,48 @@ class Scheduler:
 
         ``since``: the time the new tickers count their first tick from (default: now).
         """
-        assert self._pool is not None
+        assert self.sharing is not None
+        async with self.sharing.lock:  # a division is not applied halfway through this
+            await self._reconcile(since)
+
+    async def _reconcile(self, since: float | None) -> None:
+        assert self._pool is not None and self.sharing is not None
         rows = await self._pool.fetch("SELECT id, updated_at FROM monitors WHERE NOT paused")
-        wanted = {r["id"]: r["updated_at"] for r in rows}
+        wanted = self._wanted = {r["id"]: r["updated_at"] for r in rows}
+        mine, settled = self.sharing.mine, self.sharing.settled()
         for monitor_id in list(self.tickers):
-            if monitor_id not in wanted:
+            if monitor_id not in wanted or not mine(monitor_id):
                 self._stop(monitor_id)
-        stale = [mid for mid, version in wanted.items() if self.versions.get(mid) != version]
+        stale = [
+            mid
+            for mid, version in wanted.items()
+            if self.versions.get(mid) != version and mine(mid) and (settled or mid in self.tickers)
+        ]
         for chunk in range(0, len(stale), 1000):
             await self._load(stale[chunk : chunk + 1000], since)
         if stale:
             log.info("scheduler.reconciled", started_or_restarted=len(stale), running=len(self.tickers))
 
     async def _reload(self, monitor_id: int) -> None:
+        assert self.sharing is not None
+        async with self.sharing.lock:  # a division is not applied halfway through this
+            await self._reload_one(monitor_id)
+
+    async def _reload_one(self, monitor_id: int) -> None:
+        assert self._pool is not None and self.sharing is not None
+        version = await self._pool.fetchval(
+            "SELECT updated_at FROM monitors WHERE id = $1 AND NOT paused", monitor_id
+        )
+        if version is None:
+            self._wanted.pop(monitor_id, None)
+        else:
+            self._wanted[monitor_id] = version
+        running = monitor_id in self.tickers
         self._stop(monitor_id)
-        await self._load([monitor_id])
+        if self.sharing.mine(monitor_id) and (running or self.sharing.settled()):
+            await self._load([monitor_id])
+        elif not self.sharing.mine(monitor_id):
+            return  # another scheduler's: it logs the change
         # One line per change, so an operator (and a test) can see when it took effect.
         if monitor_id in self.tickers:
             log.info(
@@ -328,7 +411,9 @@ class Scheduler:
         else:
             log.info("monitor.unscheduled", monitor_id=monitor_id)
 
-    async def _load(self, ids: list[int], since: float | None = None) -> None:
+    async def _load(self, ids: list[int], since: float | None = None, takeover: bool = False) -> int:
+        """Start the tickers of these monitors (those active); with ``takeover``, count the ticks
+        each missed since its last stored check, and return how many."""
         assert self._pool is not None and self._shared is not None and self._box is not None
         shared = self._shared
         rows = await self._pool.fetch(
@@ -343,6 +428,7 @@ class Scheduler:
             ids,
         )
         found = set()
+        missed = 0
         for row in rows:
             found.add(row["id"])
             previous = self.tickers.get(row["id"])
@@ -359,21 +445,88 @@ class Scheduler:
                 continue
             spec = MonitorSpec.from_row(row, options)
             shared.names[spec.id] = spec.name
+            if spec.id in self._foreign:  # a status read for a dependant here, not its state
+                self._foreign.discard(spec.id)
+                shared.states.pop(spec.id, None)
             if spec.id not in shared.states and row["status"] is not None:
                 shared.states[spec.id] = stored_state(row)
             ticker: MonitorTicker | HeartbeatTicker
             if REGISTRY.get(spec.type).scheduled:
-                ticker = MonitorTicker(spec, shared)
+                ticker = make_ticker(self.settings.ticker, spec, shared)
             else:
                 drain = self.pings.drain if self.pings is not None else None
                 ticker = HeartbeatTicker(spec, shared, row, previous=previous, drain=drain)
             ticker.start(since)
             self.tickers[spec.id] = ticker
             self.versions[spec.id] = row["updated_at"]
+            if takeover and not isinstance(ticker, HeartbeatTicker):
+                missed += self._missed(spec, row["last_check_at"])
         for monitor_id in set(ids) - found:
             shared.states.pop(monitor_id, None)
             shared.names.pop(monitor_id, None)
             shared.parents.pop(monitor_id, None)
+        return missed
+
+    # -- the division of the monitors among schedulers (sharing.py) -------------------
+
+    async def _let_go(self, ids: set[int]) -> None:
+        """Stop monitors that moved to another scheduler, and wait for their checks in flight
+        (each ends within its timeout) so that their results are written before the next owner
+        starts."""
+        in_flight = []
+        for monitor_id in ids:
+            ticker = self.tickers.get(monitor_id)
+            busy = ticker.busy() if ticker is not None and not isinstance(ticker, HeartbeatTicker) else None
+            if busy is not None:
+                in_flight.append(busy)
+            self._stop(monitor_id)
+        if in_flight:
+            await asyncio.wait(in_flight)
+        if self._shared is not None:
+            for monitor_id in ids:
+                self._shared.states.pop(monitor_id, None)
+        log.info("cluster.handed_over", monitors=len(ids))
+
+    async def _take(self, ids: set[int]) -> None:
+        """Start monitors that are this scheduler's now, each from its stored state."""
+        if self._shared is not None:
+            for monitor_id in ids:
+                self._shared.states.pop(monitor_id, None)
+        ordered = sorted(ids)
+        missed = 0
+        for chunk in range(0, len(ordered), 1000):
+            missed += await self._load(ordered[chunk : chunk + 1000], takeover=self._loaded)
+        if self._loaded:
+            self.metrics.takeovers.inc(len(ids))
+        if missed:  # one line for the handover, not one per monitor
+            self.metrics.skipped.inc(missed)
+            log.info("check.skipped", reason="handover", monitors=len(ids), ticks=missed)
+        log.info("cluster.taken_over", monitors=len(ids), running=len(self.tickers))
+
+    def _missed(self, spec: MonitorSpec, last_check: datetime | None) -> int:
+        """The ticks between a monitor's last stored check and its first one here."""
+        if last_check is None:
+            return 0
+        interval = spec.interval_seconds
+        offset = stable_offset(spec.id, interval, self._shared.slot if self._shared else 0.0)
+        first_due = offset + first_tick(time.time(), offset, interval) * interval
+        return missed_ticks(last_check.timestamp(), first_due, interval)
+
+    async def _flush(self) -> bool:
+        return await self.writer.flush() if self.writer is not None else True
+
+    async def _read_foreign_parents(self) -> None:
+        if self._pool is None or self._shared is None or self.sharing is None or self.sharing.view is None:
+            return
+        if len(self.sharing.view.members) > 1:
+            try:
+                self._foreign |= await read_foreign_parents(self._pool, self._shared, self.tickers)
+            except DB_ERRORS as exc:
+                log.warning("cluster.parents_failed", error=str(exc) or type(exc).__name__)
+
+    def _redivided(self) -> None:
+        if self.pings is not None:
+            self.pings.redivided()
 
     def _stop(self, monitor_id: int) -> None:
         # Its state stays (a check in flight still updates it; a paused monitor that others

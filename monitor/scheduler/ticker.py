@@ -1,4 +1,4 @@
-"""One monitor's drift-free ticker.
+"""A monitor's drift-free ticks, and the check each tick runs.
 
 Tick ``k`` is due at ``offset + k * interval`` seconds after the Unix epoch, where
 ``offset`` is a stable hash of the monitor id within the interval. Due times never
@@ -12,6 +12,10 @@ of the loop. A wake-up of an idle process costs more CPU than a check's own work
 virtual machine, 65-140 us each, measured), so at 1,000 monitors every 10 s this grid cuts
 the scheduler's CPU per check by more than half; the checks still start on time (their due
 time is the slot), only spread over 100 steps of a 10 s interval instead of any instant.
+
+What waits between two ticks has two shapes, picked by ``MONITOR_TICKER`` (``tickers.py``):
+one task per monitor (the default) or the chain of loop timers here (``TimerTicker``). Both
+share the due times, the skip rules, ``may_start`` and ``check``.
 """
 
 from __future__ import annotations
@@ -67,6 +71,11 @@ def first_tick(now: float, offset: float, interval: float) -> int:
     return math.ceil((now - offset) / interval)
 
 
+def always() -> bool:
+    """``TickerShared.may_start`` of a scheduler alone: every tick is its own."""
+    return True
+
+
 @dataclass
 class TickerShared:
     """What every ticker of one scheduler shares, held once rather than per monitor."""
@@ -92,12 +101,31 @@ class TickerShared:
     # Whether the checker itself is cut off (None: never asked, as in benchmarks).
     guard: Guard | None = None
     in_flight: set[asyncio.Task[None]] = field(default_factory=set)
+    # Task tickers' sleeps by loop deadline (tickers.py): one loop timer per slot, not per monitor.
+    sleepers: dict[float, list[asyncio.Future[None]]] = field(default_factory=dict)
+    # Asked as each tick fires, before its check starts: False skips the tick (a scheduler whose
+    # cluster lease lapsed, say after a SIGSTOP, must not check a tick another member now owns).
+    may_start: Callable[[], bool] = field(default=always)
 
     def __post_init__(self) -> None:
         self.mono_minus_wall = self.loop.time() - time.time()
 
 
-class MonitorTicker:
+class MonitorTicker(Protocol):
+    """What the scheduler asks of a monitor's ticker, whichever its shape (``tickers.py``)."""
+
+    spec: MonitorSpec
+
+    def start(self, since: float | None = None) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def busy(self) -> asyncio.Task[None] | None:
+        """The task of the monitor's check in flight, if one is (to wait for its result)."""
+        ...
+
+
+class TimerTicker:
     """A monitor's ticks as a chain of loop timers (``call_at``), one pending at a time: no
     task, coroutine or future waits between ticks, so a monitor costs little memory while it
     waits and one timer callback when its tick comes. Each check runs in a task of its own."""
@@ -118,10 +146,7 @@ class MonitorTicker:
         A scheduler that is still loading its monitors passes its own start time, so every
         monitor's first check falls within one interval of the start however long loading took.
         """
-        interval = self.spec.interval_seconds
-        self._shared.parents[self.spec.id] = self.spec.depends_on
-        self._offset = stable_offset(self.spec.id, interval, self._shared.slot)
-        self._k = first_tick(time.time() if since is None else since, self._offset, interval)
+        self._offset, self._k = begin(self.spec, self._shared, since)
         self._schedule()
 
     def stop(self) -> None:
@@ -129,6 +154,10 @@ class MonitorTicker:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+
+    def busy(self) -> asyncio.Task[None] | None:
+        current = self._current
+        return current if current is not None and not current.done() else None
 
     def _schedule(self) -> None:
         shared = self._shared
@@ -142,10 +171,9 @@ class MonitorTicker:
         due_wall = self._offset + self._k * interval
         current = self._current
         if current is not None and not current.done():
-            shared.metrics.skipped.inc()
-            log.warning("check.skipped", monitor_id=spec.id, reason="previous check still running")
-        else:
-            current = self._current = loop.create_task(self._check(due_wall))
+            skip(spec, shared, "previous check still running")
+        elif owned(spec, shared):
+            current = self._current = loop.create_task(check(spec, shared, due_wall))
             shared.in_flight.add(current)
             current.add_done_callback(shared.in_flight.discard)
         self._k += 1
@@ -153,71 +181,94 @@ class MonitorTicker:
         if loop.time() - (due_wall + shared.mono_minus_wall) > interval:
             behind = first_tick(time.time() - interval, self._offset, interval)
             if behind > self._k:
-                shared.metrics.skipped.inc(behind - self._k)
-                log.warning(
-                    "check.skipped",
-                    monitor_id=spec.id,
-                    reason="scheduler fell behind",
-                    ticks=behind - self._k,
-                )
+                skip(spec, shared, "scheduler fell behind", behind - self._k)
                 self._k = behind
         self._schedule()
 
-    async def _check(self, due_wall: float) -> None:
-        spec, shared = self.spec, self._shared
-        limit = shared.limit
-        if not limit.try_acquire():
-            await limit.acquire()
+
+def begin(spec: MonitorSpec, shared: TickerShared, since: float | None) -> tuple[float, int]:
+    """A ticker's start: its monitor's offset and the index of its first tick (at or after
+    ``since``, epoch seconds, default now); its parents recorded for ``down_above``."""
+    shared.parents[spec.id] = spec.depends_on
+    offset = stable_offset(spec.id, spec.interval_seconds, shared.slot)
+    return offset, first_tick(time.time() if since is None else since, offset, spec.interval_seconds)
+
+
+def skip(spec: MonitorSpec, shared: TickerShared, reason: str, ticks: int | None = None) -> None:
+    """Count ``ticks`` (default one) of the monitor's ticks as skipped, and say why."""
+    shared.metrics.skipped.inc(1 if ticks is None else ticks)
+    if ticks is None:
+        log.warning("check.skipped", monitor_id=spec.id, reason=reason)
+    else:
+        log.warning("check.skipped", monitor_id=spec.id, reason=reason, ticks=ticks)
+
+
+def owned(spec: MonitorSpec, shared: TickerShared) -> bool:
+    """Whether this scheduler may check the tick firing now (``TickerShared.may_start``), asked
+    at the instant the tick fires: a process frozen past its lease wakes with overdue ticks,
+    which another member may own by then. A tick not owned is skipped (counted, logged at debug)."""
+    if shared.may_start():
+        return True
+    shared.metrics.skipped.inc()
+    log.debug("check.skipped", monitor_id=spec.id, reason="not owned")
+    return False
+
+
+async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> None:
+    """One tick's check, due at ``due_wall`` (epoch seconds), from start to written: take a
+    slot of ``shared.limit``, run it within its hard deadline, judge the result, ask the guard
+    whether a failure is the checker's own network, and hand it to the writer."""
+    limit = shared.limit
+    if not limit.try_acquire():
+        await limit.acquire()
+    try:
+        started = time.time()
+        lateness = max(0.0, started - due_wall)
+        at = datetime.fromtimestamp(started, UTC)
+        # The check bounds itself by its timeout; this cuts off one that fails to.
+        deadline = Deadline(shared.loop, spec.timeout_seconds + HARD_TIMEOUT_MARGIN)
         try:
-            started = time.time()
-            lateness = max(0.0, started - due_wall)
-            at = datetime.fromtimestamp(started, UTC)
-            # The check bounds itself by its timeout; this cuts off one that fails to.
-            deadline = Deadline(shared.loop, spec.timeout_seconds + HARD_TIMEOUT_MARGIN)
-            try:
-                result = await REGISTRY.get(spec.type).run(spec, shared.ctx, at)
-            except asyncio.CancelledError:
-                if not deadline.caused():
-                    raise
-                result = CheckResult(
-                    spec.id, at, ok=False, error=f"timed out after {spec.timeout_seconds:g}s"
-                )
-            except Exception as exc:  # a bug in a check must not kill the ticker
-                log.exception("check.crashed", monitor_id=spec.id)
-                result = CheckResult(spec.id, at, ok=False, error=f"internal error: {type(exc).__name__}")
-            finally:
-                deadline.cancel()
-            duration = time.time() - started
+            result = await REGISTRY.get(spec.type).run(spec, shared.ctx, at)
+        except asyncio.CancelledError:
+            if not deadline.caused():
+                raise
+            result = CheckResult(spec.id, at, ok=False, error=f"timed out after {spec.timeout_seconds:g}s")
+        except Exception as exc:  # a bug in a check must not kill the ticker
+            log.exception("check.crashed", monitor_id=spec.id)
+            result = CheckResult(spec.id, at, ok=False, error=f"internal error: {type(exc).__name__}")
         finally:
-            limit.release()
-        result.lateness_ms = round(lateness * 1000, 3)
-        shared.metrics.lateness.observe(lateness)
-        shared.metrics.check_duration.observe(duration)
-        blocked = result.error is not None and result.error.startswith("blocked:")
-        # A target refused before any packet left says nothing of the network.
-        refused = blocked or (result.error is not None and result.error.startswith("invalid target:"))
-        count(shared.metrics, result, blocked)
-        guard = shared.guard
-        if guard is not None and not refused:
-            guard.record(spec.id, result.ok or result.answered or result.status_code is not None, started)
-        new, outcome = judge(spec, shared, result, at)
-        if (
-            guard is not None
-            and not result.ok
-            and not refused
-            and (guard.outage is not None or any(c.kind == "down" for c in outcome.changes))
-        ):
-            # Before a failure takes a monitor down (or while the checker is known to be cut
-            # off): is it the checker's own network? Then the result is unknown, the streak
-            # starts again, and monitors are judged from fresh checks once it is back.
-            reason = await guard.cut_off(time.time())
-            if reason is not None:
-                result.error = f"unknown: the checker's network is down ({reason})"
-                state = shared.states.get(spec.id, UNKNOWN)
-                if state.status != "down":
-                    state = replace(state, failures=0, streak_started_at=None)
-                new, outcome = state, NOTHING
-        settle(spec, shared, result, new, outcome)
+            deadline.cancel()
+        duration = time.time() - started
+    finally:
+        limit.release()
+    result.lateness_ms = round(lateness * 1000, 3)
+    shared.metrics.lateness.observe(lateness)
+    shared.metrics.check_duration.observe(duration)
+    blocked = result.error is not None and result.error.startswith("blocked:")
+    # A target refused before any packet left says nothing of the network.
+    refused = blocked or (result.error is not None and result.error.startswith("invalid target:"))
+    count(shared.metrics, result, blocked)
+    guard = shared.guard
+    if guard is not None and not refused:
+        guard.record(spec.id, result.ok or result.answered or result.status_code is not None, started)
+    new, outcome = judge(spec, shared, result, at)
+    if (
+        guard is not None
+        and not result.ok
+        and not refused
+        and (guard.outage is not None or any(c.kind == "down" for c in outcome.changes))
+    ):
+        # Before a failure takes a monitor down (or while the checker is known to be cut
+        # off): is it the checker's own network? Then the result is unknown, the streak
+        # starts again, and monitors are judged from fresh checks once it is back.
+        reason = await guard.cut_off(time.time())
+        if reason is not None:
+            result.error = f"unknown: the checker's network is down ({reason})"
+            state = shared.states.get(spec.id, UNKNOWN)
+            if state.status != "down":
+                state = replace(state, failures=0, streak_started_at=None)
+            new, outcome = state, NOTHING
+    settle(spec, shared, result, new, outcome)
 
 
 def count(metrics: SchedulerMetrics, result: CheckResult, blocked: bool = False) -> None:

@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import asyncpg
 
@@ -84,6 +84,7 @@ CREATE TEMP TABLE IF NOT EXISTS checks_batch (
 ALTER TABLE checks_batch ALTER COLUMN details TYPE text"""
 
 _CHECK_COLUMNS = ", ".join(CheckResult.COLUMNS)
+_TIME = CheckResult.COLUMNS.index("time")
 _STAGED_COLUMNS = _CHECK_COLUMNS.replace("details", "details::jsonb")
 WRITE_BATCH = f"""
 WITH new AS (
@@ -104,8 +105,9 @@ SELECT DISTINCT ON (b.monitor_id) b.monitor_id, b.status, b.failures, b.streak_s
        b.flips, b.flapping, b.maintenance::jsonb, b.cert_not_after,
        b.time, b.ok, b.error, b.status_code, b.latency_ms
 FROM checks_batch b
--- A monitor deleted while its check ran has no state row to keep.
-WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = b.monitor_id)
+-- A monitor deleted while its check ran has no state row to keep; a writer fenced off
+-- (its scheduler's lease lapsed, another runs its monitors now) keeps none either.
+WHERE $1::boolean AND EXISTS (SELECT 1 FROM monitors m WHERE m.id = b.monitor_id)
 ORDER BY b.monitor_id, b.time DESC
 ON CONFLICT (monitor_id) DO UPDATE SET
     changed_at = CASE WHEN s.status <> excluded.status
@@ -162,6 +164,19 @@ class Stats:
     failures: int = 0
 
 
+class _Fenced(Exception):
+    """Raised inside a batch's transaction to roll it back: its member's row is gone."""
+
+
+class Fence(Protocol):
+    """A scheduler's membership as the writer needs it (membership.Membership)."""
+
+    epoch: int | None
+    lease: float  # seconds
+
+    def lease_end(self) -> float: ...
+
+
 class Writer:
     def __init__(
         self,
@@ -174,7 +189,10 @@ class Writer:
         metrics: SchedulerMetrics | None = None,
         operator_chat: str | None = None,
         operator_channel: int | None = None,
+        fence: Fence | None = None,
     ) -> None:
+        # This scheduler's membership of the cluster (membership.py); None: not fenced.
+        self._fence = fence
         self._operator_chat = operator_chat
         self._operator_channel = operator_channel
         self._pool = pool
@@ -186,6 +204,7 @@ class Writer:
         # Rows of ``pings`` made into results: deleted in the transaction that writes them.
         self._pings: list[int] = []
         self._wake = asyncio.Event()
+        self._flushing = asyncio.Lock()
         self._on_transitions = on_transitions
         self.stats = Stats()
         self._metrics = metrics or SchedulerMetrics()
@@ -248,7 +267,12 @@ class Writer:
                 backoff = min(backoff * 2, 10.0)
 
     async def flush(self) -> bool:
-        """Write what is buffered; False (and nothing lost) if the database failed."""
+        """Write what is buffered; False (and nothing lost) if the database failed. One flush
+        runs at a time (the timer's, and a handover's that must see its monitors written)."""
+        async with self._flushing:
+            return await self._flush()
+
+    async def _flush(self) -> bool:
         while self._rows or self._transitions or self._pings:
             rows = list(itertools.islice(self._rows, self._batch_rows * 10))
             # Changes go with the batch that ends the backlog, after the states they follow;
@@ -279,17 +303,82 @@ class Writer:
     async def _write(
         self, rows: list[tuple[Any, ...]], transitions: list[Pending | Notice], pings: list[int]
     ) -> None:
-        async with self._pool.acquire(timeout=5) as conn, conn.transaction():
-            if pings:
-                await conn.execute("DELETE FROM pings WHERE id = ANY($1::bigint[])", pings)
-            if rows:
-                await conn.copy_records_to_table("checks_batch", records=rows, columns=STAGE_COLUMNS)
-                await conn.execute(WRITE_BATCH)
-            for pending in transitions:
-                if isinstance(pending, Notice):
-                    await self._write_notice(conn, pending)
-                else:
-                    await _apply_transition(conn, pending)
+        async with self._pool.acquire(timeout=5) as conn:
+            try:
+                async with conn.transaction():
+                    await self._bound(conn)
+                    if pings:
+                        await conn.execute("DELETE FROM pings WHERE id = ANY($1::bigint[])", pings)
+                    if rows:
+                        await conn.copy_records_to_table("checks_batch", records=rows, columns=STAGE_COLUMNS)
+                        await conn.execute(WRITE_BATCH, True)
+                    for pending in transitions:
+                        if isinstance(pending, Notice):
+                            await self._write_notice(conn, pending)
+                        else:
+                            await _apply_transition(conn, pending)
+                    # Last, just before the commit: the member row is locked only that long.
+                    if not await self._holds(conn):
+                        raise _Fenced
+            except _Fenced:
+                await self._write_fenced(conn, rows, transitions, pings)
+
+    async def _write_fenced(
+        self,
+        conn: asyncpg.Connection,
+        rows: list[tuple[Any, ...]],
+        transitions: list[Pending | Notice],
+        pings: list[int],
+    ) -> None:
+        """Another member runs these monitors now and read their state when it took them: the
+        checks that started within the lease are stored (their ticks were this member's), the
+        later ones, their state and alerts are not, and the pings stay for the new owner. The
+        operator's notices (no monitor's) are written all the same."""
+        assert self._fence is not None
+        end = self._fence.lease_end()
+        kept = [r for r in rows if r[_TIME].timestamp() < end]
+        if len(kept) < len(rows):
+            log.warning("writer.fenced_rows", dropped=len(rows) - len(kept))
+        dropped = [p for p in transitions if not isinstance(p, Notice)]
+        if dropped or pings:
+            log.warning("writer.fenced", dropped_transitions=len(dropped), pings_left=len(pings))
+        async with conn.transaction():
+            if kept:
+                await conn.copy_records_to_table("checks_batch", records=kept, columns=STAGE_COLUMNS)
+                await conn.execute(WRITE_BATCH, False)
+            for notice in transitions:
+                if isinstance(notice, Notice):
+                    await self._write_notice(conn, notice)
+
+    async def _bound(self, conn: asyncpg.Connection) -> None:
+        """Have the database end this transaction if this process freezes inside it (SIGSTOP, a
+        paused VM, a machine gone with its connection half open): it holds the rows it wrote
+        (the rollups' among them, which the monitors' next owner writes too) and, at the end,
+        its member row, for as long as the server keeps the connection otherwise: hours. Idle
+        for a lease ends it; so does, on PostgreSQL 17, a minute in all (the only bound on a
+        client frozen between two messages of one statement, where the server waits for the
+        client and counts it neither idle nor a statement's time), generous to a long batch."""
+        if self._fence is None:
+            return
+        lease_ms = round(self._fence.lease * 1000)
+        bounds = [f"SET LOCAL idle_in_transaction_session_timeout = {lease_ms}"]
+        if conn.get_server_version().major >= 17:
+            bounds.append(f"SET LOCAL transaction_timeout = {max(60_000, 6 * lease_ms)}")
+        await conn.execute("; ".join(bounds))
+
+    async def _holds(self, conn: asyncpg.Connection) -> bool:
+        """Whether this scheduler is still a member: its row, locked until the commit so that
+        no other member can remove it (and take its monitors) while this batch commits."""
+        if self._fence is None:
+            return True
+        epoch = self._fence.epoch
+        if epoch is None:
+            return False
+        # KEY SHARE blocks the row's removal but not the member's own renewals (an UPDATE of
+        # other columns). It is taken last, so the lock lasts one round trip and the commit.
+        return bool(
+            await conn.fetchval("SELECT true FROM scheduler_members WHERE epoch = $1 FOR KEY SHARE", epoch)
+        )
 
     async def _write_notice(self, conn: asyncpg.Connection, notice: Notice) -> None:
         if await conn.fetchval("SELECT 1 FROM outbox WHERE event_id = $1", notice.event_id):

@@ -7,6 +7,7 @@ import time
 from urllib.parse import urlsplit
 
 import asyncpg
+import pytest
 from support import ProcessFactory, TargetServer, wait_for
 from support.tcpproxy import TcpProxy
 
@@ -72,8 +73,9 @@ async def _at_least(count: object, minimum: int) -> bool:
     return await count >= minimum  # type: ignore[misc,operator]
 
 
+@pytest.mark.parametrize("ticker", ["task", "timer"])
 async def test_slow_target_does_not_delay_others_and_long_checks_are_skipped(
-    db: asyncpg.Connection, monitor_factory, procs: ProcessFactory, target: TargetServer
+    db: asyncpg.Connection, monitor_factory, procs: ProcessFactory, target: TargetServer, ticker: str
 ) -> None:
     # The slow path answers after 10 s; its monitor gives up after 2.5 s, every 1 s.
     target.set(delay=10.0, path="/slow")
@@ -81,7 +83,7 @@ async def test_slow_target_does_not_delay_others_and_long_checks_are_skipped(
     fast = [
         (await monitor_factory(url=target.url(f"/fast{n}"), interval_seconds=1.0))["id"] for n in range(5)
     ]
-    scheduler = await procs.start("scheduler")
+    scheduler = await procs.start("scheduler", env={"MONITOR_TICKER": ticker})
     started = time.time()
     await wait_for(lambda: time.time() - started > 10, timeout=15, interval=0.5)
     await scheduler.terminate()

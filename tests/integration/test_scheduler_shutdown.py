@@ -14,13 +14,16 @@ import time
 from collections.abc import Awaitable, Callable
 
 import asyncpg
+import pytest
 from support import ProcessFactory, TargetServer, wait_for
 
 MONITORS = 4
 DELAY = 1.5
 
 
+@pytest.mark.parametrize("ticker", ["task", "timer"])
 async def test_sigterm_lets_in_flight_checks_finish_and_stores_them(
+    ticker: str,
     db: asyncpg.Connection,
     target: TargetServer,
     procs: ProcessFactory,
@@ -33,7 +36,9 @@ async def test_sigterm_lets_in_flight_checks_finish_and_stores_them(
             name=f"slow {i}", url=target.url(f"/m{i}"), interval_seconds=1, timeout_seconds=10
         )
         paths[row["id"]] = f"/m{i}"
-    scheduler = await procs.start("scheduler", env={"MONITOR_SHUTDOWN_TIMEOUT_SECONDS": "20"})
+    scheduler = await procs.start(
+        "scheduler", env={"MONITOR_SHUTDOWN_TIMEOUT_SECONDS": "20", "MONITOR_TICKER": ticker}
+    )
 
     await wait_for(lambda: len(target.in_flight()) >= 2, timeout=30, message="two checks in flight at once")
     # The target runs in this event loop: nothing changes between the snapshot and the signal.

@@ -1,0 +1,114 @@
+"""The division of monitors among schedulers (monitor/scheduler/cluster.py), as tables."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from datetime import UTC, datetime
+
+import pytest
+
+from monitor.scheduler.cluster import Member, Ownership, View, missed_ticks, owner, plan, weight
+
+T = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def view(generation: int, *members: tuple[str, int]) -> View:
+    return View(generation, tuple(Member(n, i, "default", acked, T) for i, (n, acked) in enumerate(members)))
+
+
+def test_weight_is_the_same_in_every_process() -> None:
+    # Fixed values: a salted or platform-dependent hash would divide differently per member.
+    assert weight("a", 1) == weight("a", 1)
+    assert weight("a", 1) != weight("b", 1)
+    assert weight("host:1", 42) == int.from_bytes(
+        hashlib.blake2b(b"42\x00host:1", digest_size=8).digest(), "big"
+    )
+
+
+@pytest.mark.parametrize("members", [1, 2, 3, 5, 8])
+def test_each_member_gets_an_even_share(members: int) -> None:
+    names = [f"host-{n}:100{n}" for n in range(members)]
+    counts = Counter(owner(m, names) for m in range(1, 30_001))
+    assert set(counts) == set(names)
+    for count in counts.values():
+        assert abs(count - 30_000 / members) < 30_000 / members * 0.05, counts
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (["a", "b", "c"], ["a", "b", "c", "d"]),  # a join
+        (["a", "b", "c", "d"], ["a", "b", "c"]),  # a leave
+        (["a", "b", "c"], ["a", "c"]),  # a member in the middle leaves
+    ],
+)
+def test_a_join_or_leave_moves_only_that_members_share(before: list[str], after: list[str]) -> None:
+    ids = range(1, 20_001)
+    moved = [m for m in ids if owner(m, before) != owner(m, after)]
+    changed = set(before) ^ set(after)
+    # Every monitor that moved came from, or went to, the member that left or joined.
+    assert all(owner(m, before) in changed or owner(m, after) in changed for m in moved)
+    share = len(ids) / max(len(before), len(after))
+    assert abs(len(moved) - share) < share * 0.06
+
+
+def test_no_members_no_owner_and_order_does_not_matter() -> None:
+    assert owner(7, []) is None
+    assert owner(7, ["a", "b", "c"]) == owner(7, ["c", "a", "b"])
+
+
+def test_a_view_is_settled_when_every_member_acked_its_generation() -> None:
+    assert view(3, ("a", 3), ("b", 4)).settled()
+    assert not view(3, ("a", 3), ("b", 2)).settled()
+    assert view(3).settled()  # no members: nothing to wait for
+    assert view(3, ("b", 3), ("a", 3)).names == ("a", "b")
+
+
+@pytest.mark.parametrize(
+    ("settled", "running", "want_stop", "want_start"),
+    [
+        # Settled: stop what moved away, start what is ours and not running.
+        (True, set(), set(), {"mine"}),
+        (True, {"mine", "theirs"}, {"theirs"}, set()),
+        # Not settled: moved monitors stop at once, none start until every member acked.
+        (False, {"theirs"}, {"theirs"}, set()),
+        (False, set(), set(), set()),
+        # A running monitor no longer wanted (deleted) but still ours is reconcile's to stop.
+        (True, {"mine", "gone-mine"}, set(), set()),
+    ],
+)
+def test_plan(settled: bool, running: set[str], want_stop: set[str], want_start: set[str]) -> None:
+    ids = {"mine": 1, "theirs": 2, "gone-mine": 3}
+    names = {v: k for k, v in ids.items()}
+    wanted = {1, 2}
+    stop, start = plan(lambda m: m in (1, 3), settled, wanted, {ids[r] for r in running})
+    assert {names[m] for m in stop} == want_stop
+    assert {names[m] for m in start} == want_start
+
+
+def test_ownership_is_remembered_until_the_members_change() -> None:
+    own = Ownership("a")
+    own.use(view(1, ("a", 1)))
+    assert all(own(m) for m in range(1, 100))
+    own.use(view(2, ("a", 2), ("b", 2)))
+    mine = {m for m in range(1, 1001) if own(m)}
+    assert mine == {m for m in range(1, 1001) if owner(m, ["a", "b"]) == "a"}
+    assert 400 < len(mine) < 600
+    own.use(view(3, ("b", 3), ("a", 3)))  # same names, another generation: same answers
+    assert {m for m in range(1, 1001) if own(m)} == mine
+
+
+@pytest.mark.parametrize(
+    ("last", "first_due", "interval", "missed"),
+    [
+        (None, 100.0, 5.0, 0),  # never checked: nothing missed
+        (95.02, 100.0, 5.0, 0),  # the next tick: nothing missed
+        (95.0, 100.0, 5.0, 0),
+        (90.3, 100.0, 5.0, 1),  # tick 95 fell in the handover
+        (80.01, 100.0, 5.0, 3),
+        (100.5, 100.0, 5.0, 0),  # a clock a hair apart: never negative
+    ],
+)
+def test_missed_ticks(last: float | None, first_due: float, interval: float, missed: int) -> None:
+    assert missed_ticks(last, first_due, interval) == missed
