@@ -153,9 +153,10 @@ class Sharing:
         epoch = self.membership.epoch
         try:
             # Bounded: a primary that vanished mid-failover leaves a call hanging for minutes,
-            # while a renewal that fails lets checking go on (Membership.may_check).
+            # while a renewal that fails lets checking go on (Membership.may_check). Half a
+            # lease: a slow renewal on a loaded machine still lands well within the lease.
             view = await asyncio.wait_for(
-                self.membership.renew(len(self._running()), self._rate()), timeout=self.membership.renew_every
+                self.membership.renew(len(self._running()), self._rate()), timeout=self.membership.lease / 2
             )
         except DB_ERRORS as exc:
             log.warning("cluster.renew_failed", error=str(exc) or type(exc).__name__)

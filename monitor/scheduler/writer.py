@@ -273,13 +273,17 @@ class Writer:
             return await self._flush()
 
     async def _flush(self) -> bool:
-        while self._rows or self._transitions or self._pings:
-            rows = list(itertools.islice(self._rows, self._batch_rows * 10))
+        # What is buffered now, not what comes in meanwhile: a flush ends however fast checks
+        # arrive (a handover between schedulers waits for one), and the next one follows at
+        # once if the buffer filled up again (``add`` wakes the writer).
+        rows_left, transitions_left, pings_left = len(self._rows), len(self._transitions), len(self._pings)
+        while rows_left or transitions_left or pings_left:
+            rows = list(itertools.islice(self._rows, min(self._batch_rows * 10, rows_left)))
             # Changes go with the batch that ends the backlog, after the states they follow;
             # so do the pings whose results are in it.
-            last = len(rows) == len(self._rows)
-            transitions = list(self._transitions) if last else []
-            pings = list(self._pings) if last else []
+            last = len(rows) == rows_left
+            transitions = self._transitions[:transitions_left] if last else []
+            pings = self._pings[:pings_left] if last else []
             try:
                 await self._write(rows, transitions, pings)
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
@@ -293,6 +297,9 @@ class Writer:
                 self._rows.popleft()
             del self._transitions[: len(transitions)]
             del self._pings[: len(pings)]
+            rows_left -= len(rows)
+            if last:
+                transitions_left = pings_left = 0
             self.stats.rows_written += len(rows)
             self.stats.batches += 1
             self._metrics.batch_rows.observe(len(rows))
