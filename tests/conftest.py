@@ -42,6 +42,10 @@ from support import (
     process_env,
     reset,
 )
+from support.pg_cluster import PgCluster
+from support.redis_sentinel import RedisSentinels
+from support.redis_server import RedisServer
+from support.target import FlappingTarget
 
 from monitor import accounts
 from monitor import db as monitor_db
@@ -267,3 +271,37 @@ async def api_client(api_key: str) -> AsyncIterator[Callable[[str], ApiClient]]:
     finally:
         for client in clients:
             await client.close()
+
+
+@pytest.fixture
+async def private_redis(tmp_path: Path) -> AsyncIterator[RedisServer]:
+    """A redis-server of the test's own, to stop and start (``stop()``, ``start()``)."""
+    async with RedisServer(tmp_path / "redis") as server:
+        yield server
+
+
+@pytest.fixture
+async def flapping() -> AsyncIterator[FlappingTarget]:
+    """A target whose every path fails every other request until ``flapping`` is set False."""
+    async with FlappingTarget() as server:
+        yield server
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[PgCluster]:
+    """A PostgreSQL primary and a streaming standby of the test's own (``promote()``)."""
+    made = PgCluster(tmp_path / "pg")
+    try:
+        yield await made.start()
+    finally:
+        await made.close()
+
+
+@pytest.fixture
+async def sentinels(tmp_path: Path) -> AsyncIterator[RedisSentinels]:
+    """A Redis master, a replica and three sentinels of the test's own."""
+    made = RedisSentinels(tmp_path / "redis")
+    try:
+        yield await made.start()
+    finally:
+        await made.close()

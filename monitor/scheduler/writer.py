@@ -316,9 +316,7 @@ class Writer:
                     await self._bound(conn)
                     if pings:
                         await conn.execute("DELETE FROM pings WHERE id = ANY($1::bigint[])", pings)
-                    if rows:
-                        await conn.copy_records_to_table("checks_batch", records=rows, columns=STAGE_COLUMNS)
-                        await conn.execute(WRITE_BATCH, True)
+                    await _store_checks(conn, rows, with_state=True)
                     for pending in transitions:
                         if isinstance(pending, Notice):
                             await self._write_notice(conn, pending)
@@ -350,9 +348,7 @@ class Writer:
         if dropped or pings:
             log.warning("writer.fenced", dropped_transitions=len(dropped), pings_left=len(pings))
         async with conn.transaction():
-            if kept:
-                await conn.copy_records_to_table("checks_batch", records=kept, columns=STAGE_COLUMNS)
-                await conn.execute(WRITE_BATCH, False)
+            await _store_checks(conn, kept, with_state=False)
             for notice in transitions:
                 if isinstance(notice, Notice):
                     await self._write_notice(conn, notice)
@@ -438,6 +434,14 @@ class Writer:
             # A pool that lived through an outage may hand out a dead connection first.
             await asyncio.sleep(0.2 * (attempt + 1))
         log.error("writer.unflushed_at_exit", rows=len(self._rows), transitions=len(self._transitions))
+
+
+async def _store_checks(conn: asyncpg.Connection, rows: list[tuple[Any, ...]], *, with_state: bool) -> None:
+    """Stage ``rows`` and move them on (:data:`WRITE_BATCH`); the monitors' state too if
+    ``with_state`` (a fenced writer stores the checks only)."""
+    if rows:
+        await conn.copy_records_to_table("checks_batch", records=rows, columns=STAGE_COLUMNS)
+        await conn.execute(WRITE_BATCH, with_state)
 
 
 def state_record(state: State) -> tuple[Any, ...]:

@@ -15,8 +15,6 @@ import contextlib
 import itertools
 import sys
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -44,24 +42,6 @@ pytestmark = [
 MONITORS = 3
 FLIP_SECONDS = 3.0
 DEADLINE = 45.0
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[PgCluster]:
-    made = PgCluster(tmp_path / "pg")
-    try:
-        yield await made.start()
-    finally:
-        await made.close()
-
-
-@pytest.fixture
-async def sentinels(tmp_path: Path) -> AsyncIterator[RedisSentinels]:
-    made = RedisSentinels(tmp_path / "redis")
-    try:
-        yield await made.start()
-    finally:
-        await made.close()
 
 
 async def _flip(target: TargetServer, paths: list[str], stop: asyncio.Event) -> None:

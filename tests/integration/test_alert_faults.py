@@ -24,46 +24,19 @@ import signal
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 
 import asyncpg
 import pytest
 import redis.asyncio as aioredis
-from aiohttp import web
-from support import FakeTelegram, MonitorProcess, ProcessFactory, TargetServer, wait_for
+from support import FakeTelegram, MonitorProcess, ProcessFactory, wait_for
 from support.alerts import alert_state, alerter_env, alerts_in
 from support.redis_server import RedisServer
+from support.target import FlappingTarget
 
 MONITORS = 50
 CHATS = 10
 TRANSITIONS = 1000
 DEADLINE = 240.0
-
-
-class FlappingTarget(TargetServer):
-    """Every path answers 200, 500, 200... in turn while ``flapping``; 200 once steadied."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.flapping = True
-        self._counts: dict[str, int] = defaultdict(int)
-
-    async def _handle(self, request: web.Request) -> web.Response:
-        self._counts[request.path] += 1
-        failing = self.flapping and self._counts[request.path] % 2 == 0
-        return web.Response(status=500 if failing else 200, text="flap")
-
-
-@pytest.fixture
-async def private_redis(tmp_path: Path) -> AsyncIterator[RedisServer]:
-    async with RedisServer(tmp_path / "redis") as server:
-        yield server
-
-
-@pytest.fixture
-async def flapping() -> AsyncIterator[FlappingTarget]:
-    async with FlappingTarget() as server:
-        yield server
 
 
 @pytest.fixture

@@ -16,16 +16,15 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import asyncpg
 import pytest
 import redis.asyncio as aioredis
-from aiohttp import web
-from support import FakeTelegram, ProcessFactory, TargetServer, wait_for
+from support import FakeTelegram, ProcessFactory, wait_for
 from support.alerts import alert_state, alerter_env, alerts_in
 from support.redis_server import RedisServer
+from support.target import FlappingTarget
 from support.tcpproxy import TcpProxy
 
 pytestmark = pytest.mark.timeout(240)
@@ -34,32 +33,6 @@ MONITORS = 20
 CHATS = 5
 LEASE = 3.0
 DEADLINE = 90.0
-
-
-class FlappingTarget(TargetServer):
-    """Every path answers 200, 500, 200... in turn while ``flapping``; 200 once steadied."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.flapping = True
-        self.counts: dict[str, int] = defaultdict(int)
-
-    async def _handle(self, request: web.Request) -> web.Response:
-        self.counts[request.path] += 1
-        failing = self.flapping and self.counts[request.path] % 2 == 0
-        return web.Response(status=500 if failing else 200, text="flap")
-
-
-@pytest.fixture
-async def private_redis(tmp_path: Path) -> AsyncIterator[RedisServer]:
-    async with RedisServer(tmp_path / "redis") as server:
-        yield server
-
-
-@pytest.fixture
-async def flapping() -> AsyncIterator[FlappingTarget]:
-    async with FlappingTarget() as server:
-        yield server
 
 
 @pytest.fixture

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import asyncpg
 import pytest
@@ -26,24 +24,6 @@ from monitor import db, events, keys, redisconn
 pytestmark = pytest.mark.skipif(pg_cluster.available() is not None, reason=str(pg_cluster.available()))
 
 DEADLINE = 30.0
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[PgCluster]:
-    made = PgCluster(tmp_path / "pg")
-    try:
-        yield await made.start()
-    finally:
-        await made.close()
-
-
-@pytest.fixture
-async def sentinels(tmp_path: Path) -> AsyncIterator[RedisSentinels]:
-    made = RedisSentinels(tmp_path / "redis")
-    try:
-        yield await made.start()
-    finally:
-        await made.close()
 
 
 async def _port(pool: asyncpg.Pool) -> int:

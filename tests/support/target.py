@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -135,6 +136,21 @@ class TargetServer:
             raise
         record.completed_at = time.time()
         return web.Response(status=behaviour.status, text=behaviour.body, content_type=behaviour.content_type)
+
+
+class FlappingTarget(TargetServer):
+    """Every path answers 200, 500, 200... in turn while ``flapping``; 200 once steadied.
+    ``counts``: requests per path."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flapping = True
+        self.counts: dict[str, int] = defaultdict(int)
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        self.counts[request.path] += 1
+        failing = self.flapping and self.counts[request.path] % 2 == 0
+        return web.Response(status=500 if failing else 200, text="flap")
 
 
 def _norm(path: str) -> str:
