@@ -78,9 +78,6 @@ class View:
         """Every live member has applied this generation: a monitor that moved may start."""
         return all(m.acked >= self.generation for m in self.members)
 
-    def has(self, name: str) -> bool:
-        return any(m.name == name for m in self.members)
-
 
 class Ownership:
     """Which monitors one member runs in the current list of members, remembered per monitor
