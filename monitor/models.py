@@ -61,6 +61,11 @@ class MonitorSpec:
     # The check type's runtime options (``Check.options``: for http, ``HttpOptions``); None
     # for a monitor with default settings, so 100,000 plain monitors pay nothing for them.
     options: Any = None
+    # Where it is checked (sql/015): each of these locations checks it and confirms its own
+    # streak, and it goes down when ``quorum`` of the live ones agree (None: a majority).
+    # Empty: one check per tick, by whichever scheduler the division gives it to.
+    locations: tuple[str, ...] = ()
+    quorum: int | None = None
 
     @classmethod
     def from_row(cls, row: Any, options: Any = None) -> MonitorSpec:
@@ -83,6 +88,8 @@ class MonitorSpec:
             tags=tuple(sys.intern(t) for t in row.get("tags") or ()),
             account_id=row.get("account_id"),
             options=options,
+            locations=tuple(sys.intern(x) for x in row.get("locations") or ()),
+            quorum=row.get("quorum"),
         )
 
     def expects(self, status: int) -> bool:
