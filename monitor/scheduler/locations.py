@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 import asyncpg
 
@@ -69,7 +70,9 @@ def forget(shared: TickerShared, ids: Iterable[int]) -> None:
         shared.secondary.discard(monitor_id)
 
 
-def stored(row: asyncpg.Record) -> State:
+def stored(row: Any) -> State:
+    """The status and streaks of a stored state: a location's (``location_state``), or the first
+    columns of a monitor's (``monitor_state``, which has the same names)."""
     return State(
         status=row["status"],
         failures=row["consecutive_failures"],

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import gc
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -582,14 +583,8 @@ class Scheduler:
 def stored_state(row: Any) -> State:
     """A monitor's state as the writer stored it (``monitor_state``'s columns)."""
     window = row["maintenance"]
-    return State(
-        status=row["status"],
-        failures=row["consecutive_failures"],
-        streak_started_at=row["streak_started_at"],
-        successes=row["consecutive_successes"],
-        recovering_since=row["recovering_since"],
-        slow=row["consecutive_slow"],
-        slow_since=row["slow_since"],
+    return replace(
+        locations.stored(row),
         told=row["told"],
         told_at=row["told_at"],
         reminders=row["reminders"],
