@@ -116,6 +116,12 @@ def _components(limits: Limits) -> tuple[dict[str, Any], dict[str, dict[str, Any
                 verify.get("description", "")
                 + "; this server does not allow false (MONITOR_ALLOW_INSECURE_TLS)"
             )
+    for kind in (k for k, check in schemas.TYPED.items() if not check.scheduled):  # a heartbeat
+        for model in (schemas.CREATE_BODIES[kind], schemas.PATCH_BODIES[kind]):
+            found[model.__name__]["properties"]["locations"].update(
+                maxItems=0,
+                description=f"a {kind} monitor is not checked from locations: its pings come to the api",
+            )
     return found, {model.__name__: ref for (model, _), ref in refs.items()}
 
 
