@@ -27,6 +27,7 @@ from monitor.api.history import BUCKETS
 from monitor.api.monitors import STATUSES, UPTIME_INCLUDES
 from monitor.api.params import MAX_ID
 from monitor.api.schemas_http import DEFAULT_HTTP_MAX_BODY_BYTES
+from monitor.api.schemas_locations import LOCATION as LOCATION_NAME
 from monitor.checks.heartbeat import MAX_BODY_BYTES as MAX_PING_BODY_BYTES
 from monitor.config import Settings
 
@@ -170,6 +171,11 @@ WINDOW = _query(
     "one window (answered flat) or up to 8, comma-separated (answered by window), each at most "
     "3650d; instead of `from`/`to`. Default 24h.",
 )
+AT = _query(
+    "location",
+    {"type": "string", "pattern": LOCATION_NAME.pattern},
+    "only the checks made from this location (a monitor with locations)",
+)
 BUCKET = _query("bucket", {"type": "string", "enum": list(BUCKETS), "default": "1h"}, "bucket size")
 TAG = _query(
     "tag",
@@ -280,7 +286,7 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
           tag="monitors", ok={204: {"description": "Deleted."}}, errors=(404,), parameters=(monitor_id,))
     b.add("get", "/api/v1/monitors/{id}/checks", "listChecks", "A monitor's checks, newest first",
           tag="history", ok={200: _json(r["CheckList"], "One page of checks.")}, errors=(400, 404),
-          parameters=(monitor_id, FROM, TO, LIMIT, CURSOR))
+          parameters=(monitor_id, FROM, TO, LIMIT, CURSOR, AT))
     b.add("get", "/api/v1/monitors/{id}/incidents", "listIncidents",
           "A monitor's incidents (overlapping from/to), newest first", tag="history",
           ok={200: _json(r["IncidentList"], "One page of incidents.")}, errors=(400, 404),

@@ -247,6 +247,17 @@ class IncidentList(_Out):
     next_cursor: str | None
 
 
+class LocationUptime(_Out):
+    """One location's uptime over a window: downtime from its own confirmed outages."""
+
+    uptime_percent: float | None = Field(description="null when this location checked nothing in the window")
+    downtime_seconds: float | None
+    checks: int = Field(
+        description="this location's checks in the window (raw checks: those within MONITOR_RETENTION_DAYS)"
+    )
+    checks_up: int
+
+
 class Uptime(_Out):
     model_config = ConfigDict(populate_by_name=True)
 
@@ -265,6 +276,11 @@ class Uptime(_Out):
     degraded_seconds: float | None = Field(description=DEGRADED_SECONDS)
     checks: int
     checks_up: int
+    locations: dict[str, LocationUptime] | SkipJsonSchema[None] = Field(
+        None,
+        description="a monitor with locations: each one's uptime (the figures above are the quorum's "
+        "verdict over all of them)",
+    )
 
 
 class UptimeWindows(_Out):
