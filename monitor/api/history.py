@@ -74,6 +74,7 @@ def _render_check(row: asyncpg.Record) -> dict[str, Any]:
         "latency_ms": row["latency_ms"],
         "error": row["error"],
         "location": row["location"],
+        "checked_from": row["checked_from"],
         "timings": {
             "dns_ms": row["dns_ms"],
             "connect_ms": row["connect_ms"],
@@ -95,16 +96,18 @@ async def list_checks(request: web.Request) -> web.Response:
         except OverflowError:
             raise ApiError(400, "invalid", "cursor: not a cursor this endpoint issued", "cursor") from None
         end = before if end is None else min(end, before)
-    location = request.query.get("location")
+    location = request.query.get("checked_from")
     if location is not None and not LOCATION.match(location):
-        raise ApiError(400, "invalid", "location: not a location name (as MONITOR_LOCATION)", "location")
+        raise ApiError(
+            400, "invalid", "checked_from: not a location name (as MONITOR_LOCATION)", "checked_from"
+        )
     async with request.app[POOL].acquire() as conn:
         monitor = await _owned(conn, request)
         rows = await conn.fetch(
             """SELECT * FROM checks
                WHERE monitor_id = $1 AND ($2::timestamptz IS NULL OR time >= $2)
                  AND ($3::timestamptz IS NULL OR time < $3)
-                 AND ($5::text IS NULL OR location = $5)
+                 AND ($5::text IS NULL OR checked_from = $5)
                ORDER BY time DESC LIMIT $4""",
             monitor["id"],
             start,

@@ -172,7 +172,7 @@ WINDOW = _query(
     "3650d; instead of `from`/`to`. Default 24h.",
 )
 AT = _query(
-    "location",
+    "checked_from",
     {"type": "string", "pattern": LOCATION_NAME.pattern},
     "only the checks made from this location (a monitor with locations)",
 )

@@ -212,7 +212,11 @@ class Check(_Out):
     status_code: int | None
     latency_ms: float | None
     error: str | None
-    location: str | None
+    location: str | None = Field(description="the answer's Location header (where a redirect pointed)")
+    checked_from: str | None = Field(
+        None,
+        description="the location of the scheduler that made the check (MONITOR_LOCATION); null: default",
+    )
     timings: Timings
     details: dict[str, Any] | None = Field(
         description="what the check saw beyond the common fields, by type (docs/check-types.md). "

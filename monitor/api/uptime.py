@@ -288,9 +288,9 @@ def location_checks_sql(windows: int) -> str:
         f"count(*) FILTER (WHERE ok AND {inside.format(i=i)}) AS up{i}"
         for i in range(1, windows + 1)
     )
-    return f"""SELECT location, {columns} FROM checks
-WHERE monitor_id = $1 AND location = ANY($2::text[]) AND time >= $5 AND time < $6
-GROUP BY location"""
+    return f"""SELECT checked_from AS location, {columns} FROM checks
+WHERE monitor_id = $1 AND checked_from = ANY($2::text[]) AND time >= $5 AND time < $6
+GROUP BY checked_from"""
 
 
 async def location_uptimes(

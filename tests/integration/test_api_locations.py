@@ -172,7 +172,7 @@ async def located_history(db: asyncpg.Connection, monitor_id: int) -> datetime:
         (None, t0 - 3 * H + 3 * s, False),
     ]
     await db.executemany(
-        "INSERT INTO checks (time, monitor_id, ok, location, error) VALUES ($1, $2, $3, $4, $5)",
+        "INSERT INTO checks (time, monitor_id, ok, checked_from, error) VALUES ($1, $2, $3, $4, $5)",
         [(at, monitor_id, ok, where, None if ok else "refused") for where, at, ok in rows],
     )
     return t0
@@ -228,7 +228,7 @@ async def test_checks_filtered_by_location(api: ApiClient, db: asyncpg.Connectio
     every = (await api.get(path)).json["items"]
     assert len(every) == 14
     for place, count in (("eu", 8), ("us", 4), ("ap", 1), ("nowhere", 0)):
-        items = (await api.get(path, params={"location": place})).json["items"]
-        assert len(items) == count and {c["location"] for c in items} <= {place}
-    bad = await api.get(path, params={"location": "Not A Place"})
-    assert (bad.status, bad.json["error"]["field"]) == (400, "location"), bad
+        items = (await api.get(path, params={"checked_from": place})).json["items"]
+        assert len(items) == count and {c["checked_from"] for c in items} <= {place}
+    bad = await api.get(path, params={"checked_from": "Not A Place"})
+    assert (bad.status, bad.json["error"]["field"]) == (400, "checked_from"), bad

@@ -160,4 +160,4 @@ def test_the_document_describes_them() -> None:
     assert {"locations", "quorum", "location_status"} <= set(schemas["Monitor"]["properties"])
     assert "locations" in schemas["Uptime"]["properties"]
     checks = found["paths"]["/api/v1/monitors/{id}/checks"]["get"]["parameters"]
-    assert any(p["name"] == "location" for p in checks)
+    assert any(p["name"] == "checked_from" for p in checks)
