@@ -10,6 +10,7 @@ in one query for all of them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,35 +28,47 @@ FROM location_state WHERE monitor_id = ANY($1::bigint[])"""
 
 
 async def load(pool: asyncpg.Pool, shared: TickerShared, specs: Mapping[int, MonitorSpec]) -> None:
-    """This location's stored state of these monitors (those it has none of in memory yet),
-    and the other locations' views of those this member is primary for. A stored state older
-    than the monitor's freshness bound (``quorum.fresh_after``) is not continued: the location
-    was away, and starts from unknown rather than from what it saw then."""
+    """This location's stored state of these monitors (before their tickers start), and the
+    other locations' views of those this member is primary for. A stored state older than the
+    monitor's freshness bound (``quorum.fresh_after``) is not continued: the location was away,
+    and starts from unknown rather than from what it saw then; an outage it had open ends at
+    its last check (what came after is not known)."""
     if not specs:
         return
     now = datetime.now(UTC)
+    ended: list[tuple[int, str, datetime]] = []
     for row in await pool.fetch(VIEWS, list(specs)):
         monitor_id, location = row["monitor_id"], row["location"]
-        seen = _seen(row)
         if location == shared.location:
             spec = specs[monitor_id]
-            fresh = row["last_check_at"] >= fresh_after(now, spec.interval_seconds, spec.timeout_seconds)
-            if monitor_id not in shared.local and fresh:
-                shared.local[monitor_id] = (stored(row), seen)
+            if row["last_check_at"] >= fresh_after(now, spec.interval_seconds, spec.timeout_seconds):
+                # Its own view: fresh for as long as it checks (no check time to age it by).
+                shared.local[monitor_id] = (stored(row), replace(_seen(row), checked_at=None))
+            elif row["status"] == "down":
+                ended.append((monitor_id, location, row["last_check_at"]))
         elif monitor_id not in shared.secondary:
-            shared.remote.setdefault(monitor_id, {})[location] = seen
+            shared.remote.setdefault(monitor_id, {})[location] = _seen(row)
+    if ended:
+        await pool.executemany(END_STALE, ended)
 
 
-async def read_remote(pool: asyncpg.Pool, shared: TickerShared, primary: Iterable[int]) -> None:
+# An outage of a location whose state is too old to continue: it ends at the last check.
+END_STALE = """
+UPDATE location_incidents SET ended_at = greatest(started_at, $3)
+WHERE monitor_id = $1 AND location = $2 AND ended_at IS NULL"""
+
+
+async def read_remote(
+    pool: asyncpg.Pool, location: str, primary: Iterable[int]
+) -> dict[int, dict[str, Seen]]:
     """The other locations' views of the monitors this member is primary for."""
     ids = list(primary)
-    if not ids:
-        return
     views: dict[int, dict[str, Seen]] = {m: {} for m in ids}
-    for row in await pool.fetch(VIEWS, ids):
-        if row["location"] != shared.location:
-            views[row["monitor_id"]][row["location"]] = _seen(row)
-    shared.remote.update(views)
+    if ids:
+        for row in await pool.fetch(VIEWS, ids):
+            if row["location"] != location:
+                views[row["monitor_id"]][row["location"]] = _seen(row)
+    return views
 
 
 def _seen(row: asyncpg.Record) -> Seen:

@@ -9,16 +9,19 @@ location is *down* only after ``confirm_after`` failures in a row there, *up* ag
 The monitor's primary (the member in the first live location of its list) weighs every live
 location's view at each of its ticks (:func:`verdict`):
 
-    live locations down >= q        -> failing (since the q-th of them went down)
-    else live locations up >= q     -> ok, since the last of them came up (degraded when q
-                                       of them are degraded)
+    locations down >= q        -> failing (since the q-th of them went down)
+    else locations up >= q     -> ok, since enough came back (degraded when q of them are)
     else                            -> no verdict: the overall state stays as it is
 
 ``q`` is the monitor's ``quorum`` (a majority of its locations when unset), but never more than
-the live locations: a location with no live scheduler says nothing, and the others decide
+the locations that count: those with a live scheduler, and for an interval, the timeout and ten
+seconds after its last check one whose last scheduler left, so that a rolling restart of a
+location's only scheduler does not hand the verdict to the others for a moment (where one
+failing alone would page). A location gone for longer says nothing, and the others decide
 without it (a quorum of two with one location left is that location's verdict, so an outage
 is not missed while a location is away). Down wins a tie, which only a quorum of at most half
-the locations allows (``quorum: 1`` of two: either location failing is an outage).
+the locations allows (``quorum: 1`` of two: either location failing is an outage). With no
+verdict, the overall state is stepped as it stands (reminders, windows and flapping go on).
 
 The verdict then goes through the monitor's usual state machine (``state.step``) with
 ``confirm_after`` and ``recover_after`` of 1, since each location confirmed already, and with
@@ -48,15 +51,16 @@ class Seen:
     since: datetime | None = None
     # Why it is down or degraded.
     reason: str | None = None
-    # Its latest check (another location's, as read from ``location_state``).
+    # Its latest check, for another location's view (as read from ``location_state``); None
+    # for this member's own, always fresh.
     checked_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     ok: bool
-    # When it became true (failing: the q-th earliest start among the locations down; ok: the
-    # latest among those up, since down wins until enough came back). None: not known.
+    # When it became true (failing: the q-th earliest start among the locations down; ok: once
+    # q were up and fewer than q down). None: not known.
     since: datetime | None
     # Failing: which locations and why ("us: status 500"); ok: why it is degraded, if it is.
     reason: str | None = None
@@ -88,37 +92,54 @@ def verdict(
     quorum: int | None,
     locations: Sequence[str],
     fresh_after: datetime | None = None,
+    down_since: datetime | None = None,
+    held_after: datetime | None = None,
 ) -> Verdict | None:
-    """The overall verdict from each live location's view (see the module docstring). A view
-    whose latest check is older than ``fresh_after`` counts as not heard from (unknown): a
-    location back after a long absence is not judged by what it saw then."""
-    views = [(loc, _fresh(seen.get(loc, UNSEEN), fresh_after)) for loc in locations if loc in live]
+    """The overall verdict from the views of the locations that count (see the module
+    docstring). A location counts while a scheduler of it is ``live``, and a little after its
+    last one left (its latest check no older than ``held_after``: a rolling restart of its only
+    scheduler). A view older than ``fresh_after`` counts as not heard from (unknown), so a
+    location back after a long absence is not judged by what it saw then. ``down_since``: when
+    the monitor's current outage began, if it is down (when it ended is worked out from it)."""
+    views = []
+    for loc in locations:
+        view = seen.get(loc, UNSEEN)
+        checked = view.checked_at
+        held = checked is not None and held_after is not None and checked >= held_after
+        if loc in live or held:
+            fresh = fresh_after is None or checked is None or checked >= fresh_after
+            views.append((loc, view if fresh else UNSEEN))
     if not views:
         return None
     q = min(required(quorum, locations), len(views))
     down = [(loc, s) for loc, s in views if s.status == "down"]
     if len(down) >= q:
         reason = "; ".join(f"{loc}: {s.reason or 'failing'}" for loc, s in down)
-        return Verdict(False, _quorum_since(down, q), reason)
+        since = _quorum_since(down, q)
+        if since is not None and fresh_after is not None and since < fresh_after:
+            since = fresh_after  # reached now (a location stopped counting), not back then
+        return Verdict(False, since, reason)
     up = [(loc, s) for loc, s in views if s.status in ("up", "degraded")]
     if len(up) >= q:
+        since = _recovered_since(up, q, len(down), down_since)
         slow = [(loc, s) for loc, s in up if s.status == "degraded"]
         degraded = None
-        if len(slow) >= q:
+        if len(slow) >= q:  # degraded since q of them were, and no sooner than it was up
             degraded = "; ".join(f"{loc}: {s.reason or 'degraded'}" for loc, s in slow)
-        return Verdict(
-            True, max((s.since for _, s in up if s.since is not None), default=None), None, degraded
-        )
+            slow_since = _quorum_since(slow, q)
+            since = slow_since if since is None or (slow_since is not None and slow_since > since) else since
+        return Verdict(True, since, None, degraded)
     return None
 
 
 UNSEEN = Seen()
 
 
-def _fresh(seen: Seen, after: datetime | None) -> Seen:
-    if after is None or seen.checked_at is None or seen.checked_at >= after:
-        return seen
-    return UNSEEN
+def held_after(at: datetime, interval: float, timeout: float) -> datetime:
+    """How recent the view of a location with no live scheduler must be to still count at
+    ``at``: an interval, the timeout and ten seconds, the gap a restart of its only scheduler
+    leaves (stopped, started, its first tick). Longer, and it is gone: it stops counting."""
+    return at - timedelta(seconds=interval + timeout + 10)
 
 
 def fresh_after(at: datetime, interval: float, timeout: float) -> datetime:
@@ -132,6 +153,24 @@ def _quorum_since(agreeing: list[tuple[str, Seen]], q: int) -> datetime | None:
     """When ``q`` of these were first all failing: the q-th earliest of their starts."""
     times = sorted(s.since for _, s in agreeing if s.since is not None)
     return times[q - 1] if len(times) >= q else None
+
+
+def _recovered_since(
+    up: list[tuple[str, Seen]], q: int, still_down: int, down_since: datetime | None
+) -> datetime | None:
+    """When the monitor was up by the quorum again: once ``q`` locations were up (the q-th
+    earliest of their starts) and, since down wins, once fewer than ``q`` were down, which
+    happened when enough of those that came back during the outage had come back: the
+    (q - 1 - still_down + 1)-th latest of their returns."""
+    times = sorted(s.since for _, s in up if s.since is not None)
+    since = times[q - 1] if len(times) >= q else None
+    if down_since is None:
+        return since
+    returns = sorted((t for t in times if t > down_since), reverse=True)
+    may_stay = q - 1 - still_down
+    if 0 <= may_stay < len(returns) and (since is None or returns[may_stay] > since):
+        since = returns[may_stay]
+    return since
 
 
 def seen_after(before: Seen, state: State, changes: Sequence[Change], error: str | None) -> Seen:

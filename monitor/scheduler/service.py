@@ -373,12 +373,16 @@ class Scheduler:
         assert self._pool is not None and self.sharing is not None
         rows = await self._pool.fetch("SELECT id, updated_at, locations FROM monitors WHERE NOT paused")
         wanted = self._wanted = {r["id"]: r["updated_at"] for r in rows}
+        for monitor_id in [m for m in self._locations if m not in wanted]:
+            self._set_locations(monitor_id, None)
         for row in rows:
             self._set_locations(row["id"], row["locations"])
         mine, settled = self.sharing.mine, self.sharing.settled()
         for monitor_id in list(self.tickers):
             if monitor_id not in wanted or mine(monitor_id) != self._running_as(monitor_id):
                 self._stop(monitor_id)
+                if monitor_id not in wanted or mine(monitor_id) is None:
+                    self._forget_located(monitor_id)
         stale = [
             mid
             for mid, version in wanted.items()
@@ -403,9 +407,11 @@ class Scheduler:
             self._wanted.pop(monitor_id, None)
         else:
             self._wanted[monitor_id] = row["updated_at"]
-            self._set_locations(monitor_id, row["locations"])
+        self._set_locations(monitor_id, None if row is None else row["locations"])
         running = monitor_id in self.tickers
         self._stop(monitor_id)
+        if self.sharing.mine(monitor_id) is None:
+            self._forget_located(monitor_id)
         if self.sharing.mine(monitor_id) and (running or self.sharing.settled()):
             await self._load([monitor_id])
         elif not self.sharing.mine(monitor_id):
@@ -454,13 +460,17 @@ class Scheduler:
                 )
                 continue
             spec = MonitorSpec.from_row(row, options)
+            # The locations as this row has them (an edit may not have been NOTIFYed yet): the
+            # role is worked out from them, and a monitor no longer this member's is not started.
+            self._set_locations(spec.id, row["locations"])
+            role = self.sharing.mine(spec.id) if self.sharing is not None else "primary"
+            if role is None:
+                continue
             shared.names[spec.id] = spec.name
-            if spec.locations:
-                located[spec.id] = spec
-                if self.sharing is not None and self.sharing.mine(spec.id) == "secondary":
-                    shared.secondary.add(spec.id)
-                else:
-                    shared.secondary.discard(spec.id)
+            if role == "secondary":
+                shared.secondary.add(spec.id)
+            else:
+                shared.secondary.discard(spec.id)
             if spec.id in self._foreign:  # a status read for a dependant here, not its state
                 self._foreign.discard(spec.id)
                 shared.states.pop(spec.id, None)
@@ -472,7 +482,10 @@ class Scheduler:
             else:
                 drain = self.pings.drain if self.pings is not None else None
                 ticker = HeartbeatTicker(spec, shared, row, previous=previous, drain=drain)
-            ticker.start(since)
+            if spec.locations:  # started once its location's stored state is read (below)
+                located[spec.id] = spec
+            else:
+                ticker.start(since)
             self.tickers[spec.id] = ticker
             self.versions[spec.id] = row["updated_at"]
             if takeover and not isinstance(ticker, HeartbeatTicker):
@@ -482,6 +495,10 @@ class Scheduler:
             shared.names.pop(monitor_id, None)
             shared.parents.pop(monitor_id, None)
         await locations.load(self._pool, shared, located)
+        for monitor_id, spec in located.items():
+            waiting = self.tickers.get(monitor_id)
+            if waiting is not None and waiting.spec is spec:  # not replaced while it read
+                waiting.start(since)
         return missed
 
     # -- the division of the monitors among schedulers (sharing.py) -------------------
@@ -544,7 +561,11 @@ class Scheduler:
             return
         primary = [m for m in self._locations if m in self.tickers and m not in shared.secondary]
         try:
-            await locations.read_remote(self._pool, shared, primary)
+            views = await locations.read_remote(self._pool, shared.location, primary)
+            # Not for those stopped, or turned secondary, while it read.
+            shared.remote.update(
+                (m, v) for m, v in views.items() if m in self.tickers and m not in shared.secondary
+            )
             running = {m for m in self.tickers if m not in shared.secondary}
             self._foreign |= await read_foreign_parents(self._pool, shared, running)
         except DB_ERRORS as exc:
@@ -571,9 +592,17 @@ class Scheduler:
         if self.pings is not None:
             self.pings.redivided()
 
+    def _forget_located(self, monitor_id: int) -> None:
+        """The monitor is not run here any more: its locations' state is its next owner's."""
+        if self._shared is not None:
+            locations.forget(self._shared, (monitor_id,))
+
     def _stop(self, monitor_id: int) -> None:
         # Its state stays (a check in flight still updates it; a paused monitor that others
-        # depend on is not down), its name too (their alerts still name it).
+        # depend on is not down), its name too (their alerts still name it); but not the
+        # overall state a secondary holds, which it never kept up (read again if it leads).
+        if self._shared is not None and monitor_id in self._shared.secondary:
+            self._shared.states.pop(monitor_id, None)
         ticker = self.tickers.pop(monitor_id, None)
         self.versions.pop(monitor_id, None)
         if ticker is not None:

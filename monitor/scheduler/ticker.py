@@ -40,6 +40,7 @@ from monitor.scheduler.quorum import (
     Located,
     Seen,
     fresh_after,
+    held_after,
     location_policy,
     overall_policy,
     seen_after,
@@ -253,7 +254,8 @@ async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> Non
         lateness = max(0.0, started - due_wall)
         at = datetime.fromtimestamp(started, UTC)
         if spec.locations:
-            at = stored_time(at, spec.locations.index(shared.location))
+            places = spec.locations
+            at = stored_time(at, places.index(shared.location) if shared.location in places else len(places))
         # The check bounds itself by its timeout; this cuts off one that fails to.
         deadline = Deadline(shared.loop, spec.timeout_seconds + HARD_TIMEOUT_MARGIN)
         try:
@@ -355,12 +357,20 @@ def judge_here(
         return overall, NOTHING, Located(shared.location, here, seen, changes, primary=False)
     views = {**shared.remote.get(spec.id, {}), shared.location: seen}
     fresh = fresh_after(at, spec.interval_seconds, spec.timeout_seconds)
-    found = verdict(views, shared.live_locations | {shared.location}, spec.quorum, spec.locations, fresh)
-    if found is None:  # no quorum either way yet: the overall state stays
-        return overall, NOTHING, Located(shared.location, here, seen, changes)
+    down_since = overall.streak_started_at if overall.status == "down" else None
+    live = shared.live_locations | {shared.location}
+    held = held_after(at, spec.interval_seconds, spec.timeout_seconds)
+    found = verdict(views, live, spec.quorum, spec.locations, fresh, down_since, held)
+    if found is None:  # no quorum either way: the overall status stands, and is stepped as such
+        if overall.status == "unknown":
+            return overall, NOTHING, Located(shared.location, here, seen, changes)
+        standing = "no quorum of locations" if overall.status == "degraded" else None
+        judged = replace(obs, ok=overall.status != "down", degraded=standing, since=None)
+        new, outcome = step(overall, judged, overall_policy(spec.policy))
+        return new, outcome, Located(shared.location, here, seen, changes)
     since = found.since
-    if since is not None and overall.status == "down" and since < (overall.streak_started_at or since):
-        since = None  # a location up since before the outage: it ends now, not before it began
+    if since is not None and down_since is not None and since < down_since:
+        since = None  # never before the outage began
     judged = replace(obs, ok=found.ok, degraded=found.degraded if found.ok else None, since=since)
     new, outcome = step(overall, judged, overall_policy(spec.policy))
     return (

@@ -59,7 +59,12 @@ async def test_each_location_checks_and_the_primary_decides_once(
     db: asyncpg.Connection, migrated: str, monitor_factory, procs: ProcessFactory, target: TargetServer
 ) -> None:
     both = await monitor_factory(
-        name="Both", url=target.url("/both"), locations=["eu", "us"], quorum=2, confirm_after=1
+        name="Both",
+        url=target.url("/both"),
+        locations=["eu", "us"],
+        quorum=2,
+        confirm_after=1,
+        timeout_seconds=2.0,
     )
     plain = await monitor_factory(name="Plain", url=target.url("/plain"))
     nowhere = await monitor_factory(name="Nowhere", url=target.url("/nowhere"), locations=["asia"])
@@ -99,8 +104,9 @@ async def test_each_location_checks_and_the_primary_decides_once(
     assert incident["started_at"] == max(r["started_at"] for r in opened)
     assert "eu:" in incident["error"] and "us:" in incident["error"], incident["error"]
 
-    # The primary's location leaves (SIGTERM): the other leads now, and ends the incident.
-    # Its location is no longer live, so the quorum of 2 is the one live location's verdict.
+    # The primary's location leaves (SIGTERM): the other leads now, and ends the incident once
+    # the location left stops counting (an interval, the timeout and 10 s after its last check:
+    # it was not a restart), when the quorum of 2 is the one live location's verdict.
     assert await eu.terminate() == 0, eu.tail()
     target.set(200, path="/both")
     await wait_for(lambda: _is(lambda: _alerts(db, both["id"]), ["down", "up"]), timeout=25, message=us.tail)

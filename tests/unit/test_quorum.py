@@ -6,7 +6,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from monitor.scheduler.quorum import Seen, Verdict, fresh_after, required, seen_after, stored_time, verdict
+from monitor.scheduler.quorum import (
+    Seen,
+    Verdict,
+    fresh_after,
+    held_after,
+    required,
+    seen_after,
+    stored_time,
+    verdict,
+)
 from monitor.scheduler.state import UNKNOWN, Change, Observation, Policy, State, confirm, step
 
 T = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -94,6 +103,48 @@ def test_a_view_not_heard_from_lately_counts_as_unknown() -> None:
     assert verdict(views, {"eu", "us"}, 1, ("eu", "us"), fresh_after(t(100), 30, 10)) == Verdict(
         False, t(0), "us: status 500"
     )
+
+
+def test_a_location_between_schedulers_keeps_counting_for_a_restart() -> None:
+    # A rolling restart of the only scheduler in "us": no member there for a few seconds. Its
+    # last "up" still counts, so "eu" failing alone does not take the monitor down (quorum 2).
+    eu_down = Seen("down", t(0), "status 500")  # this member's own view: always fresh
+    us_up = Seen("up", t(0), checked_at=t(290))
+    fresh, held = fresh_after(t(300), 30, 10), held_after(t(300), 30, 10)
+    assert verdict({"eu": eu_down, "us": us_up}, {"eu"}, 2, ("eu", "us"), fresh, None, held) is None
+    # Gone for longer (its last check 60 s ago, the interval 30 s): only "eu" counts, and
+    # decides; the outage starts when that could first be said (the freshness bound), not
+    # when "eu" began to fail, long before.
+    gone = Seen("up", t(0), checked_at=t(240))
+    assert verdict({"eu": eu_down, "us": gone}, {"eu"}, 2, ("eu", "us"), fresh, None, held) == Verdict(
+        False, fresh, "eu: status 500"
+    )
+
+
+@pytest.mark.parametrize(
+    ("ups", "quorum", "still_down", "outage", "want"),
+    [
+        # quorum 1 of 2: eu failed at 10 (us fine since 0); eu back at 30: up at 30, not at 0.
+        ({"eu": 30, "us": 0}, 1, 0, 10, 30),
+        # quorum 1 of 3, all three failed; back at 30, 40, 50 within one round: up when the
+        # last came back (down wins while any is down).
+        ({"eu": 30, "us": 40, "ap": 50}, 1, 0, 10, 50),
+        # quorum 2 of 3, all failed; back at 30, 40, 50: up at 40 (two up, one down).
+        ({"eu": 30, "us": 40, "ap": 50}, 2, 0, 10, 40),
+        # quorum 2 of 3, two failed, "ap" fine since 0; "eu" back at 30 (one still down): 30.
+        ({"eu": 30, "ap": 0}, 2, 1, 20, 30),
+        # Not down before: since the q-th came up.
+        ({"eu": 30, "us": 40}, 2, 0, None, 40),
+    ],
+)
+def test_when_an_outage_ends(
+    ups: dict[str, int], quorum: int, still_down: int, outage: int | None, want: int
+) -> None:
+    views = {loc: Seen("up", t(since)) for loc, since in ups.items()}
+    views |= {f"down{n}": Seen("down", t(5), "x") for n in range(still_down)}
+    places = tuple(views)
+    found = verdict(views, set(places), quorum, places, None, None if outage is None else t(outage))
+    assert found == Verdict(True, t(want))
 
 
 def test_a_location_confirms_its_own_streak() -> None:
