@@ -16,11 +16,15 @@ eu alone (min(quorum, live locations)).
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import time
+from typing import Any
 
 import asyncpg
 import pytest
-from support import ProcessFactory, insert_monitor, wait_for
+from support import ApiClient, FakeTelegram, MonitorProcess, ProcessFactory, insert_monitor, wait_for
+from support.alerts import alerter_env, said_to
 from support.locations import Location, locations_fixture  # noqa: F401  (the locations fixture)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
@@ -86,3 +90,171 @@ async def _at_least(
 ) -> list[asyncpg.Record]:
     rows = await _rows(db, monitor_id, since)
     return rows if len(rows) >= count else []
+
+
+# -- the quorum ------------------------------------------------------------------------------
+
+CHAT_A, CHAT_B = "4201", "4202"  # A: quorum 2; B: quorum 1
+# Checks of A that us stores failing after B's alert, while A must stay quiet: us's own streak
+# (confirm_after 2) is long confirmed by then, and eu's member has judged A on several ticks.
+QUIET_CHECKS = 4
+
+
+async def _create(api: ApiClient, db: asyncpg.Connection, name: str, url: str, chat: str, quorum: int) -> int:
+    """A monitor of ``url`` checked from eu and us with this quorum, alerting ``chat``."""
+    body: dict[str, Any] = {
+        "name": name, "url": url, "interval_seconds": INTERVAL, "timeout_seconds": 1, "confirm_after": 2,
+        "telegram_chat_id": chat, "locations": ["eu", "us"], "quorum": quorum,
+    }  # fmt: skip
+    made = await api.post("/api/v1/monitors", json=body)
+    if made.status == 422 and any(word in str(made.json) for word in ("locations", "quorum")):
+        # TODO(issue 16): drop once POST /api/v1/monitors takes locations and quorum; until then
+        # the columns are set directly (the UPDATE fires monitors_changed like the API would).
+        made = await api.post(
+            "/api/v1/monitors", json={k: v for k, v in body.items() if k not in ("locations", "quorum")}
+        )
+        assert made.status == 201, made
+        await db.execute(
+            "UPDATE monitors SET locations = '{eu,us}', quorum = $2 WHERE id = $1", made.json["id"], quorum
+        )
+    assert made.status == 201, made
+    return int(made.json["id"])
+
+
+async def _start_schedulers(procs: ProcessFactory, where: dict[str, Location]) -> dict[str, MonitorProcess]:
+    """Schedulers named after their location, started together."""
+    started = {
+        name: procs.spawn("scheduler", prefix=location.prefix, env=scheduler_env(location, name))
+        for name, location in where.items()
+    }
+    await asyncio.gather(*(p.wait_log("scheduler.started", timeout=60) for p in started.values()))
+    return started
+
+
+async def _status(db: asyncpg.Connection, monitor_id: int) -> str:
+    return str(await db.fetchval("SELECT status FROM monitor_state WHERE monitor_id = $1", monitor_id))
+
+
+async def _location_states(db: asyncpg.Connection, monitor_id: int) -> dict[str, str]:
+    rows = await db.fetch("SELECT location, status FROM location_state WHERE monitor_id = $1", monitor_id)
+    return {r["location"]: r["status"] for r in rows}
+
+
+async def _count(db: asyncpg.Connection, monitor_id: int, location: str, ok: bool) -> int:
+    return int(
+        await db.fetchval(
+            "SELECT count(*) FROM checks WHERE monitor_id = $1 AND location = $2 AND ok = $3",
+            monitor_id,
+            location,
+            ok,
+        )
+    )
+
+
+async def _up_everywhere(db: asyncpg.Connection, ids: list[int]) -> bool:
+    """Every monitor up, and checked OK from both locations."""
+    for m in ids:
+        if await _status(db, m) != "up":
+            return False
+        if not (await _count(db, m, "eu", True) and await _count(db, m, "us", True)):
+            return False
+    return True
+
+
+def _location_status(monitor: dict[str, Any]) -> dict[str, str] | None:
+    """``location_status`` of a monitor as the API gives it, as {location: status}; None while
+    the API does not report it. Either shape: {"eu": "up"} or {"eu": {"status": "up"}}, or a
+    list of {"location": "eu", "status": "up"}."""
+    value = monitor.get("location_status")
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return {k: v if isinstance(v, str) else v["status"] for k, v in value.items()}
+    return {item["location"]: item["status"] for item in value}
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("monitor.scheduler.quorum") is None,
+    reason="the scheduler's quorum (monitor/scheduler/quorum.py, issue 16 item 3) is not there yet",
+)
+async def test_a_target_failing_from_one_location_alerts_with_quorum_1_and_not_with_quorum_2(
+    locations: dict[str, Location],
+    db: asyncpg.Connection,
+    procs: ProcessFactory,
+    api: ApiClient,
+    fake_telegram: FakeTelegram,
+) -> None:
+    started = time.monotonic()
+    eu, us = locations["eu"], locations["us"]
+    await procs.start("alerter", env=alerter_env(fake_telegram))
+    a = await _create(api, db, "quorum-two", eu.url, CHAT_A, 2)
+    b = await _create(api, db, "quorum-one", eu.url, CHAT_B, 1)
+    members = await _start_schedulers(procs, {"eu-1": eu, "eu-2": eu, "us-1": us})
+    await wait_for(lambda: _up_everywhere(db, [a, b]), timeout=DEADLINE, interval=0.2, message="A and B up")
+    figures = {"up": time.monotonic() - started}
+
+    # us alone fails: B (quorum 1) goes down; A (quorum 2) stays up while us keeps failing it.
+    us.answer(500)
+    failing_from = time.monotonic()
+    await fake_telegram.wait_messages(1, chat_id=CHAT_B, timeout=DEADLINE)
+    figures["b_down"] = time.monotonic() - failing_from
+    seen = await _count(db, a, "us", False)
+    await wait_for(
+        lambda: _more(db, a, seen + QUIET_CHECKS), timeout=DEADLINE, interval=0.2, message="us failing A"
+    )
+    assert said_to(fake_telegram, CHAT_A) == [], fake_telegram.describe()
+    assert await db.fetchval("SELECT count(*) FROM outbox WHERE monitor_id = $1", a) == 0
+    assert await _status(db, a) == "up"
+    assert await _location_states(db, a) == {"eu": "up", "us": "down"}
+    shown = await api.get(f"/api/v1/monitors/{a}")
+    assert shown.status == 200, shown
+    per_location = _location_status(shown.json)
+    if per_location is None:
+        # TODO(issue 16): assert unconditionally once the API reports location_status.
+        print("GET /api/v1/monitors/{id} has no location_status yet; not checked")
+    else:
+        assert per_location == {"eu": "up", "us": "down"}, shown.json
+
+    # eu fails too: A goes down.
+    eu.answer(500)
+    await fake_telegram.wait_messages(1, chat_id=CHAT_A, timeout=DEADLINE)
+
+    # Both recover: both come up.
+    eu.answer(200)
+    us.answer(200)
+    await fake_telegram.wait_messages(2, chat_id=CHAT_A, timeout=DEADLINE)
+    await fake_telegram.wait_messages(2, chat_id=CHAT_B, timeout=DEADLINE)
+    assert said_to(fake_telegram, CHAT_A) == [("quorum-two", "DOWN"), ("quorum-two", "UP")]
+    assert said_to(fake_telegram, CHAT_B) == [("quorum-one", "DOWN"), ("quorum-one", "UP")]
+    assert {
+        r["location"] for r in await db.fetch("SELECT location FROM checks WHERE monitor_id = $1", a)
+    } == {
+        "eu",
+        "us",
+    }
+    figures["cycle"] = time.monotonic() - started
+
+    # The only us member stops: us is no longer live, so A's quorum of 2 counts eu alone.
+    assert await members["us-1"].terminate() == 0, members["us-1"].tail()
+    await wait_for(
+        lambda: _live_in(db, "us", False), timeout=DEADLINE, interval=0.2, message="us without a live member"
+    )
+    eu.answer(500)
+    await fake_telegram.wait_messages(3, chat_id=CHAT_A, timeout=DEADLINE)
+    await fake_telegram.wait_messages(3, chat_id=CHAT_B, timeout=DEADLINE)
+    assert said_to(fake_telegram, CHAT_A)[-1] == ("quorum-two", "DOWN")
+    assert said_to(fake_telegram, CHAT_B)[-1] == ("quorum-one", "DOWN")
+    figures["all"] = time.monotonic() - started
+    print(f"quorum test seconds: { {k: round(v, 1) for k, v in figures.items()} }")
+    assert procs.tracebacks() == {}
+
+
+async def _more(db: asyncpg.Connection, monitor_id: int, count: int) -> bool:
+    return await _count(db, monitor_id, "us", False) >= count
+
+
+async def _live_in(db: asyncpg.Connection, location: str, live: bool) -> bool:
+    n = await db.fetchval(
+        "SELECT count(*) FROM scheduler_members WHERE location = $1 AND lease_until > now()", location
+    )
+    return bool(n) == live
