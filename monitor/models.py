@@ -110,6 +110,8 @@ class CheckResult:
     location: str | None = None
     lateness_ms: float | None = None
     timings: dict[str, float | None] = field(default_factory=dict)
+    # The location of the scheduler that made it (sql/016); None: the default location.
+    checked_from: str | None = None
     # Type-specific observations (assertion outcomes, body cut, certificate not checked);
     # None for a plain check. The ``checks.details`` JSONB column.
     details: dict[str, Any] | None = None
@@ -132,6 +134,7 @@ class CheckResult:
         "tls_ms",
         "ttfb_ms",
         "details",
+        "checked_from",
     )
 
     def record(self) -> tuple[Any, ...]:
@@ -150,4 +153,5 @@ class CheckResult:
             t.get("tls_ms"),
             t.get("ttfb_ms"),
             json.dumps(self.details, separators=(",", ":")) if self.details is not None else None,
+            self.checked_from,
         )

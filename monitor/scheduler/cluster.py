@@ -26,6 +26,9 @@ import math
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
+
+Role = Literal["primary", "secondary"]
 
 
 def weight(member: str, monitor_id: int) -> int:
@@ -79,23 +82,50 @@ class View:
         return all(m.acked >= self.generation for m in self.members)
 
 
-class Ownership:
-    """Which monitors one member runs in the current list of members, remembered per monitor
-    until the list changes: a round reads the view every few seconds, and 100,000 monitors
-    hashed against three members cost about 0.3 s of CPU each time."""
+def role(
+    monitor_id: int, locations: Sequence[str], me: str, members: Sequence[tuple[str, str]]
+) -> Role | None:
+    """What member ``me`` is for the monitor among ``members`` ((name, location) pairs, in
+    name order): its primary, a secondary (it checks for its own location only), or None."""
+    if not locations:
+        return "primary" if owner(monitor_id, [n for n, _ in members]) == me else None
+    here = next((loc for n, loc in members if n == me), None)
+    if here is None or here not in locations:
+        return None
+    if owner(monitor_id, [n for n, loc in members if loc == here]) != me:
+        return None
+    live = {loc for _, loc in members}
+    return "primary" if next(loc for loc in locations if loc in live) == here else "secondary"
 
-    def __init__(self, me: str) -> None:
+
+class Ownership:
+    """What this member is for each monitor in the current list of members (:func:`role`),
+    remembered per monitor until the list changes: a round reads the view every few seconds,
+    and 100,000 monitors hashed against three members cost about 0.3 s of CPU each time.
+    ``locations`` gives a monitor's list of locations (empty for most)."""
+
+    def __init__(self, me: str, locations: Callable[[int], Sequence[str]] = lambda _: ()) -> None:
         self.me = me
-        self._names: tuple[str, ...] = ()
-        self._known: dict[int, bool] = {}
+        self._locations = locations
+        self._members: tuple[tuple[str, str], ...] = ()
+        self._known: dict[int, Role | None] = {}
+
+    @property
+    def live_locations(self) -> frozenset[str]:
+        return frozenset(loc for _, loc in self._members)
 
     def use(self, view: View) -> bool:
         """Answer for ``view`` from now on; True if its members differ from the last one's."""
-        if view.names == self._names:
+        members = tuple(sorted((m.name, m.location) for m in view.members))
+        if members == self._members:
             return False
-        self._names = view.names
+        self._members = members
         self._known.clear()
         return True
+
+    def forget(self, monitor_id: int) -> None:
+        """The monitor's locations changed: work its role out again when next asked."""
+        self._known.pop(monitor_id, None)
 
     async def warm(self, monitor_ids: Iterable[int], chunk: int = 5000) -> None:
         """Work out the monitors not known yet, yielding to the loop every ``chunk`` of them,
@@ -106,20 +136,26 @@ class Ownership:
                 self(m)
             await asyncio.sleep(0)
 
-    def __call__(self, monitor_id: int) -> bool:
-        known = self._known.get(monitor_id)
-        if known is None:
-            known = self._known[monitor_id] = owner(monitor_id, self._names) == self.me
-        return known
+    def __call__(self, monitor_id: int) -> Role | None:
+        if monitor_id in self._known:
+            return self._known[monitor_id]
+        found = self._known[monitor_id] = role(
+            monitor_id, self._locations(monitor_id), self.me, self._members
+        )
+        return found
 
 
 def plan(
-    own: Callable[[int], bool], settled: bool, wanted: Iterable[int], running: Collection[int]
+    own: Callable[[int], Role | None],
+    settled: bool,
+    wanted: Iterable[int],
+    running: Collection[int],
+    running_as: Callable[[int], Role] = lambda _: "primary",
 ) -> tuple[set[int], set[int]]:
-    """What a member does on reading a view: the monitors to stop now (they moved away, or are
-    no longer wanted) and those to start (its own, wanted and not running); none start
-    until the view is settled."""
-    stop = {m for m in running if not own(m)}
+    """What a member does on reading a view: the monitors to stop now (they moved away, are
+    no longer wanted, or run here in another role) and those to start (its own, wanted and not
+    running); none start until the view is settled."""
+    stop = {m for m in running if own(m) != running_as(m)}
     start = {m for m in wanted if own(m) and m not in running} if settled else set()
     return stop, start
 

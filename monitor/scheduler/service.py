@@ -30,10 +30,10 @@ from monitor.net.client import HttpSession, make_session
 from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver
 from monitor.net.session import tls_context
+from monitor.scheduler import locations, retention, writer
 from monitor.scheduler import membership as cluster_membership
-from monitor.scheduler import retention, writer
 from monitor.scheduler.calendar import Calendar
-from monitor.scheduler.cluster import missed_ticks
+from monitor.scheduler.cluster import Role, missed_ticks
 from monitor.scheduler.connectivity import Change, Guard, ReferenceProbe
 from monitor.scheduler.heartbeat import HeartbeatTicker, PingIntake
 from monitor.scheduler.metrics import SchedulerMetrics
@@ -63,6 +63,8 @@ class Scheduler:
         # Every active monitor (its version), this scheduler's share or not: what a new
         # division of the monitors is applied to.
         self._wanted: dict[int, datetime] = {}
+        # The locations of those checked from several (quorum.py); most monitors have none.
+        self._locations: dict[int, tuple[str, ...]] = {}
         self.sharing: Sharing | None = None
         self._cluster_task: asyncio.Task[None] | None = None
         # After the first load, a monitor started here came from another scheduler.
@@ -113,11 +115,13 @@ class Scheduler:
             self.metrics,
             wanted=lambda: self._wanted,
             running=lambda: self.tickers,
+            locations=lambda monitor_id: self._locations.get(monitor_id, ()),
+            running_as=self._running_as,
             stop=self._let_go,
             start=self._take,
             flush=self._flush,
             redivided=self._redivided,
-            each_round=self._read_foreign_parents,
+            each_round=self._each_round,
         )
         self._resolver = VettedResolver(policy, s.dns_servers)
         self._session = make_session(
@@ -163,6 +167,7 @@ class Scheduler:
             guard=self.guard,
             calendar=self.calendar,
             may_start=member.may_check,
+            location=s.location,
         )
         self.metrics.monitors.set_function(lambda: len(self.tickers))
         # Bind the listener before any work starts: a port in use fails the start cleanly.
@@ -177,7 +182,7 @@ class Scheduler:
         await self.calendar.load(self._pool)
         await self._listen()
         # Before the monitors load: a heartbeat's deadline reads the stored pings before it fires.
-        self.pings = PingIntake(self._pool, self.writer, self.tickers, owns=self.sharing.mine)
+        self.pings = PingIntake(self._pool, self.writer, self.tickers, owns=self.sharing.runs)
         await self.sharing.join()
         loop = asyncio.get_running_loop()
         await self.sharing.first_division(loop.time() + s.lease_seconds)
@@ -365,11 +370,13 @@ class Scheduler:
 
     async def _reconcile(self, since: float | None) -> None:
         assert self._pool is not None and self.sharing is not None
-        rows = await self._pool.fetch("SELECT id, updated_at FROM monitors WHERE NOT paused")
+        rows = await self._pool.fetch("SELECT id, updated_at, locations FROM monitors WHERE NOT paused")
         wanted = self._wanted = {r["id"]: r["updated_at"] for r in rows}
+        for row in rows:
+            self._set_locations(row["id"], row["locations"])
         mine, settled = self.sharing.mine, self.sharing.settled()
         for monitor_id in list(self.tickers):
-            if monitor_id not in wanted or not mine(monitor_id):
+            if monitor_id not in wanted or mine(monitor_id) != self._running_as(monitor_id):
                 self._stop(monitor_id)
         stale = [
             mid
@@ -388,13 +395,14 @@ class Scheduler:
 
     async def _reload_one(self, monitor_id: int) -> None:
         assert self._pool is not None and self.sharing is not None
-        version = await self._pool.fetchval(
-            "SELECT updated_at FROM monitors WHERE id = $1 AND NOT paused", monitor_id
+        row = await self._pool.fetchrow(
+            "SELECT updated_at, locations FROM monitors WHERE id = $1 AND NOT paused", monitor_id
         )
-        if version is None:
+        if row is None:
             self._wanted.pop(monitor_id, None)
         else:
-            self._wanted[monitor_id] = version
+            self._wanted[monitor_id] = row["updated_at"]
+            self._set_locations(monitor_id, row["locations"])
         running = monitor_id in self.tickers
         self._stop(monitor_id)
         if self.sharing.mine(monitor_id) and (running or self.sharing.settled()):
@@ -429,6 +437,7 @@ class Scheduler:
         )
         found = set()
         missed = 0
+        located: list[int] = []
         for row in rows:
             found.add(row["id"])
             previous = self.tickers.get(row["id"])
@@ -445,6 +454,12 @@ class Scheduler:
                 continue
             spec = MonitorSpec.from_row(row, options)
             shared.names[spec.id] = spec.name
+            if spec.locations:
+                located.append(spec.id)
+                if self.sharing is not None and self.sharing.mine(spec.id) == "secondary":
+                    shared.secondary.add(spec.id)
+                else:
+                    shared.secondary.discard(spec.id)
             if spec.id in self._foreign:  # a status read for a dependant here, not its state
                 self._foreign.discard(spec.id)
                 shared.states.pop(spec.id, None)
@@ -465,6 +480,7 @@ class Scheduler:
             shared.states.pop(monitor_id, None)
             shared.names.pop(monitor_id, None)
             shared.parents.pop(monitor_id, None)
+        await locations.load(self._pool, shared, located)
         return missed
 
     # -- the division of the monitors among schedulers (sharing.py) -------------------
@@ -485,6 +501,7 @@ class Scheduler:
         if self._shared is not None:
             for monitor_id in ids:
                 self._shared.states.pop(monitor_id, None)
+            locations.forget(self._shared, ids)
         log.info("cluster.handed_over", monitors=len(ids))
 
     async def _take(self, ids: set[int]) -> None:
@@ -492,6 +509,7 @@ class Scheduler:
         if self._shared is not None:
             for monitor_id in ids:
                 self._shared.states.pop(monitor_id, None)
+            locations.forget(self._shared, ids)
         ordered = sorted(ids)
         missed = 0
         for chunk in range(0, len(ordered), 1000):
@@ -515,14 +533,36 @@ class Scheduler:
     async def _flush(self) -> bool:
         return await self.writer.flush() if self.writer is not None else True
 
-    async def _read_foreign_parents(self) -> None:
+    async def _each_round(self) -> None:
+        """After each cluster round: the live locations, the other locations' views of the
+        monitors this member is primary for, and the status of parents run elsewhere."""
         if self._pool is None or self._shared is None or self.sharing is None or self.sharing.view is None:
             return
-        if len(self.sharing.view.members) > 1:
-            try:
-                self._foreign |= await read_foreign_parents(self._pool, self._shared, self.tickers)
-            except DB_ERRORS as exc:
-                log.warning("cluster.parents_failed", error=str(exc) or type(exc).__name__)
+        shared = self._shared
+        shared.live_locations = self.sharing.own.live_locations
+        if len(self.sharing.view.members) <= 1:
+            return
+        primary = [m for m in self._locations if m in self.tickers and m not in shared.secondary]
+        try:
+            await locations.read_remote(self._pool, shared, primary)
+            running = {m for m in self.tickers if m not in shared.secondary}
+            self._foreign |= await read_foreign_parents(self._pool, shared, running)
+        except DB_ERRORS as exc:
+            log.warning("cluster.round_read_failed", error=str(exc) or type(exc).__name__)
+
+    def _running_as(self, monitor_id: int) -> Role:
+        """The role a running monitor was started in here."""
+        return "secondary" if self._shared is not None and monitor_id in self._shared.secondary else "primary"
+
+    def _set_locations(self, monitor_id: int, names: list[str] | None) -> None:
+        found = tuple(names or ())
+        if found != self._locations.get(monitor_id, ()):
+            if found:
+                self._locations[monitor_id] = found
+            else:
+                self._locations.pop(monitor_id, None)
+            if self.sharing is not None:
+                self.sharing.own.forget(monitor_id)
 
     def _redivided(self) -> None:
         if self.pings is not None:

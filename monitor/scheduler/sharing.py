@@ -32,12 +32,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
 
 import asyncpg
 
 from monitor import logging as mlog
-from monitor.scheduler.cluster import Ownership, View, plan
+from monitor.scheduler.cluster import Ownership, Role, View, plan
 from monitor.scheduler.membership import Membership, NameTaken
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.state import State
@@ -61,6 +61,8 @@ class Sharing:
         flush: Callable[[], Awaitable[bool]],
         redivided: Callable[[], None] = lambda: None,
         each_round: Callable[[], Awaitable[None]] | None = None,
+        locations: Callable[[int], Sequence[str]] = lambda _: (),
+        running_as: Callable[[int], Role] = lambda _: "primary",
     ) -> None:
         self.membership = membership
         self._metrics = metrics
@@ -72,7 +74,8 @@ class Sharing:
         self._redivided = redivided
         self._each_round = each_round
         self.view: View | None = None
-        self.own = Ownership(membership.name)
+        self.own = Ownership(membership.name, locations)
+        self._running_as = running_as
         self._wake = asyncio.Event()
         # The latest renewal's answer (a view, or None: this member's row is gone), for the
         # applying loop; set together with ``_read``.
@@ -89,9 +92,13 @@ class Sharing:
 
     # -- what the rest of the scheduler asks --------------------------------------
 
-    def mine(self, monitor_id: int) -> bool:
-        """Whether the monitor is this member's in the view applied last."""
-        return self.view is not None and self.own(monitor_id)
+    def mine(self, monitor_id: int) -> Role | None:
+        """What this member is for the monitor in the view applied last (None: not its)."""
+        return self.own(monitor_id) if self.view is not None else None
+
+    def runs(self, monitor_id: int) -> bool:
+        """Whether this member runs the monitor, in whichever role."""
+        return self.mine(monitor_id) is not None
 
     def settled(self) -> bool:
         """Whether this member may start monitors now (every live member applied the view)."""
@@ -210,7 +217,7 @@ class Sharing:
         if self.closing:
             return
         await self.own.warm(self._wanted())
-        stop, start = plan(self.own, view.settled(), self._wanted(), self._running())
+        stop, start = plan(self.own, view.settled(), self._wanted(), self._running(), self._running_as)
         if stop:
             self._metrics.handovers.inc(len(stop))
             await self._stop(stop)

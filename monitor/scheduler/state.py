@@ -102,6 +102,9 @@ class Observation:
     window: Window | None = None
     # The name of a monitor this one depends on that is down now.
     blocked_by: str | None = None
+    # When this outcome began, if before ``at``: a quorum of locations agreeing (quorum.py)
+    # started failing or succeeding then, and an incident starts (or ends) there.
+    since: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -210,9 +213,17 @@ def step(state: State, obs: Observation, policy: Policy = DEFAULT_POLICY) -> tup
     return new, Outcome(tuple(changes), tuple(alerts))
 
 
+def confirm(state: State, obs: Observation, policy: Policy) -> tuple[State, tuple[Change, ...]]:
+    """The status part of :func:`step` alone, without announcements: what one location of a
+    monitor checked from several confirms on its own (quorum.py)."""
+    status, changes, fields = _judge(state, obs, policy)
+    new = state if _same(state, status, fields) else replace(state, status=status, **fields)
+    return new, tuple(changes)
+
+
 def _judge(state: State, obs: Observation, policy: Policy) -> tuple[Status, list[Change], dict[str, Any]]:
     """The status after the check, its changes, and the streak fields to set."""
-    at = obs.at
+    at = obs.since or obs.at
     if obs.ok:
         if state.status == "down":
             successes, since = state.successes + 1, state.recovering_since or at

@@ -36,11 +36,29 @@ from monitor.checks.certificate import cert_not_after
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.connectivity import Guard
 from monitor.scheduler.metrics import SchedulerMetrics
-from monitor.scheduler.state import NOTHING, UNKNOWN, Observation, Outcome, State, Window, step
+from monitor.scheduler.quorum import (
+    Located,
+    Seen,
+    location_policy,
+    overall_policy,
+    seen_after,
+    stored_time,
+    verdict,
+)
+from monitor.scheduler.state import NOTHING, UNKNOWN, Observation, Outcome, State, Window, confirm, step
 
 log = mlog.get(__name__)
 
-ResultSink = Callable[[MonitorSpec, CheckResult, State, Outcome], None]
+
+class ResultSink(Protocol):
+    def __call__(
+        self,
+        spec: MonitorSpec,
+        result: CheckResult,
+        state: State,
+        outcome: Outcome,
+        located: Located | None = None,
+    ) -> None: ...
 
 
 class WindowFinder(Protocol):
@@ -106,6 +124,14 @@ class TickerShared:
     # Asked as each tick fires, before its check starts: False skips the tick (a scheduler whose
     # cluster lease lapsed, say after a SIGSTOP, must not check a tick another member now owns).
     may_start: Callable[[], bool] = field(default=always)
+    # Monitors checked from several locations (quorum.py): this scheduler's location, the live
+    # locations of the cluster, each such monitor's state and view here, the other locations'
+    # views of those it is primary for (read every cluster round), and those it is secondary for.
+    location: str = "default"
+    live_locations: frozenset[str] = frozenset()
+    local: dict[int, tuple[State, Seen]] = field(default_factory=dict)
+    remote: dict[int, dict[str, Seen]] = field(default_factory=dict)
+    secondary: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.mono_minus_wall = self.loop.time() - time.time()
@@ -225,6 +251,8 @@ async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> Non
         started = time.time()
         lateness = max(0.0, started - due_wall)
         at = datetime.fromtimestamp(started, UTC)
+        if spec.locations:
+            at = stored_time(at, spec.locations.index(shared.location))
         # The check bounds itself by its timeout; this cuts off one that fails to.
         deadline = Deadline(shared.loop, spec.timeout_seconds + HARD_TIMEOUT_MARGIN)
         try:
@@ -242,6 +270,9 @@ async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> Non
     finally:
         limit.release()
     result.lateness_ms = round(lateness * 1000, 3)
+    # Where it was checked from: kept unless it is the default location of a monitor that names
+    # none (most installations: an empty column).
+    result.checked_from = shared.location if spec.locations or shared.location != "default" else None
     shared.metrics.lateness.observe(lateness)
     shared.metrics.check_duration.observe(duration)
     blocked = result.error is not None and result.error.startswith("blocked:")
@@ -251,12 +282,17 @@ async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> Non
     guard = shared.guard
     if guard is not None and not refused:
         guard.record(spec.id, result.ok or result.answered or result.status_code is not None, started)
-    new, outcome = judge(spec, shared, result, at)
+    located: Located | None = None
+    if spec.locations:
+        new, outcome, located = judge_here(spec, shared, result, at)
+    else:
+        new, outcome = judge(spec, shared, result, at)
+    changes = outcome.changes if located is None else located.changes
     if (
         guard is not None
         and not result.ok
         and not refused
-        and (guard.outage is not None or any(c.kind == "down" for c in outcome.changes))
+        and (guard.outage is not None or any(c.kind == "down" for c in changes))
     ):
         # Before a failure takes a monitor down (or while the checker is known to be cut
         # off): is it the checker's own network? Then the result is unknown, the streak
@@ -264,11 +300,20 @@ async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> Non
         reason = await guard.cut_off(time.time())
         if reason is not None:
             result.error = f"unknown: the checker's network is down ({reason})"
-            state = shared.states.get(spec.id, UNKNOWN)
-            if state.status != "down":
-                state = replace(state, failures=0, streak_started_at=None)
-            new, outcome = state, NOTHING
-    settle(spec, shared, result, new, outcome)
+            if located is None:
+                new, outcome = _restart_streak(shared.states.get(spec.id, UNKNOWN)), NOTHING
+            else:  # this location's streak starts again; the others' verdicts stand
+                here, seen = shared.local.get(spec.id, (UNKNOWN, NOT_SEEN))
+                located = replace(located, state=_restart_streak(here), seen=seen, changes=(), cause=None)
+                new, outcome = shared.states.get(spec.id, UNKNOWN), NOTHING
+    settle(spec, shared, result, new, outcome, located)
+
+
+NOT_SEEN = Seen()
+
+
+def _restart_streak(state: State) -> State:
+    return state if state.status == "down" else replace(state, failures=0, streak_started_at=None)
 
 
 def count(metrics: SchedulerMetrics, result: CheckResult, blocked: bool = False) -> None:
@@ -291,12 +336,58 @@ def judge(
     return step(state, observe(spec, result, at, state, shared), spec.policy)
 
 
+def judge_here(
+    spec: MonitorSpec, shared: TickerShared, result: CheckResult, at: datetime
+) -> tuple[State, Outcome, Located]:
+    """A monitor checked from several locations: this location's confirmed state after
+    ``result`` and, if this scheduler is its primary, the overall state after the quorum's
+    verdict (quorum.py). A secondary returns the overall state as it was (it keeps none)."""
+    overall = shared.states.get(spec.id, UNKNOWN)
+    expiry = cert_not_after(result.details)
+    if expiry is not None and expiry != overall.cert_not_after:
+        overall = replace(overall, cert_not_after=expiry)
+    obs = observe(spec, result, at, overall, shared)
+    here, seen = shared.local.get(spec.id, (UNKNOWN, NOT_SEEN))
+    here, changes = confirm(here, Observation(obs.ok, at, obs.degraded), location_policy(spec.policy))
+    seen = seen_after(seen, here, changes, result.error)
+    if spec.id in shared.secondary:
+        return overall, NOTHING, Located(shared.location, here, seen, changes, primary=False)
+    views = {**shared.remote.get(spec.id, {}), shared.location: seen}
+    found = verdict(views, shared.live_locations | {shared.location}, spec.quorum, spec.locations)
+    if found is None:  # no quorum either way yet: the overall state stays
+        return overall, NOTHING, Located(shared.location, here, seen, changes)
+    since = found.since
+    if since is not None and overall.status == "down" and since < (overall.streak_started_at or since):
+        since = None  # a location up since before the outage: it ends now, not before it began
+    judged = replace(obs, ok=found.ok, degraded=found.degraded if found.ok else None, since=since)
+    new, outcome = step(overall, judged, overall_policy(spec.policy))
+    return (
+        new,
+        outcome,
+        Located(shared.location, here, seen, changes, cause=None if found.ok else found.reason),
+    )
+
+
 def settle(
-    spec: MonitorSpec, shared: TickerShared, result: CheckResult, new: State, outcome: Outcome
+    spec: MonitorSpec,
+    shared: TickerShared,
+    result: CheckResult,
+    new: State,
+    outcome: Outcome,
+    located: Located | None = None,
 ) -> None:
     """Keep the new state and hand the result, state and changes to the writer."""
-    shared.states[spec.id] = new
-    shared.sink(spec, result, new, outcome)
+    if located is None:
+        shared.states[spec.id] = new
+    else:
+        shared.local[spec.id] = (located.state, located.seen)
+        if located.primary:
+            shared.states[spec.id] = new
+        for change in located.changes:
+            log.info(
+                "location.state_changed", monitor_id=spec.id, location=located.location, kind=change.kind
+            )
+    shared.sink(spec, result, new, outcome, located)
     for change in outcome.changes:
         log.info(
             "monitor.state_changed",

@@ -35,6 +35,7 @@ from monitor.alerter import channels as channel_registry
 from monitor.events import Event
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.metrics import SchedulerMetrics
+from monitor.scheduler.quorum import Located
 from monitor.scheduler.state import Alert, Change, Outcome, State
 from monitor.times import rfc3339
 
@@ -65,7 +66,7 @@ STAGE_COLUMNS = (
 CREATE_STAGE = """
 CREATE TEMP TABLE IF NOT EXISTS checks_batch (
     LIKE checks,
-    status text NOT NULL,
+    status text,
     failures integer NOT NULL,
     streak_started_at timestamptz,
     successes integer NOT NULL,
@@ -81,7 +82,54 @@ CREATE TEMP TABLE IF NOT EXISTS checks_batch (
     maintenance text,
     cert_not_after timestamptz
 ) ON COMMIT DELETE ROWS;
-ALTER TABLE checks_batch ALTER COLUMN details TYPE text"""
+ALTER TABLE checks_batch ALTER COLUMN details TYPE text;
+CREATE TEMP TABLE IF NOT EXISTS location_batch (
+    monitor_id bigint NOT NULL,
+    location text NOT NULL,
+    time timestamptz NOT NULL,
+    ok boolean NOT NULL,
+    status text NOT NULL,
+    failures integer NOT NULL,
+    streak_started_at timestamptz,
+    successes integer NOT NULL,
+    recovering_since timestamptz,
+    slow integer NOT NULL,
+    slow_since timestamptz,
+    changed_at timestamptz,
+    reason text
+) ON COMMIT DELETE ROWS"""
+
+# A row of ``location_batch``: a location's confirmed state of a monitor checked from several.
+LOCATION_COLUMNS = (
+    "monitor_id",
+    "location",
+    "time",
+    "ok",
+    "status",
+    "failures",
+    "streak_started_at",
+    "successes",
+    "recovering_since",
+    "slow",
+    "slow_since",
+    "changed_at",
+    "reason",
+)
+WRITE_LOCATIONS = """
+INSERT INTO location_state AS s (
+    monitor_id, location, status, consecutive_failures, streak_started_at, consecutive_successes,
+    recovering_since, consecutive_slow, slow_since, changed_at, reason, last_check_at, last_ok)
+SELECT b.monitor_id, b.location, b.status, b.failures, b.streak_started_at, b.successes,
+       b.recovering_since, b.slow, b.slow_since, b.changed_at, b.reason, b.time, b.ok
+FROM location_batch b WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = b.monitor_id)
+ON CONFLICT (monitor_id, location) DO UPDATE SET
+    status = excluded.status, consecutive_failures = excluded.consecutive_failures,
+    streak_started_at = excluded.streak_started_at,
+    consecutive_successes = excluded.consecutive_successes, recovering_since = excluded.recovering_since,
+    consecutive_slow = excluded.consecutive_slow, slow_since = excluded.slow_since,
+    changed_at = excluded.changed_at, reason = excluded.reason,
+    last_check_at = excluded.last_check_at, last_ok = excluded.last_ok
+WHERE s.last_check_at <= excluded.last_check_at"""
 
 _CHECK_COLUMNS = ", ".join(CheckResult.COLUMNS)
 _TIME = CheckResult.COLUMNS.index("time")
@@ -106,8 +154,9 @@ SELECT DISTINCT ON (b.monitor_id) b.monitor_id, b.status, b.failures, b.streak_s
        b.time, b.ok, b.error, b.status_code, b.latency_ms
 FROM checks_batch b
 -- A monitor deleted while its check ran has no state row to keep; a writer fenced off
--- (its scheduler's lease lapsed, another runs its monitors now) keeps none either.
-WHERE $1::boolean AND EXISTS (SELECT 1 FROM monitors m WHERE m.id = b.monitor_id)
+-- (its scheduler's lease lapsed, another runs its monitors now) keeps none either, nor does a
+-- location that is not the monitor's primary (no status staged: quorum.py).
+WHERE $1::boolean AND b.status IS NOT NULL AND EXISTS (SELECT 1 FROM monitors m WHERE m.id = b.monitor_id)
 ORDER BY b.monitor_id, b.time DESC
 ON CONFLICT (monitor_id) DO UPDATE SET
     changed_at = CASE WHEN s.status <> excluded.status
@@ -139,6 +188,8 @@ class Pending:
     outcome: Outcome
     result: CheckResult
     event_ids: list[uuid.UUID] = field(default_factory=list)
+    # A check from one of several locations: that location's changes (its own incidents).
+    located: Located | None = None
 
     def __post_init__(self) -> None:
         if not self.event_ids:
@@ -200,6 +251,9 @@ class Writer:
         self._interval = interval
         self._max_buffered = max_buffered
         self._rows: deque[tuple[Any, ...]] = deque()
+        # The latest confirmed state of each (monitor, location) checked here (quorum.py):
+        # only the last counts, so a long outage of the database keeps one per monitor.
+        self._located: dict[tuple[int, str], tuple[Any, ...]] = {}
         self._transitions: list[Pending | Notice] = []
         # Rows of ``pings`` made into results: deleted in the transaction that writes them.
         self._pings: list[int] = []
@@ -222,10 +276,14 @@ class Writer:
         result: CheckResult,
         state: State,
         outcome: Outcome,
+        located: Located | None = None,
     ) -> None:
-        self._rows.append((*result.record(), *state_record(state)))
-        if outcome:
-            self._transitions.append(Pending(spec, outcome, result))
+        if located is None:
+            self._rows.append((*result.record(), *state_record(state)))
+            if outcome:
+                self._transitions.append(Pending(spec, outcome, result))
+        else:
+            self._add_located(spec, result, state, outcome, located)
         overflow = len(self._rows) - self._max_buffered
         if overflow > 0:
             for _ in range(overflow):
@@ -235,6 +293,33 @@ class Writer:
             log.warning("writer.rows_dropped", dropped=overflow, max_buffered=self._max_buffered)
         if len(self._rows) >= self._batch_rows:
             self._wake.set()
+
+    def _add_located(
+        self, spec: MonitorSpec, result: CheckResult, state: State, outcome: Outcome, located: Located
+    ) -> None:
+        """A check from one of several locations: its row, the location's state, and the
+        overall state and alerts only from the monitor's primary (a failure it alerts on is
+        told with the locations that saw it, not this check's own error alone)."""
+        self._rows.append((*result.record(), *(state_record(state) if located.primary else SECONDARY)))
+        here = located.state
+        self._located[(spec.id, located.location)] = (
+            spec.id,
+            located.location,
+            result.time,
+            result.ok,
+            here.status,
+            here.failures,
+            here.streak_started_at,
+            here.successes,
+            here.recovering_since,
+            here.slow,
+            here.slow_since,
+            located.seen.since,
+            located.seen.reason,
+        )
+        if outcome or located.changes:
+            told = result if located.cause is None else replace(result, error=located.cause)
+            self._transitions.append(Pending(spec, outcome, told, located=located))
 
     def add_notice(self, notice: Notice) -> None:
         """An operator alert, written with the next batch (in order with the monitors' alerts)."""
@@ -284,8 +369,9 @@ class Writer:
             last = len(rows) == rows_left
             transitions = self._transitions[:transitions_left] if last else []
             pings = self._pings[:pings_left] if last else []
+            located = list(self._located.items()) if last else []
             try:
-                await self._write(rows, transitions, pings)
+                await self._write(rows, transitions, pings, [r for _, r in located])
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
                 self.stats.failures += 1
                 self._metrics.write_failures.inc()
@@ -297,6 +383,9 @@ class Writer:
                 self._rows.popleft()
             del self._transitions[: len(transitions)]
             del self._pings[: len(pings)]
+            for key, record in located:  # unless a newer check replaced it meanwhile
+                if self._located.get(key) is record:
+                    del self._located[key]
             rows_left -= len(rows)
             if last:
                 transitions_left = pings_left = 0
@@ -308,7 +397,11 @@ class Writer:
         return True
 
     async def _write(
-        self, rows: list[tuple[Any, ...]], transitions: list[Pending | Notice], pings: list[int]
+        self,
+        rows: list[tuple[Any, ...]],
+        transitions: list[Pending | Notice],
+        pings: list[int],
+        located: list[tuple[Any, ...]],
     ) -> None:
         async with self._pool.acquire(timeout=5) as conn:
             try:
@@ -317,6 +410,11 @@ class Writer:
                     if pings:
                         await conn.execute("DELETE FROM pings WHERE id = ANY($1::bigint[])", pings)
                     await _store_checks(conn, rows, with_state=True)
+                    if located:
+                        await conn.copy_records_to_table(
+                            "location_batch", records=located, columns=LOCATION_COLUMNS
+                        )
+                        await conn.execute(WRITE_LOCATIONS)
                     for pending in transitions:
                         if isinstance(pending, Notice):
                             await self._write_notice(conn, pending)
@@ -444,6 +542,11 @@ async def _store_checks(conn: asyncpg.Connection, rows: list[tuple[Any, ...]], *
         await conn.execute(WRITE_BATCH, with_state)
 
 
+# The state columns of a row checked from a location that is not the monitor's primary: no
+# status, so no ``monitor_state`` row is written from it (:data:`WRITE_BATCH`).
+SECONDARY: tuple[Any, ...] = (None, 0, None, 0, None, 0, None, "up", None, 0, None, [], False, None, None)
+
+
 def state_record(state: State) -> tuple[Any, ...]:
     """The state's columns of a staged row (:data:`STAGE_COLUMNS` after the check's)."""
     window = state.window
@@ -476,6 +579,9 @@ async def _apply_transition(conn: asyncpg.Connection, pending: Pending) -> None:
         return  # deleted while the check ran: nothing to record, nobody to alert
     for change in pending.outcome.changes:
         await _record_change(conn, spec.id, change, pending.result)
+    if pending.located is not None:
+        for change in pending.located.changes:
+            await _record_location_change(conn, spec.id, pending.located, change)
     for alert, event_id in zip(pending.outcome.alerts, pending.event_ids, strict=True):
         await _write_alert(conn, pending, alert, event_id)
 
@@ -509,6 +615,29 @@ async def _record_change(
         await conn.execute(
             "UPDATE monitor_state SET changed_at = $2 WHERE monitor_id = $1", monitor_id, change.at
         )
+
+
+OPEN_LOCATION_INCIDENT = """
+INSERT INTO location_incidents (monitor_id, location, started_at, error)
+SELECT $1, $2, $3, $4 WHERE NOT EXISTS (
+    SELECT 1 FROM location_incidents WHERE monitor_id = $1 AND location = $2 AND started_at = $3)
+ON CONFLICT (monitor_id, location) WHERE ended_at IS NULL DO NOTHING"""
+CLOSE_LOCATION_INCIDENT = """
+UPDATE location_incidents SET ended_at = $3
+WHERE monitor_id = $1 AND location = $2 AND ended_at IS NULL AND started_at <= $3"""
+
+
+async def _record_location_change(
+    conn: asyncpg.Connection, monitor_id: int, located: Located, change: Change
+) -> None:
+    """Open or close one location's outage of the monitor (per-location uptime), as
+    :func:`_record_change` does the monitor's incidents; degradations are the monitor's only."""
+    if change.kind == "down":
+        await conn.execute(
+            OPEN_LOCATION_INCIDENT, monitor_id, located.location, change.at, located.seen.reason
+        )
+    elif change.kind == "up":
+        await conn.execute(CLOSE_LOCATION_INCIDENT, monitor_id, located.location, change.at)
 
 
 # The last down or up told about a monitor, and its incident.

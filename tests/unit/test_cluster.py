@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from monitor.scheduler.cluster import Member, Ownership, View, missed_ticks, owner, plan, weight
+from monitor.scheduler.cluster import Member, Ownership, Role, View, missed_ticks, owner, plan, role, weight
 
 T = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -82,9 +82,72 @@ def test_plan(settled: bool, running: set[str], want_stop: set[str], want_start:
     ids = {"mine": 1, "theirs": 2, "gone-mine": 3}
     names = {v: k for k, v in ids.items()}
     wanted = {1, 2}
-    stop, start = plan(lambda m: m in (1, 3), settled, wanted, {ids[r] for r in running})
+    stop, start = plan(
+        lambda m: "primary" if m in (1, 3) else None, settled, wanted, {ids[r] for r in running}
+    )
     assert {names[m] for m in stop} == want_stop
     assert {names[m] for m in start} == want_start
+
+
+def test_plan_stops_a_monitor_whose_role_changed_and_starts_it_again_once_settled() -> None:
+    # Monitor 1 runs here as a secondary; its first location lost its members: primary now.
+    def own(m: int) -> Role | None:
+        return "primary"
+
+    def running_as(m: int) -> Role:
+        return "secondary" if m == 1 else "primary"
+
+    assert plan(own, True, {1, 2}, {1, 2}, running_as) == ({1}, set())
+    assert plan(own, True, {1, 2}, {2}, running_as) == (set(), {1})
+
+
+M = [("eu-1", "eu"), ("eu-2", "eu"), ("us-1", "us")]
+
+
+@pytest.mark.parametrize(
+    ("locations", "members", "want"),
+    [
+        # No locations: one member of all runs it, wherever it is.
+        ((), M, {"one of all": 1}),
+        # Two locations: one member in each; the first live location's is primary.
+        (("eu", "us"), M, {"eu": "primary", "us": "secondary"}),
+        (("us", "eu"), M, {"us": "primary", "eu": "secondary"}),
+        # The first location has no live member: the next one leads.
+        (("asia", "us", "eu"), M, {"us": "primary", "eu": "secondary"}),
+        (("eu", "us"), [("us-1", "us")], {"us": "primary"}),
+        # A location the monitor does not name checks nothing.
+        (("us",), M, {"us": "primary"}),
+        (("asia",), M, {}),
+    ],
+)
+def test_roles_by_location(
+    locations: tuple[str, ...], members: list[tuple[str, str]], want: dict[str, object]
+) -> None:
+    for monitor_id in range(1, 200):
+        roles = {name: role(monitor_id, locations, name, members) for name, _ in members}
+        roles = {name: r for name, r in roles.items() if r is not None}
+        where = dict(members)
+        if not locations:
+            assert list(roles.values()) == ["primary"]
+            continue
+        # One member per location named, in the role the table gives that location.
+        assert {where[name]: r for name, r in roles.items()} == want
+        assert len(roles) == len(want)
+
+
+def test_ownership_answers_with_roles_and_forgets_a_monitor_whose_locations_changed() -> None:
+    places: dict[int, tuple[str, ...]] = {}
+    own = Ownership("us-1", lambda m: places.get(m, ()))
+    own.use(View(1, tuple(Member(n, i, loc, 1, T) for i, (n, loc) in enumerate(M))))
+    assert own.live_locations == {"eu", "us"}
+    assert own(7) == role(7, (), "us-1", sorted(M))
+    places[7] = ("eu", "us")
+    assert own(7) == role(7, (), "us-1", sorted(M))  # remembered until told
+    own.forget(7)
+    assert own(7) == "secondary"
+    places[7] = ("us",)
+    own.forget(7)
+    assert own(7) == "primary"
 
 
 def test_ownership_is_remembered_until_the_members_change() -> None:

@@ -1,0 +1,70 @@
+"""The scheduler's reads for monitors checked from several locations (quorum.py).
+
+A member keeps, for each such monitor it runs, its location's confirmed state (to continue a
+streak after a handover or a restart, as ``monitor_state`` does for the overall one) and, when
+it is the monitor's primary, every other location's view. Both come from ``location_state``:
+the first when the monitor is loaded, the others then and at every cluster round (a lease / 4),
+in one query for all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+
+import asyncpg
+
+from monitor.scheduler.quorum import Seen
+from monitor.scheduler.state import State
+from monitor.scheduler.ticker import TickerShared
+
+VIEWS = """
+SELECT monitor_id, location, status, consecutive_failures, streak_started_at, consecutive_successes,
+       recovering_since, consecutive_slow, slow_since, changed_at, reason
+FROM location_state WHERE monitor_id = ANY($1::bigint[])"""
+
+
+async def load(pool: asyncpg.Pool, shared: TickerShared, ids: Collection[int]) -> None:
+    """This location's stored state of these monitors (those it has none of in memory yet),
+    and the other locations' views of those this member is primary for."""
+    if not ids:
+        return
+    for row in await pool.fetch(VIEWS, list(ids)):
+        monitor_id, location = row["monitor_id"], row["location"]
+        seen = Seen(row["status"], row["changed_at"], row["reason"])
+        if location == shared.location:
+            if monitor_id not in shared.local:
+                shared.local[monitor_id] = (stored(row), seen)
+        elif monitor_id not in shared.secondary:
+            shared.remote.setdefault(monitor_id, {})[location] = seen
+
+
+async def read_remote(pool: asyncpg.Pool, shared: TickerShared, primary: Iterable[int]) -> None:
+    """The other locations' views of the monitors this member is primary for."""
+    ids = list(primary)
+    if not ids:
+        return
+    views: dict[int, dict[str, Seen]] = {m: {} for m in ids}
+    for row in await pool.fetch(VIEWS, ids):
+        if row["location"] != shared.location:
+            views[row["monitor_id"]][row["location"]] = Seen(row["status"], row["changed_at"], row["reason"])
+    shared.remote.update(views)
+
+
+def forget(shared: TickerShared, ids: Iterable[int]) -> None:
+    """These monitors left this member: their location state is their next owner's to read."""
+    for monitor_id in ids:
+        shared.local.pop(monitor_id, None)
+        shared.remote.pop(monitor_id, None)
+        shared.secondary.discard(monitor_id)
+
+
+def stored(row: asyncpg.Record) -> State:
+    return State(
+        status=row["status"],
+        failures=row["consecutive_failures"],
+        streak_started_at=row["streak_started_at"],
+        successes=row["consecutive_successes"],
+        recovering_since=row["recovering_since"],
+        slow=row["consecutive_slow"],
+        slow_since=row["slow_since"],
+    )
