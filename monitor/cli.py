@@ -399,13 +399,18 @@ def cluster_status(as_json: bool) -> None:
     """List the schedulers: name, location, state, lease left, monitors run, checks per second.
 
     A member is "live", "applying" (it has not applied the latest change of members yet) or
-    "lapsed" (its lease ran out; the next renewal of another member removes it).
+    "lapsed" (its lease ran out; the next renewal of another member removes it). Below the
+    table: the locations that monitors name but no live scheduler is in (not checked there).
     """
     from monitor.scheduler.membership import cluster_status as read
+    from monitor.scheduler.membership import unserved_locations
+
+    async def both(conn: Any) -> tuple[tuple[list[Any], int], list[tuple[str, int]]]:
+        return await read(conn), await unserved_locations(conn)
 
     settings = _settings("database_url")
     try:
-        members, active = asyncio.run(_with_connection(settings, read))
+        (members, active), unserved = asyncio.run(_with_connection(settings, both))
     except OSError as exc:
         raise click.ClickException(f"database unreachable: {exc}") from None
     columns = {"name": "NAME", "location": "LOCATION", "state": "STATE", "lease_left_s": "LEASE LEFT (S)",
@@ -415,3 +420,7 @@ def cluster_status(as_json: bool) -> None:
     if not as_json:
         running = sum(m.monitors for m in members if m.state != "lapsed")
         click.echo(f"\n{active} active monitor(s), {running} run by the live schedulers")
+        for location, count in unserved:
+            click.echo(
+                f"location {location!r}: no live scheduler; {count} monitor(s) are not checked from there"
+            )

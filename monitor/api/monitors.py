@@ -13,6 +13,7 @@ from monitor.api import schemas_http as http
 from monitor.api.context import POOL, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
+from monitor.api.locations import location_status
 from monitor.api.maintenance import monitor_windows
 from monitor.api.monitor_types import (
     BADGE_PATH,
@@ -42,6 +43,7 @@ from monitor.api.schemas import (
     parse_status_ranges,
     validate_create,
 )
+from monitor.api.schemas_locations import patch_problem
 from monitor.api.uptime import uptimes
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks.heartbeat import new_token
@@ -68,6 +70,8 @@ COLUMNS = (
     "follow_redirects",
     "paused",
     "tags",
+    "locations",
+    "quorum",
 )
 SELECT = f"""
 SELECT m.*, s.status, s.last_check_at, s.last_ok, s.last_error, s.last_status_code,
@@ -120,6 +124,8 @@ def render(row: asyncpg.Record, base: str = "") -> dict[str, Any]:
         "telegram_chat_id": row["telegram_chat_id"],
         "channel_ids": list(row["channel_ids"]),
         "tags": list(row["tags"]),
+        "locations": list(row["locations"]),
+        "quorum": row["quorum"],
         "paused": row["paused"],
         "status": status,
         "status_since": rfc3339(row["changed_at"]),
@@ -132,8 +138,15 @@ def render(row: asyncpg.Record, base: str = "") -> dict[str, Any]:
 
 async def render_one(request: web.Request, row: asyncpg.Record) -> dict[str, Any]:
     """The monitor as the answers about one monitor show it: with the maintenance windows that
-    apply to it (monitor/api/maintenance.py); lists leave them out."""
-    return {**render(row, public_base(request)), "maintenance": await monitor_windows(request.app[POOL], row)}
+    apply to it (monitor/api/maintenance.py) and, if it has locations, how each sees it; lists
+    leave them out."""
+    shown = {
+        **render(row, public_base(request)),
+        "maintenance": await monitor_windows(request.app[POOL], row),
+    }
+    if row["locations"]:
+        shown["location_status"] = await location_status(request.app[POOL], row["id"], row["locations"])
+    return shown
 
 
 def _check_timeout(values: dict[str, Any], current: asyncpg.Record) -> None:
@@ -427,6 +440,9 @@ async def patch_monitor(request: web.Request) -> web.Response:
         if expected and not if_match(expected, etag(current)):
             raise ApiError(412, "precondition_failed", "the monitor changed since you read it (ETag differs)")
         _check_timeout(values, current)
+        problem = patch_problem(values, current)
+        if problem is not None:
+            raise ApiError(422, "invalid", f"quorum: {problem}", "quorum")
         if "depends_on" in values:
             values["depends_on"] = await _check_dependencies(
                 conn, account, current["id"], values["depends_on"]

@@ -27,6 +27,7 @@ from monitor.api.history import BUCKETS
 from monitor.api.monitors import STATUSES, UPTIME_INCLUDES
 from monitor.api.params import MAX_ID
 from monitor.api.schemas_http import DEFAULT_HTTP_MAX_BODY_BYTES
+from monitor.api.schemas_locations import LOCATION as LOCATION_NAME
 from monitor.checks.heartbeat import MAX_BODY_BYTES as MAX_PING_BODY_BYTES
 from monitor.config import Settings
 
@@ -116,6 +117,12 @@ def _components(limits: Limits) -> tuple[dict[str, Any], dict[str, dict[str, Any
                 verify.get("description", "")
                 + "; this server does not allow false (MONITOR_ALLOW_INSECURE_TLS)"
             )
+    for kind in (k for k, check in schemas.TYPED.items() if not check.scheduled):  # a heartbeat
+        for model in (schemas.CREATE_BODIES[kind], schemas.PATCH_BODIES[kind]):
+            found[model.__name__]["properties"]["locations"].update(
+                maxItems=0,
+                description=f"a {kind} monitor is not checked from locations: its pings come to the api",
+            )
     return found, {model.__name__: ref for (model, _), ref in refs.items()}
 
 
@@ -163,6 +170,11 @@ WINDOW = _query(
     {"type": "string", "pattern": r"^\d{1,4}[hd](,\d{1,4}[hd]){0,7}$", "examples": ["24h", "24h,7d,30d,90d"]},
     "one window (answered flat) or up to 8, comma-separated (answered by window), each at most "
     "3650d; instead of `from`/`to`. Default 24h.",
+)
+AT = _query(
+    "checked_from",
+    {"type": "string", "pattern": LOCATION_NAME.pattern},
+    "only the checks made from this location (a monitor with locations)",
 )
 BUCKET = _query("bucket", {"type": "string", "enum": list(BUCKETS), "default": "1h"}, "bucket size")
 TAG = _query(
@@ -274,7 +286,7 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
           tag="monitors", ok={204: {"description": "Deleted."}}, errors=(404,), parameters=(monitor_id,))
     b.add("get", "/api/v1/monitors/{id}/checks", "listChecks", "A monitor's checks, newest first",
           tag="history", ok={200: _json(r["CheckList"], "One page of checks.")}, errors=(400, 404),
-          parameters=(monitor_id, FROM, TO, LIMIT, CURSOR))
+          parameters=(monitor_id, FROM, TO, LIMIT, CURSOR, AT))
     b.add("get", "/api/v1/monitors/{id}/incidents", "listIncidents",
           "A monitor's incidents (overlapping from/to), newest first", tag="history",
           ok={200: _json(r["IncidentList"], "One page of incidents.")}, errors=(400, 404),

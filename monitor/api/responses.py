@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import SkipJsonSchema
 
 from monitor.api.schemas_http import MASK, Method
+from monitor.api.schemas_locations import LOCATIONS_DOC, QUORUM_DOC
 from monitor.api.schemas_maintenance import MonitorWindow, SummaryMaintenance
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks.assertions import Assertion
@@ -65,6 +66,22 @@ class BearerAuthShown(_Out):
     token: Literal["********"] = Field(description="always the mask: the token is never shown")
 
 
+class LocationStatus(_Out):
+    """How one of a monitor's locations sees it."""
+
+    location: str
+    live: bool = Field(
+        description="a scheduler of this location holds a live lease; only live locations count "
+        "towards the quorum"
+    )
+    status: Literal["up", "degraded", "down", "unknown"] = Field(
+        description="what this location last confirmed (its own confirm_after / recover_after streak)"
+    )
+    since: datetime | None = Field(description="when this location's status last changed")
+    reason: str | None = Field(description="why it is down or degraded here")
+    last_check_at: datetime | None
+
+
 class _MonitorBase(_Out):
     id: int
     name: str
@@ -112,6 +129,8 @@ class _MonitorBase(_Out):
     telegram_chat_id: str | None = Field(description="the chat of the first Telegram channel attached")
     channel_ids: list[int]
     tags: list[str]
+    locations: list[str] = Field(description=LOCATIONS_DOC)
+    quorum: int | None = Field(description=QUORUM_DOC)
     paused: bool
     status: Literal["up", "degraded", "down", "paused", "unknown"]
     status_since: datetime | None
@@ -121,6 +140,9 @@ class _MonitorBase(_Out):
     # Maintenance windows (monitor/api/maintenance.py): in the answers about one monitor.
     maintenance: list[MonitorWindow] | SkipJsonSchema[None] = Field(
         None, description="the maintenance windows that apply to it by id or tag (not in lists)"
+    )
+    location_status: list[LocationStatus] | SkipJsonSchema[None] = Field(
+        None, description="a monitor with locations: each one's view, in its order (not in lists)"
     )
 
 
@@ -190,7 +212,11 @@ class Check(_Out):
     status_code: int | None
     latency_ms: float | None
     error: str | None
-    location: str | None
+    location: str | None = Field(description="the answer's Location header (where a redirect pointed)")
+    checked_from: str | None = Field(
+        None,
+        description="the location of the scheduler that made the check (MONITOR_LOCATION); null: default",
+    )
     timings: Timings
     details: dict[str, Any] | None = Field(
         description="what the check saw beyond the common fields, by type (docs/check-types.md). "
@@ -225,6 +251,17 @@ class IncidentList(_Out):
     next_cursor: str | None
 
 
+class LocationUptime(_Out):
+    """One location's uptime over a window: downtime from its own confirmed outages."""
+
+    uptime_percent: float | None = Field(description="null when this location checked nothing in the window")
+    downtime_seconds: float | None
+    checks: int = Field(
+        description="this location's checks in the window (raw checks: those within MONITOR_RETENTION_DAYS)"
+    )
+    checks_up: int
+
+
 class Uptime(_Out):
     model_config = ConfigDict(populate_by_name=True)
 
@@ -243,6 +280,11 @@ class Uptime(_Out):
     degraded_seconds: float | None = Field(description=DEGRADED_SECONDS)
     checks: int
     checks_up: int
+    locations: dict[str, LocationUptime] | SkipJsonSchema[None] = Field(
+        None,
+        description="a monitor with locations: each one's uptime (the figures above are the quorum's "
+        "verdict over all of them)",
+    )
 
 
 class UptimeWindows(_Out):

@@ -43,6 +43,7 @@ from monitor.api.schemas_http import (
     RequestOptions,
     TlsVerify,
 )
+from monitor.api.schemas_locations import QUORUM_DOC, Locations, Quorum, check_quorum, unlocated
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks import Check
 from monitor.names import RULE as NAME_RULE
@@ -185,6 +186,15 @@ class _MonitorFields(_Body):
             check_timeout(value, interval)
         return value
 
+    @field_validator("quorum", check_fields=False)
+    @classmethod
+    def _quorum(cls, value: int | None, info: ValidationInfo) -> int | None:
+        # Both known: checked here. A PATCH of one of them: against the stored other, by the handler.
+        locations = info.data.get("locations")
+        if locations is not None:
+            check_quorum(value, locations)
+        return value
+
     @field_validator("expected_status", check_fields=False)
     @classmethod
     def _expected(cls, value: list[int | str] | None) -> list[int | str] | None:
@@ -235,6 +245,8 @@ class _MonitorCommon(_MonitorFields):
     paused: StrictBool = False
     tags: list[TagName] = Field(default_factory=list, max_length=20)
     channel_ids: list[ChannelId] = Field(default_factory=list, max_length=20)
+    locations: Locations = Field(default_factory=list)
+    quorum: Quorum | None = Field(None, description=QUORUM_DOC)
 
     @model_validator(mode="after")
     def _default_timeout(self) -> Any:
@@ -270,10 +282,18 @@ def _typed_create(check: Check) -> type[BaseModel]:
         f"{_title(check.kind)}MonitorCreate",
         __base__=(_MonitorCommon, check.Settings),
         __doc__=(check.Settings.__doc__ or f"A monitor of type {check.kind!r}.").strip(),
+        __validators__=_unlocated(check),
         type=(Literal[check.kind], ...),  # type: ignore[arg-type]
         confirm_after=(StrictInt, Field(check.confirm_after, ge=1, le=10)),
     )
     return model
+
+
+def _unlocated(check: Check) -> dict[str, Any]:
+    """A type not checked by the schedulers (a heartbeat) refuses locations."""
+    if check.scheduled:
+        return {}
+    return {"_unlocated": field_validator("locations", mode="before")(unlocated(check.kind))}
 
 
 TYPED = {c.kind: c for c in (CHECKS.get(k) for k in CHECKS.kinds) if c.Settings is not None}
@@ -326,6 +346,8 @@ class _PatchCommon(_MonitorFields):
     paused: StrictBool | None = None
     tags: list[TagName] | None = Field(None, max_length=20)
     channel_ids: list[ChannelId] | None = Field(None, max_length=20)
+    locations: Locations | None = None
+    quorum: Quorum | None = Field(None, description=QUORUM_DOC)
 
     @field_validator(
         "name",
@@ -339,6 +361,7 @@ class _PatchCommon(_MonitorFields):
         "paused",
         "tags",
         "channel_ids",
+        "locations",
         mode="before",
     )
     @classmethod
@@ -403,7 +426,7 @@ def _typed_patch(check: Check) -> type[BaseModel]:
         f"{_title(check.kind)}MonitorPatch",
         __base__=_PatchCommon,
         __doc__=f"A change to a {check.kind} monitor: every field optional.",
-        __validators__={"_not_null_typed": refuse},
+        __validators__={"_not_null_typed": refuse, **_unlocated(check)},
         **fields,
     )
     return model

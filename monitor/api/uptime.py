@@ -10,6 +10,11 @@ certificate about to expire) is not downtime: it is the part of the observed tim
 degradations, reported apart. Check counts come from the hourly rollups
 for whole hours (and for the current one) and from raw checks for the partial hours at
 the edges, so they are exact and stay fast for 90-day windows.
+
+A monitor checked from several locations (issue 16) has these figures from its own incidents
+(the quorum's verdict) and, apart, each location's: the same observed time, that location's
+outages (``location_incidents``) as downtime, and its raw checks counted (rollups do not keep
+the location), in two more queries whatever the number of windows and locations.
 """
 
 from __future__ import annotations
@@ -259,3 +264,64 @@ async def uptimes(
     found = await records(conn, ids, start, end, now)
     counts = await count_checks(conn, ids, start, end, now)
     return {m[0]: uptime_of(m, start, end, now, found, counts.get(m[0], (0, 0))) for m in monitors}
+
+
+# -- per location (issue 16): the same rules, a location's own outages ---------------------
+
+# Each location's outages ($2) of monitor $1 that overlap [$3, $4).
+LOCATION_INCIDENTS_SQL = """
+SELECT location, started_at, ended_at FROM location_incidents
+WHERE monitor_id = $1 AND location = ANY($2::text[])
+  AND started_at < $4 AND coalesce(ended_at, 'infinity') > $3
+"""
+
+
+def location_checks_sql(windows: int) -> str:
+    """(checks, checks_up) of monitor $1 by location ($2), columns ``n<i>``, ``up<i>`` per window
+    (``$3[i]`` to ``$4[i]``), in one scan of the span ``$5`` to ``$6`` holding them all. Measured on
+    a month of 3 locations' checks every 30 s (259,000 rows) over 24h, 7d, 30d and 90d: 104 ms
+    (176-303 ms on a loaded 2-core machine), against 201 ms (230-395) when each window scanned
+    its own rows."""
+    inside = "time >= ($3::timestamptz[])[{i}] AND time < ($4::timestamptz[])[{i}]"
+    columns = ", ".join(
+        f"count(*) FILTER (WHERE {inside.format(i=i)}) AS n{i}, "
+        f"count(*) FILTER (WHERE ok AND {inside.format(i=i)}) AS up{i}"
+        for i in range(1, windows + 1)
+    )
+    return f"""SELECT checked_from AS location, {columns} FROM checks
+WHERE monitor_id = $1 AND checked_from = ANY($2::text[]) AND time >= $5 AND time < $6
+GROUP BY checked_from"""
+
+
+async def location_uptimes(
+    conn: asyncpg.Connection,
+    monitor: tuple[int, datetime],
+    locations: Sequence[str],
+    windows: Sequence[Interval],
+    now: datetime,
+    found: Records,
+) -> list[dict[str, Uptime]]:
+    """Each window's uptime by location, in two queries whatever the number of windows and
+    locations: downtime from the location's own outages, observed time as the monitor's
+    (``found``, read for a span holding every window: its pauses and maintenance), checks
+    from the raw rows the location wrote."""
+    mid, _ = monitor
+    first, last = min(s for s, _ in windows), max(e for _, e in windows)
+    outages: dict[str, list[tuple[datetime, datetime | None]]] = defaultdict(list)
+    for row in await conn.fetch(LOCATION_INCIDENTS_SQL, mid, list(locations), first, last):
+        outages[row["location"]].append((row["started_at"], row["ended_at"]))
+    counts: dict[tuple[str, int], tuple[int, int]] = {}
+    starts, ends = [s for s, _ in windows], [e for _, e in windows]
+    sql = location_checks_sql(len(windows))
+    for row in await conn.fetch(sql, mid, list(locations), starts, ends, first, last):
+        for i in range(len(windows)):
+            counts[row["location"], i] = (row[f"n{i + 1}"], row[f"up{i + 1}"])
+    no_degradations: Spans = defaultdict(list)  # a location's degraded time is not recorded
+    found_at = {
+        location: Records({mid: outages[location]}, no_degradations, found.pauses, found.maintenance)
+        for location in locations
+    }
+    return [
+        {at: uptime_of(monitor, s, e, now, found_at[at], counts.get((at, i), (0, 0))) for at in locations}
+        for i, (s, e) in enumerate(windows)
+    ]

@@ -9,30 +9,38 @@ in one query for all of them.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 import asyncpg
 
-from monitor.scheduler.quorum import Seen
+from monitor.models import MonitorSpec
+from monitor.scheduler.quorum import Seen, fresh_after
 from monitor.scheduler.state import State
 from monitor.scheduler.ticker import TickerShared
 
 VIEWS = """
 SELECT monitor_id, location, status, consecutive_failures, streak_started_at, consecutive_successes,
-       recovering_since, consecutive_slow, slow_since, changed_at, reason
+       recovering_since, consecutive_slow, slow_since, changed_at, reason, last_check_at
 FROM location_state WHERE monitor_id = ANY($1::bigint[])"""
 
 
-async def load(pool: asyncpg.Pool, shared: TickerShared, ids: Collection[int]) -> None:
+async def load(pool: asyncpg.Pool, shared: TickerShared, specs: Mapping[int, MonitorSpec]) -> None:
     """This location's stored state of these monitors (those it has none of in memory yet),
-    and the other locations' views of those this member is primary for."""
-    if not ids:
+    and the other locations' views of those this member is primary for. A stored state older
+    than the monitor's freshness bound (``quorum.fresh_after``) is not continued: the location
+    was away, and starts from unknown rather than from what it saw then."""
+    if not specs:
         return
-    for row in await pool.fetch(VIEWS, list(ids)):
+    now = datetime.now(UTC)
+    for row in await pool.fetch(VIEWS, list(specs)):
         monitor_id, location = row["monitor_id"], row["location"]
-        seen = Seen(row["status"], row["changed_at"], row["reason"])
+        seen = _seen(row)
         if location == shared.location:
-            if monitor_id not in shared.local:
+            spec = specs[monitor_id]
+            fresh = row["last_check_at"] >= fresh_after(now, spec.interval_seconds, spec.timeout_seconds)
+            if monitor_id not in shared.local and fresh:
                 shared.local[monitor_id] = (stored(row), seen)
         elif monitor_id not in shared.secondary:
             shared.remote.setdefault(monitor_id, {})[location] = seen
@@ -46,8 +54,12 @@ async def read_remote(pool: asyncpg.Pool, shared: TickerShared, primary: Iterabl
     views: dict[int, dict[str, Seen]] = {m: {} for m in ids}
     for row in await pool.fetch(VIEWS, ids):
         if row["location"] != shared.location:
-            views[row["monitor_id"]][row["location"]] = Seen(row["status"], row["changed_at"], row["reason"])
+            views[row["monitor_id"]][row["location"]] = _seen(row)
     shared.remote.update(views)
+
+
+def _seen(row: asyncpg.Record) -> Seen:
+    return Seen(row["status"], row["changed_at"], row["reason"], row["last_check_at"])
 
 
 def forget(shared: TickerShared, ids: Iterable[int]) -> None:
@@ -58,7 +70,9 @@ def forget(shared: TickerShared, ids: Iterable[int]) -> None:
         shared.secondary.discard(monitor_id)
 
 
-def stored(row: asyncpg.Record) -> State:
+def stored(row: Any) -> State:
+    """The status and streaks of a stored state: a location's (``location_state``), or the first
+    columns of a monitor's (``monitor_state``, which has the same names)."""
     return State(
         status=row["status"],
         failures=row["consecutive_failures"],

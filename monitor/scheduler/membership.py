@@ -316,3 +316,17 @@ async def cluster_status(conn: asyncpg.Connection) -> tuple[list[MemberStatus], 
         for r in rows
     ]
     return members, active
+
+
+# Locations that active monitors name and no live member is in: those checks are not made.
+UNSERVED = """
+SELECT loc AS location, count(*)::int AS monitors
+FROM monitors m CROSS JOIN LATERAL unnest(m.locations) AS loc
+WHERE NOT m.paused
+  AND NOT EXISTS (SELECT 1 FROM scheduler_members s WHERE s.location = loc AND s.lease_until > now())
+GROUP BY loc ORDER BY loc"""
+
+
+async def unserved_locations(conn: asyncpg.Connection) -> list[tuple[str, int]]:
+    """(location, monitors naming it) for each location with no live member."""
+    return [(r["location"], r["monitors"]) for r in await conn.fetch(UNSERVED)]

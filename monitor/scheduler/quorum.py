@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 
 from monitor.scheduler.state import Change, Policy, State, Status
@@ -48,6 +48,8 @@ class Seen:
     since: datetime | None = None
     # Why it is down or degraded.
     reason: str | None = None
+    # Its latest check (another location's, as read from ``location_state``).
+    checked_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,10 +83,16 @@ def required(quorum: int | None, locations: Sequence[str]) -> int:
 
 
 def verdict(
-    seen: Mapping[str, Seen], live: Collection[str], quorum: int | None, locations: Sequence[str]
+    seen: Mapping[str, Seen],
+    live: Collection[str],
+    quorum: int | None,
+    locations: Sequence[str],
+    fresh_after: datetime | None = None,
 ) -> Verdict | None:
-    """The overall verdict from each live location's view (see the module docstring)."""
-    views = [(loc, seen.get(loc, Seen())) for loc in locations if loc in live]
+    """The overall verdict from each live location's view (see the module docstring). A view
+    whose latest check is older than ``fresh_after`` counts as not heard from (unknown): a
+    location back after a long absence is not judged by what it saw then."""
+    views = [(loc, _fresh(seen.get(loc, UNSEEN), fresh_after)) for loc in locations if loc in live]
     if not views:
         return None
     q = min(required(quorum, locations), len(views))
@@ -102,6 +110,22 @@ def verdict(
             True, max((s.since for _, s in up if s.since is not None), default=None), None, degraded
         )
     return None
+
+
+UNSEEN = Seen()
+
+
+def _fresh(seen: Seen, after: datetime | None) -> Seen:
+    if after is None or seen.checked_at is None or seen.checked_at >= after:
+        return seen
+    return UNSEEN
+
+
+def fresh_after(at: datetime, interval: float, timeout: float) -> datetime:
+    """How recent another location's view must be to count at ``at``: two of its intervals, its
+    timeout and half a minute for the write and the read (a location's member checks the same
+    ticks, so a live one's view is never older than an interval and a few seconds)."""
+    return at - timedelta(seconds=2 * interval + timeout + 30)
 
 
 def _quorum_since(agreeing: list[tuple[str, Seen]], q: int) -> datetime | None:

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import gc
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -437,7 +438,7 @@ class Scheduler:
         )
         found = set()
         missed = 0
-        located: list[int] = []
+        located: dict[int, MonitorSpec] = {}
         for row in rows:
             found.add(row["id"])
             previous = self.tickers.get(row["id"])
@@ -455,7 +456,7 @@ class Scheduler:
             spec = MonitorSpec.from_row(row, options)
             shared.names[spec.id] = spec.name
             if spec.locations:
-                located.append(spec.id)
+                located[spec.id] = spec
                 if self.sharing is not None and self.sharing.mine(spec.id) == "secondary":
                     shared.secondary.add(spec.id)
                 else:
@@ -534,12 +535,11 @@ class Scheduler:
         return await self.writer.flush() if self.writer is not None else True
 
     async def _each_round(self) -> None:
-        """After each cluster round: the live locations, the other locations' views of the
-        monitors this member is primary for, and the status of parents run elsewhere."""
+        """After each cluster round: the other locations' views of the monitors this member is
+        primary for, and the status of parents run elsewhere."""
         if self._pool is None or self._shared is None or self.sharing is None or self.sharing.view is None:
             return
         shared = self._shared
-        shared.live_locations = self.sharing.own.live_locations
         if len(self.sharing.view.members) <= 1:
             return
         primary = [m for m in self._locations if m in self.tickers and m not in shared.secondary]
@@ -565,6 +565,9 @@ class Scheduler:
                 self.sharing.own.forget(monitor_id)
 
     def _redivided(self) -> None:
+        """The members changed: the live locations, and the pings of monitors that moved here."""
+        if self._shared is not None and self.sharing is not None:
+            self._shared.live_locations = self.sharing.own.live_locations
         if self.pings is not None:
             self.pings.redivided()
 
@@ -580,14 +583,8 @@ class Scheduler:
 def stored_state(row: Any) -> State:
     """A monitor's state as the writer stored it (``monitor_state``'s columns)."""
     window = row["maintenance"]
-    return State(
-        status=row["status"],
-        failures=row["consecutive_failures"],
-        streak_started_at=row["streak_started_at"],
-        successes=row["consecutive_successes"],
-        recovering_since=row["recovering_since"],
-        slow=row["consecutive_slow"],
-        slow_since=row["slow_since"],
+    return replace(
+        locations.stored(row),
         told=row["told"],
         told_at=row["told_at"],
         reminders=row["reminders"],

@@ -39,6 +39,7 @@ from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.quorum import (
     Located,
     Seen,
+    fresh_after,
     location_policy,
     overall_policy,
     seen_after,
@@ -353,7 +354,8 @@ def judge_here(
     if spec.id in shared.secondary:
         return overall, NOTHING, Located(shared.location, here, seen, changes, primary=False)
     views = {**shared.remote.get(spec.id, {}), shared.location: seen}
-    found = verdict(views, shared.live_locations | {shared.location}, spec.quorum, spec.locations)
+    fresh = fresh_after(at, spec.interval_seconds, spec.timeout_seconds)
+    found = verdict(views, shared.live_locations | {shared.location}, spec.quorum, spec.locations, fresh)
     if found is None:  # no quorum either way yet: the overall state stays
         return overall, NOTHING, Located(shared.location, here, seen, changes)
     since = found.since

@@ -318,7 +318,11 @@ class Writer:
             located.seen.reason,
         )
         if outcome or located.changes:
-            told = result if located.cause is None else replace(result, error=located.cause)
+            told = result
+            if located.cause is not None:  # failing by the quorum; this location's answer may be fine
+                told = replace(
+                    result, error=located.cause, status_code=None if result.ok else result.status_code
+                )
             self._transitions.append(Pending(spec, outcome, told, located=located))
 
     def add_notice(self, notice: Notice) -> None:

@@ -7,10 +7,12 @@ only, is tests/e2e/test_quorum_locations.py, with the schedulers in network name
 
 from __future__ import annotations
 
+import asyncio
+import sys
 import time
 
 import asyncpg
-from support import ProcessFactory, TargetServer, wait_for
+from support import ProcessFactory, TargetServer, clean_environ, wait_for
 
 ENV = {"MONITOR_LEASE_SECONDS": "2", "MONITOR_MIN_INTERVAL_SECONDS": "1"}
 
@@ -42,8 +44,19 @@ async def _is(fetch, want):  # type: ignore[no-untyped-def]
     return got if got == want else None
 
 
+async def _cluster_status_text(dsn: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "monitor", "cluster", "status",
+        env=clean_environ() | {"MONITOR_DATABASE_URL": dsn},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
 async def test_each_location_checks_and_the_primary_decides_once(
-    db: asyncpg.Connection, monitor_factory, procs: ProcessFactory, target: TargetServer
+    db: asyncpg.Connection, migrated: str, monitor_factory, procs: ProcessFactory, target: TargetServer
 ) -> None:
     both = await monitor_factory(
         name="Both", url=target.url("/both"), locations=["eu", "us"], quorum=2, confirm_after=1
@@ -63,12 +76,14 @@ async def test_each_location_checks_and_the_primary_decides_once(
         message=lambda: eu.tail() + us.tail(),
     )
     await wait_for(lambda: _is(lambda: _states(db, both["id"]), {"eu": "up", "us": "up"}), timeout=15)
-    status = "SELECT status FROM monitor_state WHERE monitor_id = $1"
-    await wait_for(lambda: _is(lambda: db.fetchval(status, both["id"]), "up"), timeout=15)
+    overall = "SELECT status FROM monitor_state WHERE monitor_id = $1"
+    await wait_for(lambda: _is(lambda: db.fetchval(overall, both["id"]), "up"), timeout=15)
     # A monitor with no locations is checked once a tick, by one of them; one naming a
     # location with no scheduler is not checked at all (and the API reports that location).
     assert len(await _locations_checked(db, plain["id"], started)) == 1
     assert await db.fetchval("SELECT count(*) FROM checks WHERE monitor_id = $1", nowhere["id"]) == 0
+    status = await _cluster_status_text(migrated)
+    assert "location 'asia': no live scheduler; 1 monitor(s) are not checked from there" in status, status
 
     # It fails from both: each location opens its own outage, the monitor one incident and
     # one alert (the primary's), dated from when the second location went down.

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from monitor.scheduler.quorum import Seen, Verdict, required, seen_after, stored_time, verdict
+from monitor.scheduler.quorum import Seen, Verdict, fresh_after, required, seen_after, stored_time, verdict
 from monitor.scheduler.state import UNKNOWN, Change, Observation, Policy, State, confirm, step
 
 T = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -82,6 +82,18 @@ def test_verdict(views: dict[str, Seen], live: set[str], quorum: int | None, wan
 )
 def test_required_is_a_majority_unless_set(quorum: int | None, n: int, want: int) -> None:
     assert required(quorum, ["x"] * n) == want
+
+
+def test_a_view_not_heard_from_lately_counts_as_unknown() -> None:
+    stale = Seen("down", t(0), "status 500", checked_at=t(0))
+    fresh = Seen("up", t(0), checked_at=t(200))
+    views = {"eu": fresh, "us": stale}
+    # A location back after an absence is not judged by what it saw then ...
+    assert verdict(views, {"eu", "us"}, 1, ("eu", "us"), fresh_after(t(200), 30, 10)) == Verdict(True, t(0))
+    # ... but within two intervals, a timeout and half a minute it is.
+    assert verdict(views, {"eu", "us"}, 1, ("eu", "us"), fresh_after(t(100), 30, 10)) == Verdict(
+        False, t(0), "us: status 500"
+    )
 
 
 def test_a_location_confirms_its_own_streak() -> None:
