@@ -12,7 +12,8 @@ Then the quorum: with the target failing in "us" only, the monitor with ``quorum
 (an alert) and the one with ``quorum: 2`` does not, while us keeps storing failures for it; with
 eu failing too, both are down; both come back up; and with the only us scheduler stopped, us is
 no longer live, so a quorum of 2 counts eu alone (min(quorum, live locations)). What a user sees
-is checked too: each alert's cause names the locations, rows and per-location state and
+is checked too: each alert's cause names the locations; the API shows each location's view
+(``location_status``, with ``live``) and uptime per location; rows, per-location state and
 incidents are stored. About 20 s for the quorum test, 25 s for the file (45 s with both cores
 of a 2-core machine busy with other work).
 """
@@ -104,24 +105,15 @@ CHAT_A, CHAT_B = "4201", "4202"  # A: quorum 2; B: quorum 1
 QUIET_CHECKS = 4
 
 
-async def _create(api: ApiClient, db: asyncpg.Connection, name: str, url: str, chat: str, quorum: int) -> int:
+async def _create(api: ApiClient, name: str, url: str, chat: str, quorum: int) -> int:
     """A monitor of ``url`` checked from eu and us with this quorum, alerting ``chat``."""
     body: dict[str, Any] = {
         "name": name, "url": url, "interval_seconds": INTERVAL, "timeout_seconds": 1, "confirm_after": 2,
         "telegram_chat_id": chat, "locations": ["eu", "us"], "quorum": quorum,
     }  # fmt: skip
     made = await api.post("/api/v1/monitors", json=body)
-    if made.status == 422 and any(word in str(made.json) for word in ("locations", "quorum")):
-        # TODO(issue 16): drop once POST /api/v1/monitors takes locations and quorum; until then
-        # the columns are set directly (the UPDATE fires monitors_changed like the API would).
-        made = await api.post(
-            "/api/v1/monitors", json={k: v for k, v in body.items() if k not in ("locations", "quorum")}
-        )
-        assert made.status == 201, made
-        await db.execute(
-            "UPDATE monitors SET locations = '{eu,us}', quorum = $2 WHERE id = $1", made.json["id"], quorum
-        )
     assert made.status == 201, made
+    assert (made.json["locations"], made.json["quorum"]) == (["eu", "us"], quorum), made.json
     return int(made.json["id"])
 
 
@@ -165,16 +157,11 @@ async def _up_everywhere(db: asyncpg.Connection, ids: list[int]) -> bool:
     return True
 
 
-def _location_status(monitor: dict[str, Any]) -> dict[str, str] | None:
-    """``location_status`` of a monitor as the API gives it, as {location: status}; None while
-    the API does not report it. Either shape: {"eu": "up"} or {"eu": {"status": "up"}}, or a
-    list of {"location": "eu", "status": "up"}."""
-    value = monitor.get("location_status")
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        return {k: v if isinstance(v, str) else v["status"] for k, v in value.items()}
-    return {item["location"]: item["status"] for item in value}
+async def _location_status(api: ApiClient, monitor_id: int) -> list[tuple[str, bool, str]]:
+    """Each location's (name, live, status) as GET /api/v1/monitors/{id} shows them."""
+    shown = await api.get(f"/api/v1/monitors/{monitor_id}")
+    assert shown.status == 200, shown
+    return [(item["location"], item["live"], item["status"]) for item in shown.json["location_status"]]
 
 
 async def test_a_target_failing_from_one_location_alerts_with_quorum_1_and_not_with_quorum_2(
@@ -187,8 +174,8 @@ async def test_a_target_failing_from_one_location_alerts_with_quorum_1_and_not_w
     started = time.monotonic()
     eu, us = locations["eu"], locations["us"]
     await procs.start("alerter", env=alerter_env(fake_telegram))
-    a = await _create(api, db, "quorum-two", eu.url, CHAT_A, 2)
-    b = await _create(api, db, "quorum-one", eu.url, CHAT_B, 1)
+    a = await _create(api, "quorum-two", eu.url, CHAT_A, 2)
+    b = await _create(api, "quorum-one", eu.url, CHAT_B, 1)
     members = await _start_schedulers(procs, {"eu-1": eu, "eu-2": eu, "us-1": us})
     await wait_for(lambda: _up_everywhere(db, [a, b]), timeout=DEADLINE, interval=0.2, message="A and B up")
     figures = {"up": time.monotonic() - started}
@@ -206,14 +193,7 @@ async def test_a_target_failing_from_one_location_alerts_with_quorum_1_and_not_w
     assert await db.fetchval("SELECT count(*) FROM outbox WHERE monitor_id = $1", a) == 0
     assert await _status(db, a) == "up"
     assert await _location_states(db, a) == {"eu": "up", "us": "down"}
-    shown = await api.get(f"/api/v1/monitors/{a}")
-    assert shown.status == 200, shown
-    per_location = _location_status(shown.json)
-    if per_location is None:
-        # TODO(issue 16): assert unconditionally once the API reports location_status.
-        print("GET /api/v1/monitors/{id} has no location_status yet; not checked")
-    else:
-        assert per_location == {"eu": "up", "us": "down"}, shown.json
+    assert await _location_status(api, a) == [("eu", True, "up"), ("us", True, "down")]
 
     # eu fails too: A goes down.
     eu.answer(500)
@@ -228,6 +208,12 @@ async def test_a_target_failing_from_one_location_alerts_with_quorum_1_and_not_w
     assert said_to(fake_telegram, CHAT_B) == [("quorum-one", "DOWN"), ("quorum-one", "UP")]
     places = await db.fetch("SELECT DISTINCT checked_from FROM checks WHERE monitor_id = $1", a)
     assert sorted(r["checked_from"] for r in places) == ["eu", "us"]
+    # Uptime: overall, the quorum's verdict (down while both failed); us's own outage is longer.
+    uptime = await api.get(f"/api/v1/monitors/{a}/uptime?window=24h")
+    assert uptime.status == 200, uptime
+    overall, per_location = uptime.json["downtime_seconds"], uptime.json["locations"]
+    assert sorted(per_location) == ["eu", "us"], uptime.json
+    assert 0 < overall < per_location["us"]["downtime_seconds"], uptime.json
     figures["cycle"] = time.monotonic() - started
 
     # The only us member stops: us is no longer live, so A's quorum of 2 counts eu alone.
@@ -254,6 +240,8 @@ async def test_a_target_failing_from_one_location_alerts_with_quorum_1_and_not_w
         interval=0.2,
         message="A's location incidents",
     )
+    # What the API shows: eu live and down, us not live (its last view kept, not counted).
+    assert await _location_status(api, a) == [("eu", True, "down"), ("us", False, "up")]
     figures["all"] = time.monotonic() - started
     print(f"quorum test seconds: { {k: round(v, 1) for k, v in figures.items()} }")
     assert procs.tracebacks() == {}
