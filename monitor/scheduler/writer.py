@@ -450,6 +450,7 @@ class Writer:
         if dropped or pings:
             log.warning("writer.fenced", dropped_transitions=len(dropped), pings_left=len(pings))
         async with conn.transaction():
+            await self._bound(conn)  # it holds rollup rows the new owner writes too
             await _store_checks(conn, kept, with_state=False)
             for notice in transitions:
                 if isinstance(notice, Notice):

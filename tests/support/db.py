@@ -22,6 +22,7 @@ TABLES = (
     "incidents",
     "outbox",
     "deliveries",
+    "scheduler_members",
 )
 TEST_ACCOUNT = "test"
 
