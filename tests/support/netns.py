@@ -10,6 +10,9 @@ kernel's ICMP rate limit, which lets the first through and drops the next ones);
 ``icmp()`` reads its ICMP counters, which count every echo request that arrived, answered or
 not: the proof of what a check sent, or that nothing was sent at all.
 
+The quorum test's locations (``locations.py``) are namespaces made the same way, reached at
+``outside_address``, this host's end of the pair.
+
 Needs root and ``ip`` (iproute2); the ``netns_host`` fixture skips the test, saying why, where
 a namespace cannot be made, and always removes what it made. Only ``ip`` and ``sysctl`` run,
 by argument list; nothing here sends a packet.
@@ -62,8 +65,14 @@ class NetnsHost:
     address6: str | None  # its IPv6 address (None: IPv6 is off here)
     cidr6: str | None
 
+    @property
+    def outside_address(self) -> str:
+        """This host's end of the veth pair: an address the namespace reaches and nothing
+        beyond this host and its namespaces does."""
+        return str(IPv4Network(self.cidr).network_address + 1)
+
     @classmethod
-    def create(cls) -> NetnsHost:
+    def create(cls, prefix: str = "monitor-ping") -> NetnsHost:
         if os.geteuid() != 0:
             raise RuntimeError("creating a network namespace needs root")
         if shutil.which("ip") is None:
@@ -74,7 +83,7 @@ class NetnsHost:
         net = IPv4Network((int(POOL.network_address) + 4 * index, 30))
         here, there = str(net.network_address + 1), str(net.network_address + 2)
         v6 = os.path.exists("/proc/sys/net/ipv6") and _read("/proc/sys/net/ipv6/conf/all/disable_ipv6") == "0"
-        host = cls(f"monitor-ping-{tag}", f"mp{tag}", there, str(net), None, None)
+        host = cls(f"{prefix}-{tag}", f"mp{tag}", there, str(net), None, None)
         inside = f"mq{tag}"
         _ip("netns", "add", host.namespace)
         try:

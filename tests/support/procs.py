@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -259,11 +259,15 @@ class ProcessFactory:
         self.base_env = dict(base_env)
         self.processes: list[MonitorProcess] = []
 
-    def spawn(self, name: str, *, env: Mapping[str, str | None] | None = None) -> MonitorProcess:
+    def spawn(
+        self, name: str, *, env: Mapping[str, str | None] | None = None, prefix: Sequence[str] = ()
+    ) -> MonitorProcess:
         """Start ``python -m monitor <name>`` without waiting for it.
 
         ``env`` adds to (or, with a None value, removes from) the base environment. The process
-        listens on a free port (``proc.port``) unless its port variable is given.
+        listens on a free port (``proc.port``) unless its port variable is given. ``prefix`` runs
+        it through a command that execs it in the same process, e.g. ``ip netns exec NS``
+        (tests/support/locations.py), so its PID is still the one to signal.
         """
         full = clean_environ()
         full.update(self.base_env)
@@ -279,7 +283,7 @@ class ProcessFactory:
             full.setdefault("MONITOR_API_HOST", "127.0.0.1")
         index = sum(1 for p in self.processes if p.name == name) + 1
         log_path = self.log_dir / f"{name}-{index}.log"
-        proc = MonitorProcess(name, [sys.executable, "-m", "monitor", name], full, log_path)
+        proc = MonitorProcess(name, [*prefix, sys.executable, "-m", "monitor", name], full, log_path)
         self.processes.append(proc)
         return proc
 
@@ -289,9 +293,10 @@ class ProcessFactory:
         *,
         env: Mapping[str, str | None] | None = None,
         timeout: float = 30.0,  # noqa: ASYNC109
+        prefix: Sequence[str] = (),
     ) -> MonitorProcess:
         """Start a service process and wait for its ``<name>.started`` line."""
-        proc = self.spawn(name, env=env)
+        proc = self.spawn(name, env=env, prefix=prefix)
         await proc.wait_log(f"{name}.started", timeout=timeout)
         return proc
 

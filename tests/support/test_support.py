@@ -9,6 +9,7 @@ import asyncio
 import socket
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -16,7 +17,9 @@ import pytest
 
 from .alerts import said
 from .fake_telegram import FakeTelegram
+from .locations import via
 from .procs import free_port
+from .status_target import status
 from .target import TargetServer
 from .waiting import wait_for
 
@@ -215,3 +218,43 @@ def test_free_port_is_bindable() -> None:
 )
 def test_said_reads_every_kind_of_alert(text: str, found: list[tuple[str, str]]) -> None:
     assert said(text) == found
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("postgresql://postgres@127.0.0.1:55432/monitor_x", "postgresql://postgres@10.0.0.1:7/monitor_x"),
+        (
+            "postgresql://u:p%40ss@127.0.0.1:5432/db?sslmode=disable",
+            "postgresql://u:p%40ss@10.0.0.1:7/db?sslmode=disable",
+        ),
+        ("redis://127.0.0.1:56379/13", "redis://10.0.0.1:7/13"),
+        ("redis://:secret@localhost:6379/0", "redis://:secret@10.0.0.1:7/0"),
+    ],
+)
+def test_a_location_reaches_a_service_through_its_proxy_with_the_same_database(
+    url: str, expected: str
+) -> None:
+    assert via(url, "10.0.0.1", 7) == expected
+
+
+@pytest.mark.parametrize(
+    ("written", "answered"),
+    [
+        (None, 200),
+        ("500\n", 500),
+        ("200", 200),
+        ("503 ", 503),
+        ("", 200),
+        ("oops", 200),
+        ("99", 200),
+        ("600", 200),
+    ],
+)
+def test_the_namespaced_target_answers_the_status_in_its_file(
+    tmp_path: Path, written: str | None, answered: int
+) -> None:
+    path = tmp_path / "status"
+    if written is not None:
+        path.write_text(written)
+    assert status(path) == answered
