@@ -17,7 +17,7 @@ from typing import Any
 import asyncpg
 
 from monitor.models import MonitorSpec
-from monitor.scheduler.quorum import Seen, fresh_after
+from monitor.scheduler.quorum import Seen, heard_for
 from monitor.scheduler.state import State
 from monitor.scheduler.ticker import TickerShared
 
@@ -30,7 +30,7 @@ FROM location_state WHERE monitor_id = ANY($1::bigint[])"""
 async def load(pool: asyncpg.Pool, shared: TickerShared, specs: Mapping[int, MonitorSpec]) -> None:
     """This location's stored state of these monitors (before their tickers start), and the
     other locations' views of those this member is primary for. A stored state older than the
-    monitor's freshness bound (``quorum.fresh_after``) is not continued: the location was away,
+    monitor's freshness bound (``quorum.heard_for``) is not continued: the location was away,
     and starts from unknown rather than from what it saw then; an outage it had open ends at
     its last check (what came after is not known)."""
     if not specs:
@@ -41,7 +41,9 @@ async def load(pool: asyncpg.Pool, shared: TickerShared, specs: Mapping[int, Mon
         monitor_id, location = row["monitor_id"], row["location"]
         if location == shared.location:
             spec = specs[monitor_id]
-            if row["last_check_at"] >= fresh_after(now, spec.interval_seconds, spec.timeout_seconds):
+            if monitor_id in shared.local:
+                continue  # reloaded after an edit: what it holds is newer than what is stored
+            if row["last_check_at"] >= now - heard_for(spec.interval_seconds, spec.timeout_seconds):
                 # Its own view: fresh for as long as it checks (no check time to age it by).
                 shared.local[monitor_id] = (stored(row), replace(_seen(row), checked_at=None))
             elif row["status"] == "down":

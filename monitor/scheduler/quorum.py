@@ -14,9 +14,9 @@ location's view at each of its ticks (:func:`verdict`):
     else                            -> no verdict: the overall state stays as it is
 
 ``q`` is the monitor's ``quorum`` (a majority of its locations when unset), but never more than
-the locations that count: those with a live scheduler, and for an interval, the timeout and ten
-seconds after its last check one whose last scheduler left, so that a rolling restart of a
-location's only scheduler does not hand the verdict to the others for a moment (where one
+the locations that count: those with a live scheduler, and, for two intervals, the timeout and
+half a minute after its latest check, one whose last scheduler left, so that a rolling restart
+of a location's only scheduler does not hand the verdict to the others for a moment (where one
 failing alone would page). A location gone for longer says nothing, and the others decide
 without it (a quorum of two with one location left is that location's verdict, so an outage
 is not missed while a location is away). Down wins a tie, which only a quorum of at most half
@@ -91,24 +91,28 @@ def verdict(
     live: Collection[str],
     quorum: int | None,
     locations: Sequence[str],
-    fresh_after: datetime | None = None,
+    at: datetime | None = None,
+    window: timedelta | None = None,
     down_since: datetime | None = None,
-    held_after: datetime | None = None,
 ) -> Verdict | None:
-    """The overall verdict from the views of the locations that count (see the module
-    docstring). A location counts while a scheduler of it is ``live``, and a little after its
-    last one left (its latest check no older than ``held_after``: a rolling restart of its only
-    scheduler). A view older than ``fresh_after`` counts as not heard from (unknown), so a
-    location back after a long absence is not judged by what it saw then. ``down_since``: when
-    the monitor's current outage began, if it is down (when it ended is worked out from it)."""
-    views = []
+    """The overall verdict at ``at`` from the views of the locations that count (see the
+    module docstring). A view counts for ``window`` after its latest check (``heard``): a
+    location whose only scheduler restarts keeps counting meanwhile, one gone for longer stops;
+    a location with a ``live`` scheduler always counts, but a view of it older than that is
+    not heard from (unknown), so a location back after a long absence is not judged by what it
+    saw then. ``down_since``: when the monitor's current outage began, if it is down (when it
+    ended is worked out from it)."""
+    horizon = at - window if at is not None and window is not None else None
+    views: list[tuple[str, Seen]] = []
+    gone: list[datetime] = []  # when each location that stopped counting did
     for loc in locations:
         view = seen.get(loc, UNSEEN)
         checked = view.checked_at
-        held = checked is not None and held_after is not None and checked >= held_after
-        if loc in live or held:
-            fresh = fresh_after is None or checked is None or checked >= fresh_after
-            views.append((loc, view if fresh else UNSEEN))
+        heard = horizon is None or checked is None or checked >= horizon
+        if loc in live or (heard and checked is not None):
+            views.append((loc, view if heard else UNSEEN))
+        elif checked is not None and window is not None:
+            gone.append(checked + window)
     if not views:
         return None
     q = min(required(quorum, locations), len(views))
@@ -116,18 +120,19 @@ def verdict(
     if len(down) >= q:
         reason = "; ".join(f"{loc}: {s.reason or 'failing'}" for loc, s in down)
         since = _quorum_since(down, q)
-        if since is not None and fresh_after is not None and since < fresh_after:
-            since = fresh_after  # reached now (a location stopped counting), not back then
+        if since is not None and q < required(quorum, locations) and gone and since < max(gone):
+            since = max(gone)  # reached when a location stopped counting, not back then
         return Verdict(False, since, reason)
     up = [(loc, s) for loc, s in views if s.status in ("up", "degraded")]
     if len(up) >= q:
         since = _recovered_since(up, q, len(down), down_since)
         slow = [(loc, s) for loc, s in up if s.status == "degraded"]
         degraded = None
-        if len(slow) >= q:  # degraded since q of them were, and no sooner than it was up
+        if len(slow) >= q:
             degraded = "; ".join(f"{loc}: {s.reason or 'degraded'}" for loc, s in slow)
             slow_since = _quorum_since(slow, q)
-            since = slow_since if since is None or (slow_since is not None and slow_since > since) else since
+            if down_since is None and slow_since is not None and (since is None or slow_since > since):
+                since = slow_since  # degraded since q of them were (an outage ends when it ends)
         return Verdict(True, since, None, degraded)
     return None
 
@@ -135,18 +140,12 @@ def verdict(
 UNSEEN = Seen()
 
 
-def held_after(at: datetime, interval: float, timeout: float) -> datetime:
-    """How recent the view of a location with no live scheduler must be to still count at
-    ``at``: an interval, the timeout and ten seconds, the gap a restart of its only scheduler
-    leaves (stopped, started, its first tick). Longer, and it is gone: it stops counting."""
-    return at - timedelta(seconds=interval + timeout + 10)
-
-
-def fresh_after(at: datetime, interval: float, timeout: float) -> datetime:
-    """How recent another location's view must be to count at ``at``: two of its intervals, its
-    timeout and half a minute for the write and the read (a location's member checks the same
-    ticks, so a live one's view is never older than an interval and a few seconds)."""
-    return at - timedelta(seconds=2 * interval + timeout + 30)
+def heard_for(interval: float, timeout: float) -> timedelta:
+    """How long a location's view counts after its latest check: two of its intervals, its
+    timeout and half a minute (a location's scheduler checks the same ticks, so a live one's
+    view is never older than an interval and a write; a restart of its only scheduler, or a
+    missed tick, fits well inside)."""
+    return timedelta(seconds=2 * interval + timeout + 30)
 
 
 def _quorum_since(agreeing: list[tuple[str, Seen]], q: int) -> datetime | None:

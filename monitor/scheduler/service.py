@@ -410,7 +410,7 @@ class Scheduler:
         self._set_locations(monitor_id, None if row is None else row["locations"])
         running = monitor_id in self.tickers
         self._stop(monitor_id)
-        if self.sharing.mine(monitor_id) is None:
+        if row is None or self.sharing.mine(monitor_id) is None:
             self._forget_located(monitor_id)
         if self.sharing.mine(monitor_id) and (running or self.sharing.settled()):
             await self._load([monitor_id])
@@ -450,6 +450,7 @@ class Scheduler:
             previous = self.tickers.get(row["id"])
             self._stop(row["id"])
             if row["paused"]:
+                self._forget_located(row["id"])
                 continue
             try:
                 secrets = open_monitor_secrets(self._box, row["secrets"])
@@ -491,14 +492,24 @@ class Scheduler:
             if takeover and not isinstance(ticker, HeartbeatTicker):
                 missed += self._missed(spec, row["last_check_at"])
         for monitor_id in set(ids) - found:
+            self._forget_located(monitor_id)
             shared.states.pop(monitor_id, None)
             shared.names.pop(monitor_id, None)
             shared.parents.pop(monitor_id, None)
-        await locations.load(self._pool, shared, located)
-        for monitor_id, spec in located.items():
-            waiting = self.tickers.get(monitor_id)
-            if waiting is not None and waiting.spec is spec:  # not replaced while it read
-                waiting.start(since)
+        read = False
+        try:
+            await locations.load(self._pool, shared, located)
+            read = True
+        finally:  # read or not, none is left in the tickers unstarted (a later load retries)
+            closing = self.sharing is not None and self.sharing.closing
+            for monitor_id, spec in located.items():
+                waiting = self.tickers.get(monitor_id)
+                if waiting is None or waiting.spec is not spec:
+                    continue  # stopped or replaced while it read
+                if read and not closing:
+                    waiting.start(since)
+                else:
+                    self._stop(monitor_id)
         return missed
 
     # -- the division of the monitors among schedulers (sharing.py) -------------------

@@ -39,8 +39,7 @@ from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.quorum import (
     Located,
     Seen,
-    fresh_after,
-    held_after,
+    heard_for,
     location_policy,
     overall_policy,
     seen_after,
@@ -356,15 +355,16 @@ def judge_here(
     if spec.id in shared.secondary:
         return overall, NOTHING, Located(shared.location, here, seen, changes, primary=False)
     views = {**shared.remote.get(spec.id, {}), shared.location: seen}
-    fresh = fresh_after(at, spec.interval_seconds, spec.timeout_seconds)
+    window = heard_for(spec.interval_seconds, spec.timeout_seconds)
     down_since = overall.streak_started_at if overall.status == "down" else None
     live = shared.live_locations | {shared.location}
-    held = held_after(at, spec.interval_seconds, spec.timeout_seconds)
-    found = verdict(views, live, spec.quorum, spec.locations, fresh, down_since, held)
+    found = verdict(views, live, spec.quorum, spec.locations, at, window, down_since)
     if found is None:  # no quorum either way: the overall status stands, and is stepped as such
         if overall.status == "unknown":
             return overall, NOTHING, Located(shared.location, here, seen, changes)
-        standing = "no quorum of locations" if overall.status == "degraded" else None
+        standing = (
+            (obs.degraded or "degraded where a quorum saw it") if overall.status == "degraded" else None
+        )
         judged = replace(obs, ok=overall.status != "down", degraded=standing, since=None)
         new, outcome = step(overall, judged, overall_policy(spec.policy))
         return new, outcome, Located(shared.location, here, seen, changes)

@@ -216,15 +216,15 @@ async def test_a_target_failing_from_one_location_alerts_with_quorum_1_and_not_w
     assert 0 < overall < per_location["us"]["downtime_seconds"], uptime.json
     figures["cycle"] = time.monotonic() - started
 
-    # The only us member stops: us is no longer live, and once its last check is older than an
-    # interval, the timeout and 10 s (it was not a restart) it stops counting: A's quorum of 2
+    # The only us member stops: us is no longer live, and once its last check is older than two
+    # intervals, the timeout and 30 s (it was not a restart) it stops counting: A's quorum of 2
     # is eu's verdict alone.
     assert await members["us-1"].terminate() == 0, members["us-1"].tail()
     await wait_for(
         lambda: _live_in(db, "us", False), timeout=DEADLINE, interval=0.2, message="us without a live member"
     )
     eu.answer(500)
-    await fake_telegram.wait_messages(3, chat_id=CHAT_A, timeout=DEADLINE)
+    await fake_telegram.wait_messages(3, chat_id=CHAT_A, timeout=DEADLINE + 2 * INTERVAL + 1 + 30)
     await fake_telegram.wait_messages(3, chat_id=CHAT_B, timeout=DEADLINE)
     assert [kind for _, kind in said_to(fake_telegram, CHAT_A)] == ["DOWN", "UP", "DOWN"]
     assert [kind for _, kind in said_to(fake_telegram, CHAT_B)] == ["DOWN", "UP", "DOWN"]

@@ -105,11 +105,11 @@ async def test_each_location_checks_and_the_primary_decides_once(
     assert "eu:" in incident["error"] and "us:" in incident["error"], incident["error"]
 
     # The primary's location leaves (SIGTERM): the other leads now, and ends the incident once
-    # the location left stops counting (an interval, the timeout and 10 s after its last check:
-    # it was not a restart), when the quorum of 2 is the one live location's verdict.
+    # the location left stops counting (two intervals, the timeout and 30 s after its last
+    # check: it was not a restart), when the quorum of 2 is the one live location's verdict.
     assert await eu.terminate() == 0, eu.tail()
     target.set(200, path="/both")
-    await wait_for(lambda: _is(lambda: _alerts(db, both["id"]), ["down", "up"]), timeout=25, message=us.tail)
+    await wait_for(lambda: _is(lambda: _alerts(db, both["id"]), ["down", "up"]), timeout=60, message=us.tail)
     assert await db.fetchval(
         "SELECT ended_at IS NOT NULL FROM incidents WHERE monitor_id = $1", both["id"]
     ), "the incident ended"

@@ -9,8 +9,7 @@ import pytest
 from monitor.scheduler.quorum import (
     Seen,
     Verdict,
-    fresh_after,
-    held_after,
+    heard_for,
     required,
     seen_after,
     stored_time,
@@ -93,31 +92,36 @@ def test_required_is_a_majority_unless_set(quorum: int | None, n: int, want: int
     assert required(quorum, ["x"] * n) == want
 
 
+W = heard_for(30, 10)  # 2 x 30 + 10 + 30 = 100 s
+
+
 def test_a_view_not_heard_from_lately_counts_as_unknown() -> None:
     stale = Seen("down", t(0), "status 500", checked_at=t(0))
     fresh = Seen("up", t(0), checked_at=t(200))
     views = {"eu": fresh, "us": stale}
     # A location back after an absence is not judged by what it saw then ...
-    assert verdict(views, {"eu", "us"}, 1, ("eu", "us"), fresh_after(t(200), 30, 10)) == Verdict(True, t(0))
+    assert verdict(views, {"eu", "us"}, 1, ("eu", "us"), t(200), W) == Verdict(True, t(0))
     # ... but within two intervals, a timeout and half a minute it is.
-    assert verdict(views, {"eu", "us"}, 1, ("eu", "us"), fresh_after(t(100), 30, 10)) == Verdict(
-        False, t(0), "us: status 500"
-    )
+    assert verdict(views, {"eu", "us"}, 1, ("eu", "us"), t(100), W) == Verdict(False, t(0), "us: status 500")
 
 
 def test_a_location_between_schedulers_keeps_counting_for_a_restart() -> None:
-    # A rolling restart of the only scheduler in "us": no member there for a few seconds. Its
-    # last "up" still counts, so "eu" failing alone does not take the monitor down (quorum 2).
+    # A rolling restart of the only scheduler in "us": no member there for a while. Its last
+    # "up" still counts, so "eu" failing alone does not take the monitor down (quorum 2).
     eu_down = Seen("down", t(0), "status 500")  # this member's own view: always fresh
-    us_up = Seen("up", t(0), checked_at=t(290))
-    fresh, held = fresh_after(t(300), 30, 10), held_after(t(300), 30, 10)
-    assert verdict({"eu": eu_down, "us": us_up}, {"eu"}, 2, ("eu", "us"), fresh, None, held) is None
-    # Gone for longer (its last check 60 s ago, the interval 30 s): only "eu" counts, and
-    # decides; the outage starts when that could first be said (the freshness bound), not
-    # when "eu" began to fail, long before.
-    gone = Seen("up", t(0), checked_at=t(240))
-    assert verdict({"eu": eu_down, "us": gone}, {"eu"}, 2, ("eu", "us"), fresh, None, held) == Verdict(
-        False, fresh, "eu: status 500"
+    us_up = Seen("up", t(0), checked_at=t(250))
+    assert verdict({"eu": eu_down, "us": us_up}, {"eu"}, 2, ("eu", "us"), t(300), W) is None
+    # Gone for longer (its last check 150 s ago): only "eu" counts, and decides; the outage
+    # starts when "us" stopped counting (its last check and the window), not when "eu" began
+    # to fail, long before.
+    gone = Seen("up", t(0), checked_at=t(150))
+    assert verdict({"eu": eu_down, "us": gone}, {"eu"}, 2, ("eu", "us"), t(300), W) == Verdict(
+        False, t(250), "eu: status 500"
+    )
+    # A normal outage keeps its start, however long its confirmation took.
+    both = {"eu": eu_down, "us": Seen("down", t(5), "timed out", checked_at=t(290))}
+    assert verdict(both, {"eu", "us"}, 2, ("eu", "us"), t(300), W) == Verdict(
+        False, t(5), "eu: status 500; us: timed out"
     )
 
 
@@ -143,7 +147,7 @@ def test_when_an_outage_ends(
     views = {loc: Seen("up", t(since)) for loc, since in ups.items()}
     views |= {f"down{n}": Seen("down", t(5), "x") for n in range(still_down)}
     places = tuple(views)
-    found = verdict(views, set(places), quorum, places, None, None if outage is None else t(outage))
+    found = verdict(views, set(places), quorum, places, down_since=None if outage is None else t(outage))
     assert found == Verdict(True, t(want))
 
 
