@@ -44,3 +44,18 @@ async def location_status(
 ) -> list[dict[str, Any]]:
     """Each location of the monitor, in its order: live or not, and its confirmed status."""
     return [render_status(r) for r in await conn.fetch(STATUS_SQL, monitor_id, list(locations))]
+
+
+# A location taken off a monitor's list: its outage (if open) ends now, its view goes.
+END_REMOVED = """
+UPDATE location_incidents SET ended_at = greatest(started_at, now())
+WHERE monitor_id = $1 AND ended_at IS NULL AND NOT (location = ANY($2::text[]))"""
+DROP_REMOVED = "DELETE FROM location_state WHERE monitor_id = $1 AND NOT (location = ANY($2::text[]))"
+
+
+async def drop_removed(conn: asyncpg.Connection, monitor_id: int, kept: Sequence[str]) -> None:
+    """The locations no longer in the monitor's list (a PATCH of ``locations``): an outage one
+    of them had open ends now (per-location uptime would count it down for ever), and its view
+    is dropped (were it listed again, it starts afresh)."""
+    await conn.execute(END_REMOVED, monitor_id, list(kept))
+    await conn.execute(DROP_REMOVED, monitor_id, list(kept))

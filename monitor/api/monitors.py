@@ -13,7 +13,7 @@ from monitor.api import schemas_http as http
 from monitor.api.context import POOL, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
-from monitor.api.locations import location_status
+from monitor.api.locations import drop_removed, location_status
 from monitor.api.maintenance import monitor_windows
 from monitor.api.monitor_types import (
     BADGE_PATH,
@@ -468,6 +468,8 @@ async def patch_monitor(request: web.Request) -> web.Response:
             await conn.execute(
                 "UPDATE monitors SET updated_at = clock_timestamp() WHERE id = $1", current["id"]
             )
+        if "locations" in values:
+            await drop_removed(conn, current["id"], values["locations"])
         if "paused" in values and values["paused"] != current["paused"]:
             if values["paused"]:
                 await conn.execute(

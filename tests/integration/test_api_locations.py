@@ -235,3 +235,32 @@ async def test_checks_filtered_by_location(api: ApiClient, db: asyncpg.Connectio
         assert len(items) == count and {c["checked_from"] for c in items} <= {place}
     bad = await api.get(path, params={"checked_from": "Not A Place"})
     assert (bad.status, bad.json["error"]["field"]) == (400, "checked_from"), bad
+
+
+async def test_a_location_taken_off_the_list_ends_its_outage_and_drops_its_view(
+    api: ApiClient, db: asyncpg.Connection
+) -> None:
+    made = await api.create_monitor(**SITE, locations=["eu", "us"], quorum=1)
+    t0 = await db.fetchval("SELECT now()")
+    await db.execute(
+        """INSERT INTO location_state (monitor_id, location, status, changed_at, last_check_at, last_ok)
+           VALUES ($1, 'us', 'down', $2, $2, false), ($1, 'eu', 'up', $2, $2, true)""",
+        made["id"],
+        t0 - H,
+    )
+    await db.execute(
+        "INSERT INTO location_incidents (monitor_id, location, started_at) VALUES ($1, 'us', $2)",
+        made["id"],
+        t0 - H,
+    )
+    changed = await api.patch(f"/api/v1/monitors/{made['id']}", json={"locations": ["eu"]})
+    assert changed.status == 200, changed
+    assert [s["location"] for s in changed.json["location_status"]] == ["eu"]
+    # us's outage ended when it was taken off (not counted as down for ever), its view is gone.
+    ended = await db.fetchval(
+        "SELECT ended_at FROM location_incidents WHERE monitor_id = $1 AND location = 'us'", made["id"]
+    )
+    assert ended is not None and ended >= t0
+    assert await db.fetchval(
+        "SELECT array_agg(location) FROM location_state WHERE monitor_id = $1", made["id"]
+    ) == ["eu"]
