@@ -407,11 +407,18 @@ class Scheduler:
             self._wanted.pop(monitor_id, None)
         else:
             self._wanted[monitor_id] = row["updated_at"]
+        ticker = self.tickers.get(monitor_id)
+        before = self._running_as(monitor_id) if ticker is not None else None
         self._set_locations(monitor_id, None if row is None else row["locations"])
-        running = monitor_id in self.tickers
+        running = ticker is not None
+        busy = ticker.busy() if ticker is not None and not isinstance(ticker, HeartbeatTicker) else None
         self._stop(monitor_id)
         if row is None or self.sharing.mine(monitor_id) is None:
             self._forget_located(monitor_id)
+        elif busy is not None and before != self.sharing.mine(monitor_id):
+            # A new role (an edit of the locations): the check in flight is judged in the old
+            # one, before the monitor starts again in the new (as a handover waits, _let_go).
+            await asyncio.wait([busy])
         if self.sharing.mine(monitor_id) and (running or self.sharing.settled()):
             await self._load([monitor_id])
         elif not self.sharing.mine(monitor_id):

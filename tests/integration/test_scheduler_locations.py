@@ -90,6 +90,18 @@ async def test_each_location_checks_and_the_primary_decides_once(
     status = await _cluster_status_text(migrated)
     assert "location 'asia': no live scheduler; 1 monitor(s) are not checked from there" in status, status
 
+    # An edit that puts us first: us leads from now on (each member changes role at once,
+    # the check in flight judged in its old role first), and both go on checking.
+    await db.execute("UPDATE monitors SET locations = '{us,eu}' WHERE id = $1", both["id"])
+    await wait_for(lambda: us.events("monitor.scheduled", monitor_id=both["id"]), timeout=15, message=us.tail)
+    await wait_for(lambda: eu.events("monitor.scheduled", monitor_id=both["id"]), timeout=15, message=eu.tail)
+    edited = time.time()
+    await wait_for(
+        lambda: _is(lambda: _locations_checked(db, both["id"], edited), {"eu", "us"}),
+        timeout=15,
+        message=lambda: eu.tail() + us.tail(),
+    )
+
     # It fails from both: each location opens its own outage, the monitor one incident and
     # one alert (the primary's), dated from when the second location went down.
     target.set(500, path="/both")
@@ -103,6 +115,10 @@ async def test_each_location_checks_and_the_primary_decides_once(
     incident = await db.fetchrow("SELECT started_at, error FROM incidents WHERE monitor_id = $1", both["id"])
     assert incident["started_at"] == max(r["started_at"] for r in opened)
     assert "eu:" in incident["error"] and "us:" in incident["error"], incident["error"]
+
+    # The locations back in their first order: eu leads again.
+    await db.execute("UPDATE monitors SET locations = '{eu,us}' WHERE id = $1", both["id"])
+    await wait_for(lambda: len(eu.events("monitor.scheduled", monitor_id=both["id"])) >= 2, timeout=15)
 
     # The primary's location leaves (SIGTERM): the other leads now, and ends the incident once
     # the location left stops counting (two intervals, the timeout and 30 s after its last
