@@ -268,7 +268,7 @@ async def read_foreign_parents(
     pool: asyncpg.Pool, shared: TickerShared, running: Collection[int]
 ) -> set[int]:
     """Put the stored status of the monitors that those running here depend on, but that run
-    elsewhere, into ``shared`` (states, names, their own parents), for ``ticker.down_above``;
+    elsewhere, into ``shared`` (states, names, their own parents), for ``judging.down_above``;
     the ids whose status was put there."""
     parents = {p for m in running for p in shared.parents.get(m, ())}
     foreign = [p for p in parents if p not in running]

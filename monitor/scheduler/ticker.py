@@ -32,21 +32,12 @@ from typing import Protocol
 from monitor import logging as mlog
 from monitor.aio import Deadline, Slots
 from monitor.checks import REGISTRY, CheckContext
-from monitor.checks.certificate import cert_not_after
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.connectivity import Guard
+from monitor.scheduler.judging import NOT_SEEN, judge, judge_here, restart_streak, settle
 from monitor.scheduler.metrics import SchedulerMetrics
-from monitor.scheduler.quorum import (
-    Located,
-    Seen,
-    heard_for,
-    location_policy,
-    overall_policy,
-    seen_after,
-    stored_time,
-    verdict,
-)
-from monitor.scheduler.state import NOTHING, UNKNOWN, Observation, Outcome, State, Window, confirm, step
+from monitor.scheduler.quorum import Located, Seen, stored_time
+from monitor.scheduler.state import NOTHING, UNKNOWN, Outcome, State, Window
 
 log = mlog.get(__name__)
 
@@ -303,19 +294,12 @@ async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> Non
         if reason is not None:
             result.error = f"unknown: the checker's network is down ({reason})"
             if located is None:
-                new, outcome = _restart_streak(shared.states.get(spec.id, UNKNOWN)), NOTHING
+                new, outcome = restart_streak(shared.states.get(spec.id, UNKNOWN)), NOTHING
             else:  # this location's streak starts again; the others' verdicts stand
                 here, seen = shared.local.get(spec.id, (UNKNOWN, NOT_SEEN))
-                located = replace(located, state=_restart_streak(here), seen=seen, changes=(), cause=None)
+                located = replace(located, state=restart_streak(here), seen=seen, changes=(), cause=None)
                 new, outcome = shared.states.get(spec.id, UNKNOWN), NOTHING
     settle(spec, shared, result, new, outcome, located)
-
-
-NOT_SEEN = Seen()
-
-
-def _restart_streak(state: State) -> State:
-    return state if state.status == "down" else replace(state, failures=0, streak_started_at=None)
 
 
 def count(metrics: SchedulerMetrics, result: CheckResult, blocked: bool = False) -> None:
@@ -325,146 +309,3 @@ def count(metrics: SchedulerMetrics, result: CheckResult, blocked: bool = False)
         metrics.checks_blocked.inc()
     else:
         metrics.checks_down.inc()
-
-
-def judge(
-    spec: MonitorSpec, shared: TickerShared, result: CheckResult, at: datetime
-) -> tuple[State, Outcome]:
-    """The monitor's state after ``result`` and what changed (``state.step``); nothing stored."""
-    state = shared.states.get(spec.id, UNKNOWN)
-    expiry = cert_not_after(result.details)
-    if expiry is not None and expiry != state.cert_not_after:
-        state = replace(state, cert_not_after=expiry)
-    return step(state, observe(spec, result, at, state, shared), spec.policy)
-
-
-def judge_here(
-    spec: MonitorSpec, shared: TickerShared, result: CheckResult, at: datetime
-) -> tuple[State, Outcome, Located]:
-    """A monitor checked from several locations: this location's confirmed state after
-    ``result`` and, if this scheduler is its primary, the overall state after the quorum's
-    verdict (quorum.py). A secondary returns the overall state as it was (it keeps none)."""
-    overall = shared.states.get(spec.id, UNKNOWN)
-    expiry = cert_not_after(result.details)
-    if expiry is not None and expiry != overall.cert_not_after:
-        overall = replace(overall, cert_not_after=expiry)
-    obs = observe(spec, result, at, overall, shared)
-    here, seen = shared.local.get(spec.id, (UNKNOWN, NOT_SEEN))
-    here, changes = confirm(here, Observation(obs.ok, at, obs.degraded), location_policy(spec.policy))
-    seen = seen_after(seen, here, changes, result.error)
-    if spec.id in shared.secondary:
-        return overall, NOTHING, Located(shared.location, here, seen, changes, primary=False)
-    views = {**shared.remote.get(spec.id, {}), shared.location: seen}
-    window = heard_for(spec.interval_seconds, spec.timeout_seconds)
-    down_since = overall.streak_started_at if overall.status == "down" else None
-    live = shared.live_locations | {shared.location}
-    found = verdict(views, live, spec.quorum, spec.locations, at, window, down_since)
-    if found is None:  # no quorum either way: the overall status stands, and is stepped as such
-        if overall.status == "unknown":
-            return overall, NOTHING, Located(shared.location, here, seen, changes)
-        standing = (
-            (obs.degraded or "degraded where a quorum saw it") if overall.status == "degraded" else None
-        )
-        judged = replace(obs, ok=overall.status != "down", degraded=standing, since=None)
-        new, outcome = step(overall, judged, overall_policy(spec.policy))
-        return new, outcome, Located(shared.location, here, seen, changes)
-    since = found.since
-    if since is not None and down_since is not None and since < down_since:
-        since = None  # never before the outage began
-    judged = replace(obs, ok=found.ok, degraded=found.degraded if found.ok else None, since=since)
-    new, outcome = step(overall, judged, overall_policy(spec.policy))
-    return (
-        new,
-        outcome,
-        Located(shared.location, here, seen, changes, cause=None if found.ok else found.reason),
-    )
-
-
-def settle(
-    spec: MonitorSpec,
-    shared: TickerShared,
-    result: CheckResult,
-    new: State,
-    outcome: Outcome,
-    located: Located | None = None,
-) -> None:
-    """Keep the new state and hand the result, state and changes to the writer."""
-    if located is None:
-        shared.states[spec.id] = new
-    else:
-        shared.local[spec.id] = (located.state, located.seen)
-        if located.primary:
-            shared.states[spec.id] = new
-        for change in located.changes:
-            log.info(
-                "location.state_changed", monitor_id=spec.id, location=located.location, kind=change.kind
-            )
-    shared.sink(spec, result, new, outcome, located)
-    for change in outcome.changes:
-        log.info(
-            "monitor.state_changed",
-            monitor_id=spec.id,
-            kind=change.kind,
-            status_code=result.status_code,
-            error=result.error,
-        )
-
-
-def observe(
-    spec: MonitorSpec, result: CheckResult, at: datetime, state: State, shared: TickerShared
-) -> Observation:
-    """The check's outcome with what the state machine weighs it in: whether a success was good
-    enough, the maintenance window, a monitor it depends on being down (which also becomes the
-    recorded cause of its failure)."""
-    degraded = None
-    if result.ok:
-        expiry = state.cert_not_after
-        if spec.degraded_above_ms is not None and (result.latency_ms or 0) > spec.degraded_above_ms:
-            degraded = f"response time {result.latency_ms:.0f} ms above {spec.degraded_above_ms:g} ms"
-        elif (
-            expiry is not None
-            and spec.cert_warn_days
-            and (expiry - at).total_seconds() < spec.cert_warn_days * 86400
-        ):
-            # Rounded: a 3-day certificate checked a second after issue expires "in 3 days".
-            days = max(0, round((expiry - at).total_seconds() / 86400))
-            degraded = f"certificate expires in {days} day{'s' if days != 1 else ''} ({expiry:%Y-%m-%d})"
-    window = (
-        shared.calendar.window_at(spec.id, spec.tags, at, spec.account_id)
-        if shared.calendar is not None
-        else None
-    )
-    blocked_by = None
-    down = down_above(spec.depends_on, shared, {spec.id}) if spec.depends_on else None
-    if down is not None:
-        blocked_by = shared.names.get(down, f"monitor {down}")
-        if not result.ok:
-            how = "down" if shared.states[down].status == "down" else "failing"
-            result.error = f"depends on {blocked_by}, which is {how} ({result.error or 'check failed'})"
-    if degraded is None and window is None and blocked_by is None:
-        return Observation(result.ok, at)
-    return Observation(result.ok, at, degraded, window, blocked_by)
-
-
-def down_above(parents: Sequence[int], shared: TickerShared, seen: set[int]) -> int | None:
-    """The monitor furthest up the chains above ``parents`` that is down or failing, or None:
-    what a dependant's failure is blamed on. A site that depends on a server that depends on a
-    router is held by the router's outage, even while the server's own failures are not yet
-    confirmed, as the router's DOWN (which lists the site among those it covers) promised.
-
-    Failing counts too (a streak not yet confirmed): when the router dies, the router and
-    everything behind it fail in the same second, and the order their checks happen to run in
-    must not decide who pages; the dependant that confirmed first waits for the router's
-    verdict. Should the router answer again unconfirmed, the hold lifts and a dependant still
-    down alerts then."""
-    for parent in parents:
-        if parent in seen:
-            continue
-        seen.add(parent)
-        higher = down_above(shared.parents.get(parent, ()), shared, seen)
-        if higher is not None:
-            return higher
-        state = shared.states.get(parent)
-        if state is not None and (state.status == "down" or state.failures):
-            return parent
-    return None

@@ -7,8 +7,9 @@ from typing import cast
 import pytest
 
 from monitor.aio import Deadline, Slots
+from monitor.scheduler.judging import down_above
 from monitor.scheduler.state import State
-from monitor.scheduler.ticker import TickerShared, down_above, first_tick, stable_offset
+from monitor.scheduler.ticker import TickerShared, first_tick, stable_offset
 
 
 def test_offsets_are_whole_slots_spread_over_the_interval_and_stable() -> None:
