@@ -23,5 +23,10 @@ EVENT_FIELD = "event"
 # monitor:events:republished:<event id>: set (NX, expiring) by the alerter that publishes a
 # lost event again (an older event of a monitor nowhere on the stream), so only one does.
 REPUBLISHED_PREFIX = "monitor:events:republished:"
+# monitor:alerter:sending:<event id>:<channel>: set (NX, expiring with the claim idle time,
+# renewed with the claims) by the alerter that takes an event in hand for a destination. The
+# relay publishes an event twice when its XADD went through and marking the row did not; should
+# the two copies reach two alerters, the second waits for the first's delivery, not sending it.
+SENDING_PREFIX = "monitor:alerter:sending:"
 # The shared pacing of destinations (monitor/alerter/pacing.py): window and block keys.
 PACE_PREFIX = "monitor:pace:"

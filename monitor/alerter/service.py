@@ -6,7 +6,10 @@ are re-claimed to ourselves (a heartbeat) so a live alerter is never robbed of t
 
 Delivering: each entry becomes one item per channel, handed to that chat's sender
 (monitor.alerter.dispatch). The deliveries table, keyed by (event_id, channel), is
-checked first, so a redelivered or reclaimed entry sends nothing twice.
+checked first, so a redelivered or reclaimed entry sends nothing twice; and an alerter takes
+an (event, channel) in hand only under a key in Redis that no other alerter holds
+(``_held_elsewhere``), so two copies of one event in two alerters' hands at once (the relay
+published it twice) are sent once.
 
 Acknowledging: an entry is XACKed only when every channel of it has a final
 outcome, sent or dead-lettered.
@@ -162,6 +165,9 @@ class Alerter:
             return
         try:
             await self._set_idle(ids, keys.HANDBACK_IDLE_MS)
+            held = [_sending_key(event_id, channel) for event_id, channel in self._holding]
+            for start in range(0, len(held), 500):  # theirs to send now, not after the keys lapse
+                await self._redis.delete(*held[start : start + 500])
             await self._redis.incr(keys.HANDBACK_KEY)
             self._handed_back = len(ids)
             log.info("alerter.handed_back", entries=len(ids))
@@ -280,8 +286,21 @@ class Alerter:
                 continue
             try:
                 await self._set_idle(ids, 0)
+                await self._keep_sending_keys()
             except TRANSIENT as exc:
                 log.warning("alerter.claim_refresh_failed", error=str(exc) or type(exc).__name__)
+
+    async def _keep_sending_keys(self) -> None:
+        """Renew the keys of the (event, destination) pairs in hand (``_held_elsewhere``), as
+        the claims are renewed: they lapse only when this alerter stops renewing."""
+        assert self._redis is not None
+        held = list(self._holding)
+        ttl_ms = max(1, int(self.settings.alert_claim_idle_seconds * 1000))
+        for start in range(0, len(held), 500):
+            pipe = self._redis.pipeline(transaction=False)
+            for event_id, channel in held[start : start + 500]:
+                pipe.pexpire(_sending_key(event_id, channel), ttl_ms)
+            await pipe.execute()
 
     async def _set_idle(self, ids: list[str], idle_ms: int) -> None:
         """Claim ``ids`` for ourselves with this idle time: 0 keeps them ours (no other alerter
@@ -342,6 +361,9 @@ class Alerter:
                 return
             if await self._older_undelivered(entry_id, fields, event, open_channels):
                 return
+            if await self._held_elsewhere(entry_id, fields, event, open_channels):
+                return
+            self._deferred.pop(entry_id, None)
             self._entries[entry_id] = Entry(entry_id, set(open_channels))
             for channel in open_channels:
                 held = self._holding.get((event.event_id, channel))
@@ -354,6 +376,37 @@ class Alerter:
                 kind = registry.get(str(targets[channel].get("kind")))
                 assert kind is not None  # targets() keeps only known kinds
                 self._sender(channel, kind, targets[channel]).put(item)
+
+    async def _held_elsewhere(
+        self, entry_id: str, fields: dict[Any, Any], event: Event, channels: list[str]
+    ) -> bool:
+        """True (and the entry deferred) while another alerter has this event in hand for one of
+        ``channels``: a second copy of it on the stream (the relay's XADD went through and
+        marking its row failed) that reached another alerter than the first. The first to take
+        (event, destination) sends it; the other looks again at every read, and acks once the
+        delivery is recorded, or sends it should the holder die (its key lapses with its claim).
+        Checking the deliveries table alone left a window: both copies in hand before either
+        was recorded, and sent twice."""
+        assert self._redis is not None
+        fresh = [c for c in channels if (event.event_id, c) not in self._holding]
+        if not fresh:
+            return False
+        ttl_ms = max(1, int(self.settings.alert_claim_idle_seconds * 1000))
+        pipe = self._redis.pipeline(transaction=False)
+        for channel in fresh:
+            key = _sending_key(event.event_id, channel)
+            pipe.set(key, self.consumer, nx=True, px=ttl_ms)
+            pipe.get(key)
+        holders = (await pipe.execute())[1::2]
+        elsewhere = [
+            c for c, h in zip(fresh, holders, strict=True) if h is None or _decode(h) != self.consumer
+        ]
+        if not elsewhere:
+            return False
+        if entry_id not in self._deferred:
+            log.info("alert.held_elsewhere", channels=elsewhere)
+        self._deferred[entry_id] = (fields, self._deferred.get(entry_id, (fields, time.monotonic()))[1])
+        return True
 
     async def _older_undelivered(
         self, entry_id: str, fields: dict[Any, Any], event: Event, channels: list[str]
@@ -638,6 +691,10 @@ class Alerter:
     async def _ack(self, entry_id: str) -> None:
         assert self._redis is not None
         await self._redis.xack(keys.EVENTS_STREAM, keys.ALERTER_GROUP, entry_id)
+
+
+def _sending_key(event_id: str, channel: str) -> str:
+    return f"{keys.SENDING_PREFIX}{event_id}:{channel}"
 
 
 def _decode(value: Any) -> str:

@@ -2,7 +2,8 @@
 
 Rows are marked published only after XADD succeeded, so Redis being down delays
 alerts and never loses them. A crash between XADD and the mark publishes a row
-twice; the alerter's delivery key (event_id, channel) makes that harmless.
+twice; the alerters' deliveries (event_id, channel) and their sending keys in Redis make
+that harmless, even when the two copies reach two alerters at once.
 
 Several schedulers each run a relay; one publishes at a time (a transaction-scoped advisory
 lock held from the read to the mark), so two never add the same rows to the stream, and the

@@ -163,3 +163,37 @@ async def _owners(redis: aioredis.Redis) -> dict[str, int]:
 
 async def _settled(db: asyncpg.Connection, redis: aioredis.Redis, *, sent: int, dead: int = 0) -> bool:
     return (await alert_state(db, redis)).settled(sent, dead)
+
+
+async def test_a_copy_another_alerter_holds_waits_for_its_delivery_and_sends_nothing(
+    db: asyncpg.Connection, redis_client: aioredis.Redis, fake_telegram: FakeTelegram, procs: ProcessFactory
+) -> None:
+    # The relay published an event twice (its XADD went through, marking its row did not) and
+    # the first copy is in another alerter's hands, not yet recorded: this one must not send
+    # its copy. Checking the deliveries table alone sent both (seen in the cluster fault test).
+    alerter = await procs.start("alerter", env=alerter_env(fake_telegram, claim_idle=CLAIM_IDLE))
+    event = make_event(1, "copy-shop", CHAT)
+    key = f"{keys.SENDING_PREFIX}{event['event_id']}:telegram:{CHAT}"
+    await redis_client.set(key, "another-alerter", px=60_000)
+    await publish_events(redis_client, [event])
+    await alerter.wait_log("alert.held_elsewhere", event_id=event["event_id"], timeout=15)
+    # The other alerter sends it and records it: this one acks its copy, sending nothing.
+    await db.execute(
+        """INSERT INTO deliveries (event_id, channel, status, attempts, sent_at)
+           VALUES ($1, $2, 'sent', 1, now())""",
+        event["event_id"],
+        f"telegram:{CHAT}",
+    )
+    await wait_for(lambda: _settled(db, redis_client, sent=1), timeout=15, message="the copy acked")
+    assert delivered_alerts(fake_telegram) == [], fake_telegram.describe()
+
+    # Another event whose holder died before sending: its key lapses with its claim, and this
+    # alerter sends it then.
+    lost = make_event(2, "orphan-shop", CHAT)
+    await redis_client.set(
+        f"{keys.SENDING_PREFIX}{lost['event_id']}:telegram:{CHAT}", "dead-alerter", px=1500
+    )
+    await publish_events(redis_client, [lost])
+    await wait_for(lambda: delivered_alerts(fake_telegram), timeout=15, message="sent once the key lapsed")
+    assert [(a.name, a.kind) for a in delivered_alerts(fake_telegram)] == [("orphan-shop", "DOWN")]
+    assert not procs.tracebacks()
