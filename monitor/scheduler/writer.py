@@ -36,16 +36,15 @@ from monitor.events import Event
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.quorum import Located
-from monitor.scheduler.state import Outcome, State
+from monitor.scheduler.state import UNKNOWN, Outcome, State
 from monitor.scheduler.transitions import Pending
 from monitor.scheduler.transitions import apply as apply_transition
 from monitor.times import rfc3339
 
 log = mlog.get(__name__)
 
-# A staged row: the check's columns, then the monitor's state after it.
-STAGE_COLUMNS = (
-    *CheckResult.COLUMNS,
+# A state's status and streaks, as staged (a monitor's, and a location's: :func:`streak_record`).
+STREAK_COLUMNS = (
     "status",
     "failures",
     "streak_started_at",
@@ -53,6 +52,11 @@ STAGE_COLUMNS = (
     "recovering_since",
     "slow",
     "slow_since",
+)
+# A staged row: the check's columns, then the monitor's state after it.
+STAGE_COLUMNS = (
+    *CheckResult.COLUMNS,
+    *STREAK_COLUMNS,
     "told",
     "told_at",
     "reminders",
@@ -102,21 +106,7 @@ CREATE TEMP TABLE IF NOT EXISTS location_batch (
 ) ON COMMIT DELETE ROWS"""
 
 # A row of ``location_batch``: a location's confirmed state of a monitor checked from several.
-LOCATION_COLUMNS = (
-    "monitor_id",
-    "location",
-    "time",
-    "ok",
-    "status",
-    "failures",
-    "streak_started_at",
-    "successes",
-    "recovering_since",
-    "slow",
-    "slow_since",
-    "changed_at",
-    "reason",
-)
+LOCATION_COLUMNS = ("monitor_id", "location", "time", "ok", *STREAK_COLUMNS, "changed_at", "reason")
 WRITE_LOCATIONS = """
 INSERT INTO location_state AS s (
     monitor_id, location, status, consecutive_failures, streak_started_at, consecutive_successes,
@@ -286,19 +276,12 @@ class Writer:
         overall state and alerts only from the monitor's primary (a failure it alerts on is
         told with the locations that saw it, not this check's own error alone)."""
         self._rows.append((*result.record(), *(state_record(state) if located.primary else SECONDARY)))
-        here = located.state
         self._located[(spec.id, located.location)] = (
             spec.id,
             located.location,
             result.time,
             result.ok,
-            here.status,
-            here.failures,
-            here.streak_started_at,
-            here.successes,
-            here.recovering_since,
-            here.slow,
-            here.slow_since,
+            *streak_record(located.state),
             located.seen.since,
             located.seen.reason,
         )
@@ -532,14 +515,8 @@ async def _store_checks(conn: asyncpg.Connection, rows: list[tuple[Any, ...]], *
         await conn.execute(WRITE_BATCH, with_state)
 
 
-# The state columns of a row checked from a location that is not the monitor's primary: no
-# status, so no ``monitor_state`` row is written from it (:data:`WRITE_BATCH`).
-SECONDARY: tuple[Any, ...] = (None, 0, None, 0, None, 0, None, "up", None, 0, None, [], False, None, None)
-
-
-def state_record(state: State) -> tuple[Any, ...]:
-    """The state's columns of a staged row (:data:`STAGE_COLUMNS` after the check's)."""
-    window = state.window
+def streak_record(state: State) -> tuple[Any, ...]:
+    """The state's :data:`STREAK_COLUMNS`."""
     return (
         state.status,
         state.failures,
@@ -548,6 +525,14 @@ def state_record(state: State) -> tuple[Any, ...]:
         state.recovering_since,
         state.slow,
         state.slow_since,
+    )
+
+
+def state_record(state: State) -> tuple[Any, ...]:
+    """The state's columns of a staged row (:data:`STAGE_COLUMNS` after the check's)."""
+    window = state.window
+    return (
+        *streak_record(state),
         state.told,
         state.told_at,
         state.reminders,
@@ -561,3 +546,8 @@ def state_record(state: State) -> tuple[Any, ...]:
         ),
         state.cert_not_after,
     )
+
+
+# The state columns of a row checked from a location that is not the monitor's primary: no
+# status, so no ``monitor_state`` row is written from it (:data:`WRITE_BATCH`).
+SECONDARY: tuple[Any, ...] = (None, *state_record(UNKNOWN)[1:])
