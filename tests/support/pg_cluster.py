@@ -13,17 +13,15 @@ clean stop of the primary sends it every WAL record first, so a switchover loses
 
 from __future__ import annotations
 
-import asyncio
 import os
 import pwd
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import asyncpg
 
-from .procs import free_port
+from .procs import free_port, kill_process, stop_process
 from .waiting import wait_for
 
 ROOTFS = Path(os.environ.get("MONITOR_ROOTFS", "/var/cache/monitor/rootfs-trixie-pg17"))
@@ -128,20 +126,11 @@ class PgNode:
         """A fast shutdown (SIGINT, what ``pg_ctl stop`` sends): clients are cut off; a primary sends
         its standby every WAL record before it exits. SIGKILL after ``timeout``."""
         assert self.proc is not None
-        if self.running:
-            self.proc.send_signal(signal.SIGINT)
-        deadline = time.monotonic() + timeout
-        while (code := self.proc.poll()) is None:
-            if time.monotonic() >= deadline:
-                self.kill()
-                raise AssertionError(f"{self!r} did not stop in {timeout:g}s:\n{self.tail()}")
-            await asyncio.sleep(0.05)
-        return code
+        return await stop_process(self.proc, signal.SIGINT, timeout, repr(self), self.tail)
 
     def kill(self) -> None:
-        if self.proc is not None and self.running:
-            self.proc.kill()
-            self.proc.wait(10)
+        if self.proc is not None:
+            kill_process(self.proc)
 
     async def in_recovery(self) -> bool:
         conn = await asyncpg.connect(self.url("postgres"), timeout=5)

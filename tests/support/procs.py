@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -246,9 +246,35 @@ class MonitorProcess:
             return None
 
     def kill(self) -> None:
-        if self.running:
-            self.popen.kill()
-            self.popen.wait(10)
+        kill_process(self.popen)
+
+
+async def stop_process(
+    proc: subprocess.Popen[bytes],
+    sig: int,
+    timeout: float,  # noqa: ASYNC109
+    name: str,
+    tail: Callable[[], str] | None = None,
+) -> int:
+    """Send ``sig`` to ``proc`` if it still runs and wait, without blocking the loop, for its exit
+    code; after ``timeout`` (s) it is killed and the wait fails, naming ``name`` (and its log's
+    ``tail()``). The services the tests start themselves (PostgreSQL, Redis, Sentinel) stop so."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    deadline = time.monotonic() + timeout
+    while (code := proc.poll()) is None:
+        if time.monotonic() >= deadline:
+            kill_process(proc)
+            raise AssertionError(f"{name} did not stop in {timeout:g}s" + (f":\n{tail()}" if tail else ""))
+        await asyncio.sleep(0.05)
+    return code
+
+
+def kill_process(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL ``proc`` if it still runs, and reap it."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(10)
 
 
 class ProcessFactory:

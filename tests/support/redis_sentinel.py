@@ -9,16 +9,14 @@ them for a switchover (``SENTINEL FAILOVER``), :meth:`RedisSentinels.kill_master
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import redis.asyncio as aioredis
 
-from .procs import free_port
+from .procs import free_port, stop_process
 from .waiting import wait_for
 
 SERVICE = "mymaster"
@@ -75,15 +73,7 @@ class RedisProcess:
     async def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> None:  # noqa: ASYNC109
         if self.proc is None:
             return
-        if self.running:
-            self.proc.send_signal(sig)
-        deadline = time.monotonic() + timeout
-        while self.proc.poll() is None:
-            if time.monotonic() >= deadline:
-                self.proc.kill()
-                self.proc.wait(10)
-                raise AssertionError(f"{self!r} did not stop in {timeout:g}s")
-            await asyncio.sleep(0.05)
+        await stop_process(self.proc, sig, timeout, repr(self))
 
 
 class RedisSentinels:

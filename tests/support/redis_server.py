@@ -8,16 +8,14 @@ group and pending entry, as a production Redis with AOF does across a restart.
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import redis.asyncio as aioredis
 
-from .procs import free_port
+from .procs import free_port, kill_process, stop_process
 from .waiting import wait_for
 
 
@@ -93,20 +91,11 @@ class RedisServer:
     async def stop(self, timeout: float = 15.0) -> int:  # noqa: ASYNC109
         """SIGTERM (Redis writes its AOF and exits), then wait for the exit; SIGKILL on a hang."""
         assert self.proc is not None, "redis-server not started"
-        if self.running:
-            self.proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while (code := self.proc.poll()) is None:
-            if time.monotonic() >= deadline:
-                self.kill()
-                raise AssertionError(f"{self!r} did not stop in {timeout:g}s:\n{self.tail()}")
-            await asyncio.sleep(0.05)
-        return code
+        return await stop_process(self.proc, signal.SIGTERM, timeout, repr(self), self.tail)
 
     def kill(self) -> None:
-        if self.proc is not None and self.running:
-            self.proc.kill()
-            self.proc.wait(10)
+        if self.proc is not None:
+            kill_process(self.proc)
 
     async def __aenter__(self) -> RedisServer:
         return await self.start()
