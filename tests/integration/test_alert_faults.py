@@ -29,7 +29,7 @@ import asyncpg
 import pytest
 import redis.asyncio as aioredis
 from support import FakeTelegram, MonitorProcess, ProcessFactory, wait_for
-from support.alerts import alert_state, alerter_env, alerts_in
+from support.alerts import alert_state, alerter_env, alerts_in, flapping_monitors
 from support.redis_server import RedisServer
 from support.target import FlappingTarget
 
@@ -54,17 +54,9 @@ async def test_a_thousand_transitions_through_faults_arrive_exactly_in_order(
     private_redis: RedisServer,
 ) -> None:
     fake = limited_telegram
-    names = {}
-    for i in range(MONITORS):
-        row = await monitor_factory(
-            name=f"flap-{i:02d}",
-            url=flapping.url(f"m{i}"),
-            interval_seconds=1,
-            timeout_seconds=1,
-            confirm_after=1,
-            telegram_chat_id=str(9000 + i % CHATS),
-        )
-        names[row["id"]] = row["name"]
+    names = await flapping_monitors(
+        monitor_factory, flapping, count=MONITORS, prefix="flap", first_chat=9000, chats=CHATS
+    )
     redis_env = {"MONITOR_REDIS_URL": private_redis.url()}
     env = {
         **redis_env,

@@ -22,7 +22,7 @@ import asyncpg
 import pytest
 import redis.asyncio as aioredis
 from support import FakeTelegram, ProcessFactory, wait_for
-from support.alerts import alert_state, alerter_env, alerts_in
+from support.alerts import alert_state, alerter_env, alerts_in, flapping_monitors
 from support.redis_server import RedisServer
 from support.target import FlappingTarget
 from support.tcpproxy import TcpProxy
@@ -56,17 +56,9 @@ async def test_alerts_exact_through_redis_database_and_scheduler_restarts(
     procs: ProcessFactory,  # after the services: the processes stop before they do
 ) -> None:
     proxy, dsn = db_proxy
-    names = {}
-    for i in range(MONITORS):
-        row = await monitor_factory(
-            name=f"flip-{i:02d}",
-            url=flapping.url(f"m{i}"),
-            interval_seconds=1,
-            timeout_seconds=1,
-            confirm_after=1,
-            telegram_chat_id=str(7000 + i % CHATS),
-        )
-        names[row["id"]] = row["name"]
+    names = await flapping_monitors(
+        monitor_factory, flapping, count=MONITORS, prefix="flip", first_chat=7000, chats=CHATS
+    )
     env = {"MONITOR_REDIS_URL": private_redis.url(), "MONITOR_DATABASE_URL": dsn}
     scheduler_env = {**env, "MONITOR_LEASE_SECONDS": str(LEASE)}
     schedulers = {

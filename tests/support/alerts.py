@@ -15,7 +15,7 @@ import re
 import sys
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -30,6 +30,7 @@ from monitor.events import Event, publish
 from .api import ApiClient
 from .fake_telegram import FakeTelegram, TelegramRequest
 from .procs import clean_environ
+from .target import FlappingTarget
 from .waiting import wait_for
 
 ALERT_LINE = re.compile(r"<b>(?P<name>[^<]+)</b> (?:is )?(?P<kind>DOWN|UP)\b")
@@ -119,6 +120,32 @@ async def watched_monitor(
         timeout=20,
     )
     return monitor.json
+
+
+async def flapping_monitors(
+    monitor_factory: Callable[..., Awaitable[asyncpg.Record]],
+    flapping: FlappingTarget,
+    *,
+    count: int,
+    prefix: str,
+    first_chat: int,
+    chats: int,
+) -> dict[int, str]:
+    """``count`` monitors (``prefix-00``...) on paths of the flapping target, checked every second
+    and confirmed at the first failure, each alerting one of ``chats`` Telegram chats numbered
+    from ``first_chat``: every tick is an alert. Their names by id."""
+    names = {}
+    for i in range(count):
+        row = await monitor_factory(
+            name=f"{prefix}-{i:02d}",
+            url=flapping.url(f"m{i}"),
+            interval_seconds=1,
+            timeout_seconds=1,
+            confirm_after=1,
+            telegram_chat_id=str(first_chat + i % chats),
+        )
+        names[row["id"]] = row["name"]
+    return names
 
 
 # -- what reached Telegram -----------------------------------------------------------------
