@@ -413,15 +413,16 @@ class Scheduler:
         running = ticker is not None
         busy = ticker.busy() if ticker is not None and not isinstance(ticker, HeartbeatTicker) else None
         self._stop(monitor_id)
-        if row is None or self.sharing.mine(monitor_id) is None:
+        role = self.sharing.mine(monitor_id)  # fixed while this holds the division's lock
+        if row is None or role is None:
             self._forget_located(monitor_id)
-        elif busy is not None and before != self.sharing.mine(monitor_id):
+        elif busy is not None and before != role:
             # A new role (an edit of the locations): the check in flight is judged in the old
             # one, before the monitor starts again in the new (as a handover waits, _let_go).
             await asyncio.wait([busy])
-        if self.sharing.mine(monitor_id) and (running or self.sharing.settled()):
+        if role is not None and (running or self.sharing.settled()):
             await self._load([monitor_id])
-        elif not self.sharing.mine(monitor_id):
+        elif role is None:
             return  # another scheduler's: it logs the change
         # One line per change, so an operator (and a test) can see when it took effect.
         if monitor_id in self.tickers:
@@ -584,7 +585,11 @@ class Scheduler:
             shared.remote.update(
                 (m, v) for m, v in views.items() if m in self.tickers and m not in shared.secondary
             )
-            running = {m for m in self.tickers if m not in shared.secondary}
+            # One run here as a secondary keeps no overall state: as a parent, its stored status is
+            # read, like one run elsewhere.
+            running = (
+                {m for m in self.tickers if m not in shared.secondary} if shared.secondary else self.tickers
+            )
             self._foreign |= await read_foreign_parents(self._pool, shared, running)
         except DB_ERRORS as exc:
             log.warning("cluster.round_read_failed", error=str(exc) or type(exc).__name__)
