@@ -45,11 +45,17 @@ def judge(
     spec: MonitorSpec, shared: TickerShared, result: CheckResult, at: datetime
 ) -> tuple[State, Outcome]:
     """The monitor's state after ``result`` and what changed (``state.step``); nothing stored."""
+    state = _current(spec, shared, result)
+    return step(state, observe(spec, result, at, state, shared), spec.policy)
+
+
+def _current(spec: MonitorSpec, shared: TickerShared, result: CheckResult) -> State:
+    """The monitor's state as this result finds it, with the certificate expiry it saw."""
     state = shared.states.get(spec.id, UNKNOWN)
     expiry = cert_not_after(result.details)
     if expiry is not None and expiry != state.cert_not_after:
         state = replace(state, cert_not_after=expiry)
-    return step(state, observe(spec, result, at, state, shared), spec.policy)
+    return state
 
 
 def judge_here(
@@ -58,10 +64,7 @@ def judge_here(
     """A monitor checked from several locations: this location's confirmed state after
     ``result`` and, if this scheduler is its primary, the overall state after the quorum's
     verdict (quorum.py). A secondary returns the overall state as it was (it keeps none)."""
-    overall = shared.states.get(spec.id, UNKNOWN)
-    expiry = cert_not_after(result.details)
-    if expiry is not None and expiry != overall.cert_not_after:
-        overall = replace(overall, cert_not_after=expiry)
+    overall = _current(spec, shared, result)
     obs = observe(spec, result, at, overall, shared)
     here, seen = shared.local.get(spec.id, (UNKNOWN, NOT_SEEN))
     here, changes = confirm(here, Observation(obs.ok, at, obs.degraded), location_policy(spec.policy))
