@@ -290,16 +290,20 @@ class Alerter:
             except TRANSIENT as exc:
                 log.warning("alerter.claim_refresh_failed", error=str(exc) or type(exc).__name__)
 
+    @property
+    def _sending_ttl_ms(self) -> int:
+        """How long a sending key lasts unrenewed: as long as a claim (a dead holder's lapse)."""
+        return max(1, int(self.settings.alert_claim_idle_seconds * 1000))
+
     async def _keep_sending_keys(self) -> None:
         """Renew the keys of the (event, destination) pairs in hand (``_held_elsewhere``), as
         the claims are renewed: they lapse only when this alerter stops renewing."""
         assert self._redis is not None
         held = list(self._holding)
-        ttl_ms = max(1, int(self.settings.alert_claim_idle_seconds * 1000))
         for start in range(0, len(held), 500):
             pipe = self._redis.pipeline(transaction=False)
             for event_id, channel in held[start : start + 500]:
-                pipe.pexpire(_sending_key(event_id, channel), ttl_ms)
+                pipe.pexpire(_sending_key(event_id, channel), self._sending_ttl_ms)
             await pipe.execute()
 
     async def _set_idle(self, ids: list[str], idle_ms: int) -> None:
@@ -391,11 +395,10 @@ class Alerter:
         fresh = [c for c in channels if (event.event_id, c) not in self._holding]
         if not fresh:
             return False
-        ttl_ms = max(1, int(self.settings.alert_claim_idle_seconds * 1000))
         pipe = self._redis.pipeline(transaction=False)
         for channel in fresh:
             key = _sending_key(event.event_id, channel)
-            pipe.set(key, self.consumer, nx=True, px=ttl_ms)
+            pipe.set(key, self.consumer, nx=True, px=self._sending_ttl_ms)
             pipe.get(key)
         holders = (await pipe.execute())[1::2]
         elsewhere = [
