@@ -13,6 +13,7 @@ import socket
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address, ip_network
+from typing import Any
 
 from yarl import URL
 
@@ -234,6 +235,18 @@ class AddressPolicy:
         if refusal is not None and not (vetted and all(is_loopback(a) for a in answers)):
             raise refusal
         return vetted
+
+
+def log_allow_list(log: Any, policy: AddressPolicy) -> None:
+    """The start line of each process that judges targets (api, scheduler, alerter): the
+    exceptions it runs with, as it reads them (host bits dropped, IPv4-mapped as IPv4), so a
+    process started without the operator's ``MONITOR_ALLOW_CIDRS`` shows it. A warning when
+    there are any: they open what the deny list closes."""
+    networks = [str(net) for net in policy.allow_cidrs]
+    if networks:
+        log.warning("ssrf.allow_cidrs", networks=networks)
+    else:
+        log.info("ssrf.allow_cidrs", networks=[], note="empty: every denied address is refused")
 
 
 # WHATWG's "ends in a number" rule: if the last label looks numeric (decimal, 0x-hex), browsers and

@@ -1,5 +1,6 @@
 """Channels are vetted like monitors: a channel whose URL or host the SSRF policy denies is
-refused when it is made and when it is changed.
+refused when it is made and when it is changed, and every process that judges targets says at
+start which allow-list it runs with.
 
 A real ``monitor api`` process resolves names through the fake DNS server and allows only
 127.0.0.2/32. One channel of each kind that takes a URL or a host (webhook, slack, discord,
@@ -14,6 +15,7 @@ The alerter judges again at each send: tests/e2e/test_email_channel.py.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -124,3 +126,24 @@ async def test_channels_to_denied_targets_are_refused_when_made_and_when_changed
     assert not wire.hits, f"the api opened sockets outside loopback: {wire.describe()}"
     asked = {name for name, qtype in dns.queries if qtype == "A"}
     assert {"allowed.test", "private.test", "mixed.test"} <= asked
+
+
+async def test_each_process_logs_its_allow_list_at_start(procs: ProcessFactory) -> None:
+    """api, scheduler and alerter all judge targets (monitors', channels'): each says which
+    exceptions it runs with, as it reads them, and says so when there are none."""
+    names = ("api", "scheduler", "alerter")
+    given = {"MONITOR_ALLOW_CIDRS": "127.0.0.2/32, 10.9.8.7/16,::ffff:10.1.0.0/112"}
+    started = await asyncio.gather(*(procs.start(name, env=given) for name in names))
+    for proc in started:
+        lines = proc.events("ssrf.allow_cidrs")
+        assert len(lines) == 1, (proc.name, lines)
+        assert lines[0]["networks"] == ["127.0.0.2/32", "10.9.0.0/16", "10.1.0.0/16"], lines
+        assert lines[0]["level"] == "warning", lines
+    await asyncio.gather(*(proc.terminate() for proc in started))
+
+    unset = {"MONITOR_ALLOW_CIDRS": None}  # the operator's default
+    started = await asyncio.gather(*(procs.start(name, env=unset) for name in names))
+    for proc in started:
+        lines = proc.events("ssrf.allow_cidrs")
+        assert [(line["level"], line["networks"]) for line in lines] == [("info", [])], (proc.name, lines)
+        assert "empty" in lines[0]["note"], lines
