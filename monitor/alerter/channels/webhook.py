@@ -307,5 +307,6 @@ KIND = ChannelKind(
     send=send,
     limits=limits,
     secrets=frozenset({"url", "secret", "headers"}),
+    targets=("url",),
     prepare=prepare,
 )
