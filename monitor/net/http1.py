@@ -108,16 +108,19 @@ class Abort(Exception):
         self.message = message
 
 
+HTTP2_ONLY = "the server answered in HTTP/2 only (it does not speak HTTP/1.1)"
+
+
 def not_http(start: bytes) -> str:
     """The error for a response that does not begin with an HTTP/1.x status line."""
     if len(start) >= 9 and start[0] == 0 and start[3] in (0x04, 0x07):  # an h2 SETTINGS/GOAWAY frame
-        return "the server answered in HTTP/2 only (it does not speak HTTP/1.1)"
+        return HTTP2_ONLY
     if start[:1] == b"\x15" and start[1:2] == b"\x03":  # a TLS alert record
         return "the server answered with TLS: use an https:// URL"
     line = start.split(b"\n", 1)[0].rstrip(b"\r")
     shown = "".join(ch if ch.isprintable() else "?" for ch in line[:40].decode("latin-1"))
     if line.startswith(b"HTTP/2") or line.startswith(b"HTTP/3"):
-        return "the server answered in HTTP/2 only (it does not speak HTTP/1.1)"
+        return HTTP2_ONLY
     if line.startswith(b"HTTP/"):
         return f"invalid response: unsupported HTTP version in {shown!r}"
     return f"invalid response: not HTTP (the server sent {shown!r})"
@@ -273,6 +276,16 @@ class Exchange(asyncio.Protocol):
     @property
     def body_bytes(self) -> int:
         return self._body_len
+
+    def reading_phase(self) -> str:
+        """Where the exchange is, for a timeout's message."""
+        if self._in_head:
+            if self.first_byte:
+                return "waiting for the rest of the response head"
+            if self.interim:
+                return f"waiting for the response head (after an interim {self.interim})"
+            return "waiting for the response head (nothing received)"
+        return f"reading the body (after a {self.status} response head, {self._body_len} bytes read)"
 
     # -- asyncio.Protocol ----------------------------------------------------------
 
