@@ -1094,3 +1094,29 @@ async def test_the_operators_body_cap_bounds_every_monitor(client: Client, lab: 
     )
     assert not result.ok and "not found in the first 64 KiB" in (result.error or ""), result
     assert (result.details or {}).get("body_bytes") == 64 * 1024, result
+
+
+async def test_an_h2_only_server_is_asked_for_h2_at_once_after_its_first_check(
+    client: Client, lab: Lab
+) -> None:
+    """The first check learns the server is h2-only (an HTTP/1.1 handshake it answers with
+    HTTP/2 frames, then one in h2); the next checks of the URL ask for h2 at once: one
+    handshake a check, as for HTTP/1.1."""
+    url = lab.url("{h2}/")
+    before = dict(lab.h2.alpn)
+    for _ in range(3):
+        result = await check(client, url)
+        assert result.ok and (result.details or {}).get("http_version") == "2", result
+    seen = {alpn: lab.h2.alpn[alpn] - before.get(alpn, 0) for alpn in (None, "h2")}
+    assert seen == {None: 1, "h2": 3}, seen
+
+
+async def test_a_server_that_stops_choosing_h2_is_checked_in_http11_again(client: Client, lab: Lab) -> None:
+    """A URL remembered as h2-only whose server now chooses no h2 (it speaks HTTP/1.1 only):
+    the check falls back to HTTP/1.1 at once, and forgets."""
+    url = lab.url("{raw[tls-valid]}/")
+    target = client.ctx.session.target(url)
+    target.h2_only = True
+    result = await check(client, url)
+    assert result.ok and "http_version" not in (result.details or {}), result
+    assert not target.h2_only
