@@ -86,6 +86,7 @@ class H2Exchange(asyncio.Protocol):
         self._header_names = header_names
         self._in_head = True
         self._received = 0  # bytes before the final head
+        self._buffer = bytearray()  # the start of a frame not yet whole
         self._read_at = 0.0
         self._started = False
         self._chunks: list[bytes] = []
@@ -153,10 +154,21 @@ class H2Exchange(asyncio.Protocol):
                 self._received += len(data)
                 if self._received > self._limits.max_head_bytes + _SLACK:
                     raise Abort(self._head_too_big())
-            for event in self._conn.receive_data(data):
-                self._on(event)
-                if self.finished:
-                    return
+            buffer = self._buffer
+            buffer += data
+            # A frame at a time: h2 raises for a frame before returning the events of the
+            # frames before it, and a head must count before a body that breaks its promise.
+            while len(buffer) >= 9:
+                size = int.from_bytes(buffer[:3], "big")
+                end = 9 if size > self._conn.max_inbound_frame_size else 9 + size  # h2 refuses it
+                if len(buffer) < end:
+                    break
+                frame = bytes(buffer[:end])
+                del buffer[:end]
+                for event in self._conn.receive_data(frame):
+                    self._on(event)
+                    if self.finished:
+                        return
         except Abort as exc:
             self.finish(exc.message)
             return

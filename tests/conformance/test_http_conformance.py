@@ -980,6 +980,20 @@ CASES: list[Case] = [
         "RST_STREAM instead of an answer.",
     ),
     up(
+        "h2-truncated-body-status-only",
+        "{h2}/short-body",
+        "Content-Length 4096, 56 bytes, then the end of the stream: the head was whole, and a "
+        "status check reads no more.",
+        curl="curl reads the body and fails: '(92) HTTP/2 stream 1 was not closed cleanly'.",
+    ),
+    down(
+        "h2-truncated-body-keyword",
+        "{h2}/short-body",
+        r"^invalid response body: HTTP/2 protocol error \(InvalidBodyLengthError",
+        "A keyword check needs the body, which is short of its Content-Length.",
+        asserts=(WELCOME,),
+    ),
+    up(
         "h2-body-stalls-status-only",
         "{h2}/body-stalls",
         "200 and part of the body in HTTP/2, then silence: a status check has its answer at the head.",

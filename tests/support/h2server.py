@@ -252,6 +252,12 @@ def _body_stalls(c: _Connection, stream: int, head: dict[bytes, bytes], body: by
     c.conn.send_data(stream, PAGE)  # and no more
 
 
+def _short_body(c: _Connection, stream: int, head: dict[bytes, bytes], body: bytes) -> None:
+    assert c.conn is not None
+    c.conn.send_headers(stream, [(b":status", b"200"), HTML, (b"content-length", b"4096")])
+    c.conn.send_data(stream, PAGE, end_stream=True)  # short of its length
+
+
 def _silent(c: _Connection, stream: int, head: dict[bytes, bytes], body: bytes) -> None:
     pass
 
@@ -271,5 +277,6 @@ ROUTES: dict[str, Route] = {
     "/goaway-after-response": _goaway_after,
     "/reset": _reset,
     "/body-stalls": _body_stalls,
+    "/short-body": _short_body,
     "/silent": _silent,
 }
