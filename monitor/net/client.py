@@ -253,18 +253,8 @@ async def _hop(
         addresses = await _resolve(session.resolver, target.host, got.timings)
     headers = {**request.headers, **request.credentials} if request.credentials else request.headers
     if target.h2_only:  # its last check found it h2-only
-        body = await http2(
-            loop,
-            session,
-            target,
-            got,
-            request,
-            _h2_fields(target, request, headers),
-            addresses,
-            follow_redirects=follow_redirects,
-            first=first,
-            started=started,
-            known=True,
+        body = await _h2(
+            loop, session, target, got, request, headers, addresses, follow_redirects, first, started
         )
         if body is not None:
             return body
@@ -287,28 +277,55 @@ async def _hop(
         )
     except H2Only:
         assert got.peer is not None  # the address that answered in HTTP/2
-        body = await http2(
+        body = await _h2(
             loop,
             session,
             target,
             got,
             request,
-            _h2_fields(target, request, headers),
+            headers,
             [got.peer],
-            follow_redirects=follow_redirects,
-            first=first,
-            started=started,
+            follow_redirects,
+            first,
+            started,
             known=False,
         )
         assert body is not None
         return body
 
 
-def _h2_fields(target: Target, request: Request, headers: dict[str, str]) -> list[tuple[str, str]]:
+async def _h2(
+    loop: asyncio.AbstractEventLoop,
+    session: HttpSession,
+    target: Target,
+    got: FetchResult,
+    request: Request,
+    headers: dict[str, str],
+    addresses: list[str],
+    follow_redirects: bool,
+    first: bool,
+    started: float,
+    *,
+    known: bool = True,
+) -> bytes | None:
+    """``hop.http2`` with the request's fields; ``known``: the target's memo sent us."""
     try:
-        return target.h2_fields(request.method, headers, request.body)
+        fields = target.h2_fields(request.method, headers, request.body)
     except InvalidRequest as exc:
         raise _Failed(f"invalid request to {target.text}: {exc}") from exc
+    return await http2(
+        loop,
+        session,
+        target,
+        got,
+        request,
+        fields,
+        addresses,
+        follow_redirects=follow_redirects,
+        first=first,
+        started=started,
+        known=known,
+    )
 
 
 async def _resolve(resolver: VettedResolver, host: str, marks: dict[str, float | None]) -> list[str]:

@@ -102,11 +102,8 @@ async def http1(
             header_names=request.header_names,
         )
 
-    connecting = time.perf_counter()
     try:
-        exchange, transport = await _connect(loop, session, addresses, target.port, make, got)
-        connected = time.perf_counter()
-        marks["connect_ms"] = (connected - connecting) * 1000
+        exchange, transport, connected = await _connect(loop, session, addresses, target.port, make, got)
         if target.tls:
             got.phase = f"in the TLS handshake with {target.host}"
             tls = exchange.transport = await _start_tls(
@@ -177,11 +174,8 @@ async def http2(
             header_names=request.header_names,
         )
 
-    connecting = time.perf_counter()
     try:
-        exchange, transport = await _connect(loop, session, addresses, target.port, make, got)
-        connected = time.perf_counter()
-        marks["connect_ms"] = (connected - connecting) * 1000
+        exchange, transport, connected = await _connect(loop, session, addresses, target.port, make, got)
         got.phase = f"in the TLS handshake with {target.host}"
         try:
             tls = await _start_tls(loop, transport, exchange, context, target.host)
@@ -221,10 +215,12 @@ async def _connect(
     port: int,
     make: Callable[[], E],
     got: FetchResult,
-) -> tuple[E, asyncio.BaseTransport]:
-    """The exchange connected to the first of ``addresses`` that takes it, and its transport;
-    the exchange is tracked by the session until ``_settle``."""
+) -> tuple[E, asyncio.BaseTransport, float]:
+    """The exchange connected to the first of ``addresses`` that takes it, its transport, and
+    when it connected (``connect_ms`` is set); the exchange is tracked by the session until
+    ``_settle``."""
     error = ""
+    connecting = time.perf_counter()
     for address in addresses:
         got.phase = f"connecting to {address} port {port}"
         exchange = make()
@@ -239,7 +235,9 @@ async def _connect(
             session.forget(exchange)
             raise
         got.peer = address
-        return exchange, transport
+        connected = time.perf_counter()
+        got.timings["connect_ms"] = (connected - connecting) * 1000
+        return exchange, transport, connected
     raise Failed(f"connection failed: {error}")
 
 
