@@ -40,7 +40,7 @@ import h2.exceptions
 import h2.settings
 from h2.errors import ErrorCodes
 
-from .http1 import REDIRECT_STATUSES, Abort, Inflater, Limits
+from .http1 import REDIRECT_STATUSES, Abort, Inflater, Limits, Response
 
 STREAM = 1  # the one request of the connection
 _HPACK_OVERHEAD = 32  # per field, in HPACK's own measure of a header list (RFC 7541 4.1)
@@ -49,7 +49,7 @@ _SLACK = 64 * 1024
 _CONFIG = h2.config.H2Configuration(client_side=True, header_encoding=None)
 
 
-class H2Exchange(asyncio.Protocol):
+class H2Exchange(Response, asyncio.Protocol):
     """Sends one request (``start``) and reads its response. ``done`` resolves to None
     (complete) or the error text, never to an exception. After ``done``, the attributes of
     ``http1.Exchange``: ``status``, ``location``, ``content_type``, ``headers``, ``body``,
@@ -68,18 +68,8 @@ class H2Exchange(asyncio.Protocol):
         skip_redirect_body: bool = False,
         header_names: frozenset[bytes] = frozenset(),
     ) -> None:
-        self.done: asyncio.Future[str | None] = loop.create_future()
-        self.finished = False
-        self.transport: asyncio.Transport | None = None
-        self.status: int | None = None
-        self.location: str | None = None
-        self.content_type: str | None = None
-        self.headers: dict[bytes, list[bytes]] = {}
-        self.truncated = False
-        self.first_byte = 0.0
-        self.interim = 0
+        self._begin(loop, max_body)
         self._limits = limits
-        self._max_body = max_body
         self._read_body = read_body and not head_only
         self._head_only = head_only
         self._skip_redirect_body = skip_redirect_body
@@ -89,9 +79,6 @@ class H2Exchange(asyncio.Protocol):
         self._buffer = bytearray()  # the start of a frame not yet whole
         self._read_at = 0.0
         self._started = False
-        self._chunks: list[bytes] = []
-        self._body_len = 0
-        self._inflater: Inflater | None = None
         self._pending = body or b""  # request body not yet sent (flow control)
         conn = self._conn = h2.connection.H2Connection(_CONFIG)
         # HPACK's measure counts 32 bytes a field more than ours; ours is checked on the head.
@@ -113,16 +100,8 @@ class H2Exchange(asyncio.Protocol):
         return self  # its own protocol factory, as http1.Exchange
 
     @property
-    def body(self) -> bytes:
-        return b"".join(self._chunks)
-
-    @property
     def in_head(self) -> bool:
         return self._in_head
-
-    @property
-    def body_bytes(self) -> int:
-        return self._body_len
 
     def reading_phase(self) -> str:
         """Where a timeout cut the exchange, in ``http1.Exchange.reading_phase``'s words (a head
@@ -204,7 +183,8 @@ class H2Exchange(asyncio.Protocol):
             self._head(event.headers)
         elif isinstance(event, h2.events.DataReceived):
             self._conn.acknowledge_received_data(event.flow_controlled_length, STREAM)
-            self._take(event.data)
+            if event.data:
+                self._keep(event.data)
         elif isinstance(event, h2.events.StreamEnded):
             self._complete()
         elif isinstance(event, h2.events.InformationalResponseReceived):
@@ -259,35 +239,10 @@ class H2Exchange(asyncio.Protocol):
         if encoding is not None:
             self._inflater = Inflater.for_encoding(encoding)
 
-    def _take(self, data: bytes) -> None:
-        if not data:
-            return
-        room = self._max_body - self._body_len
-        if self._inflater is not None:
-            data = self._inflater.decode(data, room + 1)
-        if len(data) > room:  # the cap: judge on what fits, and stop reading
-            self._chunks.append(data[:room])
-            self._body_len = self._max_body
-            self.truncated = True
-            self.finish(None)
-            return
-        self._body_len += len(data)
-        self._chunks.append(data)
-
     def _complete(self) -> None:
         if self._in_head:
             raise Abort("invalid response: the stream ended without a final response head")
-        inflater = self._inflater
-        if inflater is not None:
-            tail = inflater.flush()
-            room = self._max_body - self._body_len
-            if len(tail) > room:
-                tail, self.truncated = tail[:room], True
-            self._chunks.append(tail)
-            self._body_len += len(tail)
-            if not self.truncated and not inflater.ended:
-                raise Abort(f"cannot decode the body: the {inflater.encoding} data ends early")
-        self.finish(None)
+        self.finish(self._end_of_body())
 
     # -- internals -----------------------------------------------------------------
 
@@ -311,13 +266,8 @@ class H2Exchange(asyncio.Protocol):
     def finish(self, error: str | None) -> None:
         """Settle ``done`` (first call wins) and release the socket: after a complete answer
         with a GOAWAY and the TLS close, after a failure at once."""
-        if self.finished:
+        if not self._settle(error):
             return
-        self.finished = True
-        if not self.done.done():
-            self.done.set_result(error)
-        if error is not None:
-            self._chunks.clear()
         transport = self.transport
         if transport is None:
             return
