@@ -222,7 +222,8 @@ class Check(_Out):
         description="what the check saw beyond the common fields, by type (docs/check-types.md). "
         'http (null for a plain status check): "assertions" (each with "assertion", "ok" and, '
         'when it failed, "message"), "body_truncated" and "body_bytes", "tls_verified": false, '
-        '"certificate" (https). tcp: "answer", "tls", "certificate". tls: "certificate", "chain", '
+        '"http_version": "2" (a server that speaks only HTTP/2), "certificate" (https). '
+        'tcp: "answer", "tls", "certificate". tls: "certificate", "chain", '
         '"weakest_key", "verified", "tls_version". dns: "record_type", "nameserver", "answers", '
         '"baseline". ping: "address", "sent", "received", "loss_percent", "rtt_min_ms", '
         '"rtt_avg_ms", "rtt_max_ms". heartbeat: "heartbeat" ("ping", "body", "run_seconds", '
