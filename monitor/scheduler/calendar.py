@@ -181,6 +181,11 @@ class Calendar:
         entry = self._entries.get(window_id)
         return None if entry is None else entry.edge_after(at)
 
+    def touches(self, monitor_id: int, tags: Sequence[str]) -> bool:
+        """Whether any window could apply to the monitor (by its id, or by one of its tags in
+        any account): a cheap test before ``window_at``, for sweeps over every monitor."""
+        return monitor_id in self._by_monitor or (bool(self._by_tag) and any(t in self._by_tag for t in tags))
+
     def reach(self, window_id: int) -> tuple[frozenset[int], bool]:
         """The monitor ids the window names, and whether it has tags too (empty, False: no
         such window)."""

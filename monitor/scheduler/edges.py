@@ -130,11 +130,14 @@ class Edges:
             self._shared.edge_clock = at
 
     def _step(self, specs: Iterable[MonitorSpec], at: datetime) -> int:
-        shared = self._shared
+        shared, touches = self._shared, self._calendar.touches
         stepped = 0
         for spec in specs:
             if spec.id in shared.secondary:  # its primary, elsewhere, keeps the overall state
                 continue
+            state = shared.states.get(spec.id)
+            if (state is None or state.window is None) and not touches(spec.id, spec.tags):
+                continue  # in no window, and none could apply: most monitors of a sweep
             crossed = cross(spec, shared, at)
             if crossed is None:
                 continue

@@ -177,6 +177,16 @@ NOTHING = Outcome()
 def step(state: State, obs: Observation, policy: Policy = DEFAULT_POLICY) -> tuple[State, Outcome]:
     """The state after one check, the changes it makes and the alerts they call for."""
     status, changes, fields = _judge(state, obs, policy)
+    quiet = (
+        not changes
+        and state.told == _told(status)
+        and not state.flips
+        and state.held is None
+        and same_window(state.window, obs.window)
+        and not (policy.remind_every and status == "down")
+    )
+    if quiet:  # the common case, a monitor that stays as it was: no allocation beyond the state
+        return (state if _same(state, status, fields) else replace(state, status=status, **fields)), NOTHING
     return _after(state, obs, policy, status, changes, fields)
 
 
@@ -195,19 +205,9 @@ def _after(
     changes: list[Change],
     fields: dict[str, Any],
 ) -> tuple[State, Outcome]:
-    """What :func:`step` and :func:`edge` share: the window, flapping and announcements after
-    the status is known."""
+    """What :func:`step` and :func:`edge` share once the status is known: the window, flapping
+    and the announcements."""
     at = obs.at
-    quiet = (
-        not changes
-        and state.told == _told(status)
-        and not state.flips
-        and state.held is None
-        and same_window(state.window, obs.window)
-        and not (policy.remind_every and status == "down")
-    )
-    if quiet:  # the common case, a monitor that stays as it was: no allocation beyond the state
-        return (state if _same(state, status, fields) else replace(state, status=status, **fields)), NOTHING
     alerts: list[Alert] = []
     new = replace(state, status=status, **fields)
 

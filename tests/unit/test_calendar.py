@@ -137,6 +137,8 @@ def test_whom_a_window_covers() -> None:
     assert cal.covers(2, 8, ["db"])  # its account read at load
     assert not cal.covers(2, 9, ["db"])  # no account known
     assert not cal.covers(2, 8, ["web"]) and not cal.covers(99, 7, ())
+    assert cal.touches(7, ()) and cal.touches(9, ["web", "db"])
+    assert not cal.touches(8, ["web"]) and not Calendar().touches(7, ["db"])
 
 
 async def test_load_reads_every_window_and_the_accounts_its_tags_reach(db: asyncpg.Connection) -> None:
