@@ -173,14 +173,15 @@ WHERE s.last_check_at IS NULL OR s.last_check_at <= excluded.last_check_at"""
 
 # A monitor's state after a window's edge (the check columns stay the latest check's). Its
 # status and streaks are those the batch's checks wrote; a row is new only for a monitor never
-# checked yet (a window that opened before its first check).
+# checked yet (a window that opened before its first check). The window is JSON text, as staged
+# (a text parameter cast in SQL: the pool's jsonb codec would store it as a JSON string).
 _EDGE_COLUMNS = ("told", "told_at", "reminders", "held", "flips", "flapping", "maintenance")
 WRITE_EDGE = f"""
 INSERT INTO monitor_state AS s (
     monitor_id, status, consecutive_failures, streak_started_at, consecutive_successes, recovering_since,
     consecutive_slow, slow_since, told, told_at, reminders, held, flips, flapping, maintenance,
     cert_not_after)
-SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::text::jsonb, $16
 WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = $1)
 ON CONFLICT (monitor_id) DO UPDATE SET {", ".join(f"{c} = excluded.{c}" for c in _EDGE_COLUMNS)}"""
 
