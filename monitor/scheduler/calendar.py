@@ -11,6 +11,9 @@ account's window tagged "prod" never touches this account's "prod" monitors. Tha
 monitor's account: pass ``account_id``; without it, the calendar uses the accounts it read at
 ``load`` for the monitors that had a window's tag then (a monitor tagged after the last load
 gets its tag windows when the caller passes its account, or at the next load).
+
+For the timers at the windows' edges (``edges.py``) it also says each window's next start or end
+(``edges_after``, ``edge_after``) and whom a window covers (``reach``, ``covers``, ``touches``).
 """
 
 from __future__ import annotations
