@@ -279,6 +279,10 @@ class Uptime(_Out):
     uptime_percent: float | None = Field(description="null when nothing was observed in the window")
     downtime_seconds: float | None
     degraded_seconds: float | None = Field(description=DEGRADED_SECONDS)
+    maintenance_seconds: float = Field(
+        description="time in maintenance windows between observed_from and observed_to (paused time "
+        "left out): left out of the uptime like paused time, so an outage inside a window is no downtime"
+    )
     checks: int
     checks_up: int
     locations: dict[str, LocationUptime] | SkipJsonSchema[None] = Field(

@@ -174,6 +174,7 @@ _STATUS = {
     "up": "brightgreen",
     "degraded": "yellow",
     "down": "red",
+    "maintenance": "blue",
     "paused": "lightgrey",
 }
 

@@ -239,6 +239,7 @@ def assemble(raw: Raw) -> PageData:
             for mid, hours in raw.latency.items()
         },
         maintenance=raw.maintenance,
+        maintenance_spans=found.maintenance,
     )
 
 

@@ -60,6 +60,14 @@ def bars(days: list[dict[str, Any]]) -> Markup:
     return Markup("".join(out))
 
 
+def incident_text(incident: dict[str, Any]) -> str:
+    """What an incident was, after the monitor's name: an outage, or unavailable during
+    maintenance (not downtime)."""
+    if incident["kind"] == "maintenance":
+        return "is in maintenance" if incident["ongoing"] else "was unavailable during maintenance"
+    return "is down" if incident["ongoing"] else "was down"
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("monitor.status", "templates"),
@@ -77,7 +85,7 @@ def _environment() -> jinja2.Environment:
     )
     env.globals.update(
         level=level, spark=spark_points, bars=bars, status_text=STATUS_TEXT, overall_text=OVERALL_TEXT,
-        window_text=WINDOW_TEXT, days=DAYS,
+        window_text=WINDOW_TEXT, days=DAYS, incident_text=incident_text,
     )  # fmt: skip
     return env
 

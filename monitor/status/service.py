@@ -22,14 +22,14 @@ import gzip
 import hashlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter
 
-from monitor.api.uptime import uptimes
+from monitor.api.uptime import maintenance_spans, uptimes
 from monitor.status import badges, data, render, view
 from monitor.status.cache import Fresh
 
@@ -38,6 +38,7 @@ from monitor.status.cache import Fresh
 PAGE_CACHE_BYTES = 256 * 1024 * 1024
 # Every badge of a token: (kind, window).
 BADGES = (("status", ""), *((kind, window) for kind in ("uptime", "response") for window in view.WINDOWS))
+MICROSECOND = timedelta(microseconds=1)
 # Smaller bodies are sent as they are: gzip's header would be most of the saving.
 GZIP_FROM = 1024
 
@@ -176,11 +177,9 @@ class StatusDesk:
             )
             if monitor is None:
                 return None
-            if kind == "status":
-                return BadgeFigures(
-                    *badges.status_badge("paused" if monitor["paused"] else monitor["status"])
-                )
             now: datetime = await conn.fetchval("SELECT now()")
+            if kind == "status":
+                return BadgeFigures(*badges.status_badge(await _status(conn, monitor, now)))
             start = now - view.WINDOWS[window]
             if kind == "uptime":
                 found = await uptimes(conn, [(monitor["id"], monitor["created_at"])], start, now, now)
@@ -192,6 +191,17 @@ class StatusDesk:
                 start,
             )
             return BadgeFigures(*badges.latency_badge(average))
+
+
+async def _status(conn: asyncpg.Connection, monitor: Mapping[str, Any], now: datetime) -> str:
+    """A badge's status as the monitor's status page shows it (``view.status_of``): paused, or
+    in maintenance while a window that covers it is open, else what its checks say."""
+    if monitor["paused"]:
+        return "paused"
+    spans = await maintenance_spans(conn, [monitor["id"]], now, now + MICROSECOND)
+    return view.status_of(
+        monitor, any(e is not None and s <= now < e for s, e in spans.get(monitor["id"], ()))
+    )
 
 
 def _weight(page: Page | None) -> int:

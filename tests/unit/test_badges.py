@@ -36,6 +36,7 @@ def visible_texts(root: ET.Element) -> list[str]:
         ("degraded", ("degraded", "yellow")),
         ("down", ("down", "red")),
         ("paused", ("paused", "lightgrey")),
+        ("maintenance", ("maintenance", "blue")),
         (None, ("unknown", "lightgrey")),
         ("unknown", ("unknown", "lightgrey")),
         ("<b>", ("unknown", "lightgrey")),

@@ -17,6 +17,7 @@ from monitor.alerter.channels import discord, email, ntfy, pagerduty, slack, tel
 from monitor.alerter.channels.notice import KINDS, most_urgent, notice, summarize, tally
 from monitor.alerter.channels.text import Name, Time, escaper, plain, write
 from monitor.events import SCHEMA_VERSION, Event, EventFormatError
+from monitor.scheduler.state import held_by_window, held_note
 
 START = "2026-01-01T10:00:00Z"
 AT = "2026-01-01T11:00:00Z"
@@ -200,11 +201,10 @@ def test_reminders_count(reminder: int, reminder_max: int | None, line: str, asi
     ],
 )
 def test_a_down_names_the_monitors_it_covers(covers: list[str], shown: str) -> None:
-    said = notice(
-        event("down", details={"covers": covers, "note": "Held during maintenance window 'Nightly'"})
-    )
+    note = held_note(held_by_window("Nightly"))
+    said = notice(event("down", details={"covers": covers, "note": note}))
     sentences = [plain(line.sentence()) for line in said.lines]
-    assert sentences[2:] == [shown, "Held during maintenance window 'Nightly'"]
+    assert sentences[2:] == [shown, "Alert held while maintenance window 'Nightly' was open"]
 
 
 def test_an_up_carries_its_note() -> None:
