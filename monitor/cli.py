@@ -166,7 +166,7 @@ def secrets_rotate() -> None:
 
 @main.group()
 def alerts() -> None:
-    """Inspect and re-drive alerts."""
+    """Alerts that could not be delivered: list, re-drive or drop them."""
 
 
 @alerts.group()
@@ -174,28 +174,37 @@ def dead() -> None:
     """Alerts that could not be delivered (the dead-letter stream)."""
 
 
-async def _with_stores(settings: config.Settings, work: Callable[..., Coroutine[Any, Any, Any]]) -> Any:
-    from monitor import db, redisconn
+async def _with_redis(settings: config.Settings, work: Callable[..., Coroutine[Any, Any, Any]]) -> Any:
+    from monitor import redisconn
 
     redis = redisconn.from_settings(settings, socket_timeout=10, socket_connect_timeout=5)
+    try:
+        return await work(redis)
+    finally:
+        await redis.aclose()
+
+
+async def _with_stores(settings: config.Settings, work: Callable[..., Coroutine[Any, Any, Any]]) -> Any:
+    from monitor import db
+
     pool = await db.create_pool(settings.dsn, min_size=0, max_size=2)
     try:
-        return await work(redis, pool)
+        return await _with_redis(settings, lambda redis: work(redis, pool))
     finally:
         await pool.close()
-        await redis.aclose()
 
 
 @dead.command("list")
 def dead_list() -> None:
-    """List dead letters, oldest first: id, time, monitor, kind, event, channel, last error."""
+    """List dead letters, oldest first: id, time, what the event is about (monitor=ID "name",
+    channel test "name", or checker), kind, event, channel, last error."""
     from monitor.alerter import deadletter
 
-    settings = _settings("database_url", "redis_url")
+    settings = _settings("redis_url")
     try:
-        letters = asyncio.run(_with_stores(settings, lambda redis, _pool: deadletter.list_dead(redis)))
+        letters = asyncio.run(_with_redis(settings, deadletter.list_dead))
     except OSError as exc:
-        raise click.ClickException(f"cannot reach Redis or the database: {exc}") from None
+        raise click.ClickException(f"cannot reach Redis: {exc}") from None
     for letter in letters:
         click.echo(letter.summary)
     if not letters:
@@ -224,6 +233,26 @@ def dead_retry(ids: tuple[str, ...], everything: bool) -> None:
     except OSError as exc:
         raise click.ClickException(f"cannot reach Redis or the database: {exc}") from None
     click.echo(f"re-drove {len(done)} dead letter(s)")
+
+
+@dead.command("drop")
+@click.argument("ids", nargs=-1, required=True)
+def dead_drop(ids: tuple[str, ...]) -> None:
+    """Remove dead letters IDS (as `list` shows them) for good, without sending them.
+
+    The delivery record stays as it is ('dead'), so what was not sent can still be read in the
+    database. An unknown ID stops the command before anything is removed.
+    """
+    from monitor.alerter import deadletter
+
+    settings = _settings("redis_url")
+    try:
+        done = asyncio.run(_with_redis(settings, lambda redis: deadletter.drop(redis, list(ids))))
+    except KeyError as exc:
+        raise click.ClickException(f"no such dead letter: {exc.args[0]}") from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot reach Redis: {exc}") from None
+    click.echo(f"dropped {len(done)} dead letter(s)")
 
 
 async def _with_connection(settings: config.Settings, work: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
