@@ -287,6 +287,40 @@ def accounts_create(name: str) -> None:
     click.echo(f"created account {name!r} (id {account_id})")
 
 
+@accounts_group.command("delete")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Really delete it: without this flag, only say what would go.")
+def accounts_delete(name: str, yes: bool) -> None:
+    """Delete the account NAME and everything in it, for good.
+
+    Its monitors (with their state, incidents and rollups), alert channels, API keys, status
+    pages and maintenance windows go in one transaction, and the schedulers stop checking its
+    monitors at once. Raw checks age out with MONITOR_RETENTION_DAYS. Refused without --yes,
+    saying what it would delete.
+    """
+    from monitor import accounts
+
+    settings = _settings("database_url")
+
+    async def work(conn: Any) -> accounts.Contents | None:
+        if not yes:
+            return await accounts.account_contents(conn, name)
+        return await accounts.delete_account(conn, name)
+
+    try:
+        held = asyncio.run(_with_connection(settings, work))
+    except OSError as exc:
+        raise click.ClickException(f"database unreachable: {exc}") from None
+    if held is None:
+        raise click.ClickException(f"no account named {name!r}")
+    if not yes:
+        raise click.ClickException(
+            f"account {name!r} (id {held.id}) holds {held.summary()}; "
+            "nothing was deleted: add --yes to delete it and all of that for good"
+        )
+    click.echo(f"deleted account {name!r} (id {held.id}) and {held.summary()}")
+
+
 def _time(value: datetime | None, *, precise: bool = False) -> str | None:
     """RFC 3339 in UTC: whole seconds for a table, as stored for JSON."""
     if value is None:
