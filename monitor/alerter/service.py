@@ -46,7 +46,7 @@ from monitor.config import Settings
 from monitor.events import Event, EventFormatError, publish
 from monitor.health import ping_database, ping_redis
 from monitor.net.client import HttpSession, make_session
-from monitor.net.policy import AddressPolicy
+from monitor.net.policy import AddressPolicy, log_allow_list
 from monitor.net.resolver import VettedResolver
 from monitor.net.session import tls_context
 from monitor.secrets import SecretKeyError
@@ -123,6 +123,7 @@ class Alerter:
         self._http = aiohttp.ClientSession(trust_env=False)
         # User-supplied URLs (webhooks, Slack, Discord...) go through the checks' guarded client.
         policy = AddressPolicy(s.allow_cidrs)
+        log_allow_list(log, policy)
         self._web = make_session(
             VettedResolver(policy, s.dns_servers), limit=50, ssl_context=tls_context(s.ca_file)
         )

@@ -29,7 +29,7 @@ from monitor.api import (
 from monitor.api.context import POOL, RESOLVER, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, error_response
 from monitor.config import Settings
-from monitor.net.policy import AddressPolicy
+from monitor.net.policy import AddressPolicy, log_allow_list
 from monitor.net.resolver import VettedResolver
 from monitor.probes import metrics_response
 
@@ -171,9 +171,9 @@ def create_app(settings: Settings) -> web.Application:
         # min_size=0: the API starts, and answers 503, even while the database is down.
         app[POOL] = await db.create_pool(settings.dsn, min_size=0, max_size=10, init=db.preload_array_codecs)
         app[pings.PINGS] = pings.PingDesk(app[POOL])
-        if settings.allow_cidrs:  # as the scheduler does: the exceptions to the SSRF policy, once
-            log.warning("ssrf.allow_cidrs", networks=settings.allow_cidrs)
-        app[RESOLVER] = VettedResolver(AddressPolicy(settings.allow_cidrs), settings.dns_servers)
+        policy = AddressPolicy(settings.allow_cidrs)
+        log_allow_list(log, policy)  # as the scheduler and the alerter do
+        app[RESOLVER] = VettedResolver(policy, settings.dns_servers)
         yield
         await app[pings.PINGS].close()
         await app[RESOLVER].close()

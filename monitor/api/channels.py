@@ -4,7 +4,9 @@ A channel's ``config`` is its kind's settings (``monitor.alerter.channels``). Th
 kind names as secrets (webhook URLs that are credentials, signing secrets, passwords, keys)
 are sealed with ``MONITOR_SECRET_KEY`` before they are stored and read back as ``********``;
 a secret the API generates (a webhook's signing secret) is shown once, in the answer that
-created it.
+created it. Where a channel sends (a webhook's URL, an SMTP host: its kind's ``targets``) is
+judged when it is made or changed, exactly as a monitor's target is (``monitor.api.targets``):
+400 ``target_blocked`` naming ``config.<field>``, nothing written.
 """
 
 from __future__ import annotations
@@ -14,16 +16,17 @@ from typing import Any
 
 import asyncpg
 from aiohttp import web
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from monitor.alerter.channels import REGISTRY as CHANNEL_KINDS
-from monitor.alerter.channels.base import ChannelKind, config_values
+from monitor.alerter.channels.base import ChannelKind, config_values, target_hosts
 from monitor.api.context import POOL, SECRET_BOX
 from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
 from monitor.api.params import decode_cursor, int_param, json_object, next_page, path_id, rfc3339
 from monitor.api.schemas import ChannelCreate, ChannelPatch
 from monitor.api.schemas_http import MASK
+from monitor.api.targets import vet_host
 from monitor.events import SCHEMA_VERSION
 
 SELECT = """
@@ -73,7 +76,9 @@ async def create_channel(request: web.Request) -> web.Response:
         spec: Any = ChannelCreate.model_validate(await json_object(request)).root
     except ValidationError as exc:
         raise (_kind_error(exc) or from_validation(exc, ChannelCreate)) from None
-    config, shown = _stored(request, CHANNEL_KINDS[spec.kind], config_values(spec.config))
+    kind = CHANNEL_KINDS[spec.kind]
+    await _vet(request, target_hosts(kind, spec.config))
+    config, shown = _stored(request, kind, config_values(spec.config))
     async with request.app[POOL].acquire() as conn:
         new_id = await conn.fetchval(
             "INSERT INTO channels (account_id, kind, name, config) VALUES ($1, $2, $3, $4) RETURNING id",
@@ -110,12 +115,21 @@ async def patch_channel(request: web.Request) -> web.Response:
         patch = ChannelPatch.model_validate(await json_object(request))
     except ValidationError as exc:
         raise from_validation(exc, ChannelPatch) from None
+    vetted: list[tuple[str, str]] | None = None
+    if patch.config is not None:
+        # Vetted before the transaction: a lookup may take seconds.
+        kind, settings = _patched(request, await _owned(request.app[POOL], request), patch.config)
+        vetted = target_hosts(kind, settings)
+        await _vet(request, vetted)
     async with request.app[POOL].acquire() as conn, conn.transaction():
         current = await _owned(conn, request)
         config: dict[str, Any] | None = None
         shown: dict[str, Any] = {}
         if patch.config is not None:
-            config, shown = _patched_config(request, current, patch.config)
+            kind, settings = _patched(request, current, patch.config)
+            if target_hosts(kind, settings) != vetted:  # a kept secret URL changed meanwhile
+                await _vet(request, target_hosts(kind, settings))
+            config, shown = _stored(request, kind, config_values(settings))
         await conn.execute(
             """UPDATE channels SET name = coalesce($2, name), config = coalesce($3, config),
                                    updated_at = now()
@@ -138,12 +152,17 @@ def _stored(
     return request.app[SECRET_BOX].seal_fields(config, kind.secrets), shown
 
 
-def _patched_config(
+async def _vet(request: web.Request, targets: list[tuple[str, str]]) -> None:
+    for name, host in targets:
+        await vet_host(request, host, f"config.{name}")
+
+
+def _patched(
     request: web.Request, current: asyncpg.Record, given: dict[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The new config, validated against the channel's kind and sealed; a secret sent back
-    masked (``********``) or left out keeps the stored one, and one the kind generates
-    (a webhook's signing secret) sent as ``null`` is made anew and shown once."""
+) -> tuple[ChannelKind, BaseModel]:
+    """The new settings, validated against the channel's kind; a secret sent back masked
+    (``********``) or left out keeps the stored one, and one the kind generates (a webhook's
+    signing secret) sent as ``null`` is made anew (by ``_stored``) and shown once."""
     kind = CHANNEL_KINDS.get(current["kind"])
     if kind is None:
         raise ApiError(409, "conflict", f"this version cannot change channels of kind {current['kind']!r}")
@@ -161,7 +180,7 @@ def _patched_config(
         first = from_validation(exc, kind.config)
         field = f"config.{first.field}" if first.field else "config"
         raise ApiError(422, "invalid", f"config.{first}", field) from None
-    return _stored(request, kind, config_values(settings))
+    return kind, settings
 
 
 async def delete_channel(request: web.Request) -> web.Response:

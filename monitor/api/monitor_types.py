@@ -13,17 +13,14 @@ import asyncpg
 from aiohttp import web
 from pydantic import ValidationError
 
-from monitor import logging as mlog
 from monitor.api import schemas_http as http
-from monitor.api.context import RESOLVER, SETTINGS
-from monitor.api.errors import ApiError, from_validation
+from monitor.api.context import SETTINGS
+from monitor.api.errors import from_validation
 from monitor.api.schemas import render_status_ranges
+from monitor.api.targets import vet_host
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks import Check
-from monitor.net.policy import BlockedTarget, InvalidTarget, parse_target_url
-from monitor.net.resolver import ResolutionError
-
-log = mlog.get(__name__)
+from monitor.net.policy import parse_target_url
 
 # Where a heartbeat monitor's pings go (monitor/api/pings.py): this and its token.
 PING_PATH = "/ping/"
@@ -64,7 +61,7 @@ def type_fields(row: asyncpg.Record, base: str) -> dict[str, Any]:
 
 async def vet_target(request: web.Request, url: str) -> None:
     """First of the two SSRF layers: refuse a target that is denied right now."""
-    await _vet_host(request, parse_target_url(url).raw_host or "", "url")
+    await vet_host(request, parse_target_url(url).raw_host or "", "url")
 
 
 async def vet_hosts(request: web.Request, check: Check, settings: Any) -> None:
@@ -73,30 +70,13 @@ async def vet_hosts(request: web.Request, check: Check, settings: Any) -> None:
         field = next(
             (n for n in type(settings).model_fields if _holds(getattr(settings, n, None), host)), "host"
         )
-        await _vet_host(request, host, field)
+        await vet_host(request, host, field)
 
 
 def _holds(value: Any, host: str) -> bool:
     if isinstance(value, str):  # a host, "host:port" or "[v6]:port"
         return value == host or value.startswith((f"{host}:", f"[{host}]"))
     return isinstance(value, list | tuple) and any(_holds(v, host) for v in value)
-
-
-async def _vet_host(request: web.Request, host: str, field: str) -> None:
-    try:
-        await request.app[RESOLVER].vet(host)
-    except BlockedTarget as exc:
-        reason = str(exc)
-        if exc.host and not reason.startswith(exc.host):
-            reason = f"{exc.host} {reason}"  # "private.test resolves to 10.0.0.5 (...)"
-        raise ApiError(400, "target_blocked", f"{field}: {reason}", field) from None
-    except InvalidTarget as exc:
-        raise ApiError(400, "invalid", f"{field}: {exc}", field) from None
-    except ResolutionError as exc:
-        # Not resolving is not dangerous: the site may not be live yet, or DNS may be down.
-        # The monitor is created and its checks report the failure (as Uptime Kuma does);
-        # the scheduler judges every answer again at each connection.
-        log.info("api.target_unresolved", host=host, error=str(exc))
 
 
 def validation_context(request: web.Request) -> dict[str, Any]:

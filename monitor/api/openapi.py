@@ -130,7 +130,9 @@ def _components(limits: Limits) -> tuple[dict[str, Any], dict[str, dict[str, Any
 
 ERRORS = {
     400: "A malformed request: the body is not a JSON object (`invalid_json`), a query parameter "
-    "is out of range (`invalid`), or the target URL is not allowed (`target_blocked`).",
+    "is out of range (`invalid`), or a monitor's target or a channel's URL or host is an address the "
+    "SSRF policy denies (`target_blocked`; the message names the `MONITOR_ALLOW_CIDRS` entry that "
+    "would admit it).",
     401: "No API key, a malformed `Authorization` header, or an unknown or revoked key.",
     404: "No such object in the caller's account; another account's object answers the same.",
     409: "The account already has its quota of monitors or status pages (`quota_exceeded`), or another "

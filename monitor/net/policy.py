@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address, ip_network
+from typing import Any
 
 from yarl import URL
 
@@ -32,12 +33,15 @@ class BlockedTarget(OSError):
     An ``OSError`` so that aiohttp's connector, which only expects ``OSError`` from a resolver,
     wraps it in ``ClientConnectorDNSError`` instead of letting it escape unannotated.
     ``host`` is the name that resolved to the denied address, or None for a literal.
+    ``address`` is the denied address as judged (IPv4-mapped unwrapped), the one an
+    ``MONITOR_ALLOW_CIDRS`` entry would let through; None where no entry can (a zone id).
     """
 
-    def __init__(self, reason: str, host: str | None = None) -> None:
+    def __init__(self, reason: str, host: str | None = None, address: IPAddress | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.host = host
+        self.address = address
 
     def __str__(self) -> str:
         return self.reason
@@ -107,6 +111,16 @@ _NAMED_V6_OUTSIDE = _nets(
 )
 
 _IPV4_MAPPED = IPv6Network("::ffff:0:0/96")
+_LOOPBACK_V4_BASE, _LOOPBACK_V4_MASK = _ints(IPv4Network("127.0.0.0/8"))
+_LOOPBACK_V6 = IPv6Address("::1")
+
+
+def is_loopback(addr: IPAddress) -> bool:
+    """127.0.0.0/8 or ::1, IPv4-mapped unwrapped first: this machine, whichever is dialled."""
+    address = unwrap(addr)
+    if isinstance(address, IPv4Address):
+        return int(address) & _LOOPBACK_V4_MASK == _LOOPBACK_V4_BASE
+    return address == _LOOPBACK_V6  # a zone id makes it unequal, and is denied anyway
 
 
 def unwrap(addr: IPAddress) -> IPAddress:
@@ -193,7 +207,46 @@ class AddressPolicy:
             reason = f"{raw} ({verdict.reason})"
         if host is not None:
             reason = f"resolves to {reason}"
-        raise BlockedTarget(reason, host)
+        zoned = isinstance(raw, IPv6Address) and raw.scope_id
+        raise BlockedTarget(reason, host, None if zoned else verdict.address)
+
+    def check_answers(self, host: str, answers: Sequence[IPAddress]) -> list[IPAddress]:
+        """The addresses of a name's answer to dial (in order, without repeats), or
+        BlockedTarget naming its first denied address.
+
+        Fail closed: one denied answer refuses the whole name (docs/security.md, "the three
+        choices"), except for a name whose every answer is loopback. That name is this machine
+        whichever answer is dialled (``localhost`` with 127.0.0.1 and ::1, a local development
+        name), so it is allowed once any of its answers is, and only those are dialled: allowing
+        127.0.0.1/32 makes ``localhost`` reachable without ::1/128. A denied address is never
+        dialled either way; a mixed answer (loopback or private next to a public address) is
+        refused whole, as before.
+        """
+        vetted: list[IPAddress] = []
+        refusal: BlockedTarget | None = None
+        for answer in answers:
+            try:
+                address = self.check(answer, host=host)
+            except BlockedTarget as exc:
+                refusal = refusal or exc
+                continue
+            if address not in vetted:
+                vetted.append(address)
+        if refusal is not None and not (vetted and all(is_loopback(a) for a in answers)):
+            raise refusal
+        return vetted
+
+
+def log_allow_list(log: Any, policy: AddressPolicy) -> None:
+    """The start line of each process that judges targets (api, scheduler, alerter): the
+    exceptions it runs with, as it reads them (host bits dropped, IPv4-mapped as IPv4), so a
+    process started without the operator's ``MONITOR_ALLOW_CIDRS`` shows it. A warning when
+    there are any: they open what the deny list closes."""
+    networks = [str(net) for net in policy.allow_cidrs]
+    if networks:
+        log.warning("ssrf.allow_cidrs", networks=networks)
+    else:
+        log.info("ssrf.allow_cidrs", networks=[], note="empty: every denied address is refused")
 
 
 # WHATWG's "ends in a number" rule: if the last label looks numeric (decimal, 0x-hex), browsers and

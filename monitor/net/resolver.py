@@ -3,13 +3,17 @@
 The check client (client.py) calls ``vet`` once per connection and dials exactly the addresses
 it returns, so judging here closes the rebinding gap between "checked" and "connected". It is
 still an aiohttp resolver too (``resolve``), for any aiohttp client that must obey the same rules.
+
+``localhost`` is never sent to a DNS server (RFC 6761): it gets the system resolver's own
+answer (``getaddrinfo``, which reads /etc/hosts first), so a machine whose /etc/hosts names only
+127.0.0.1 dials only 127.0.0.1, as curl there does; ``*.localhost`` gets the same answer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from ipaddress import IPv4Address, IPv6Address, ip_address
 from typing import Any
 
@@ -19,7 +23,10 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from .policy import AddressPolicy, BlockedTarget, InvalidTarget, IPAddress, literal_address, parse_target_url
 
 # RFC 6761: resolvers answer these themselves; never ask an upstream server that might disagree.
+# What localhost means when the system cannot say (no entry in /etc/hosts, getaddrinfo failing).
 _LOCALHOST = (IPv4Address("127.0.0.1"), IPv6Address("::1"))
+
+LocalhostLookup = Callable[[], Awaitable[Sequence[IPAddress]]]
 
 _QTYPE_A = 1
 _QTYPE_AAAA = 28
@@ -27,6 +34,23 @@ _QTYPE_AAAA = 28
 
 class ResolutionError(OSError):
     """The name could not be resolved (no such name, no records, server failure, timeout)."""
+
+
+async def system_localhost() -> list[IPAddress]:
+    """``localhost`` as the system resolver answers it (/etc/hosts, as nsswitch.conf says), A
+    before AAAA as our own lookups order them; RFC 6761's 127.0.0.1 and ::1 if it cannot."""
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo("localhost", None, type=socket.SOCK_STREAM)
+    except OSError:
+        return list(_LOCALHOST)
+    found: list[IPAddress] = []
+    for family, _type, _proto, _name, sockaddr in infos:
+        if family in (socket.AF_INET, socket.AF_INET6):
+            address = ip_address(str(sockaddr[0]))
+            if address not in found:
+                found.append(address)
+    found.sort(key=lambda address: address.version)  # stable: the system's order within a family
+    return found or list(_LOCALHOST)
 
 
 def parse_nameserver(text: str) -> str:
@@ -68,10 +92,12 @@ class VettedResolver(AbstractResolver):
         nameservers: Sequence[str] = (),
         *,
         timeout: float = 5.0,
+        localhost: LocalhostLookup = system_localhost,
     ) -> None:
         self._policy = policy
         self._nameservers = [parse_nameserver(ns) for ns in nameservers]
         self._timeout = timeout
+        self._localhost = localhost
         # Created on first use: aiodns binds to the running loop, which may not exist yet.
         self._dns: aiodns.DNSResolver | None = None
 
@@ -118,8 +144,9 @@ class VettedResolver(AbstractResolver):
     async def vet(self, host: str) -> list[IPAddress]:
         """Judge a host now: the addresses a check would dial, or BlockedTarget / InvalidTarget.
 
-        A literal is judged as itself; a name by all its A and AAAA answers (fail closed).
-        ResolutionError if the name does not resolve.
+        A literal is judged as itself; a name by all its A and AAAA answers (fail closed, but
+        a name whose every answer is loopback is allowed on its allowed answers:
+        ``AddressPolicy.check_answers``). ResolutionError if the name does not resolve.
         """
         literal = literal_address(host)
         if literal is not None:
@@ -130,15 +157,10 @@ class VettedResolver(AbstractResolver):
             # name is judged by the same name the connection would use.
             name = (parse_target_url(f"http://{name}/").raw_host or "").rstrip(".")
         if name == "localhost" or name.endswith(".localhost"):
-            answers: list[IPAddress] = list(_LOCALHOST)
+            answers: Sequence[IPAddress] = await self._localhost()
         else:
             answers = await self._lookup(name)
-        vetted: list[IPAddress] = []
-        for answer in answers:
-            addr = self._policy.check(answer, host=name)
-            if addr not in vetted:
-                vetted.append(addr)
-        return vetted
+        return self._policy.check_answers(name, answers)
 
     async def _lookup(self, name: str) -> list[IPAddress]:
         try:

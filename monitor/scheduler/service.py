@@ -28,7 +28,7 @@ from monitor.config import Settings
 from monitor.health import ping_database, ping_redis, watch_loop
 from monitor.models import MonitorSpec
 from monitor.net.client import HttpSession, make_session
-from monitor.net.policy import AddressPolicy
+from monitor.net.policy import AddressPolicy, log_allow_list
 from monitor.net.resolver import VettedResolver
 from monitor.net.session import tls_context
 from monitor.scheduler import locations, retention, writer
@@ -101,8 +101,7 @@ class Scheduler:
         s.require("database_url", "redis_url", "secret_key")
         self._box = s.secret_box()
         policy = AddressPolicy(s.allow_cidrs)
-        if s.allow_cidrs:
-            log.warning("ssrf.allow_cidrs", networks=s.allow_cidrs)
+        log_allow_list(log, policy)
         self._pool = await db.create_pool(s.dsn, min_size=0, max_size=6, init=writer.prepare_connection)
         self._redis = redisconn.from_settings(s, socket_timeout=5, socket_connect_timeout=5)
         member = cluster_membership.Membership(

@@ -1,7 +1,7 @@
 """Email through the real processes, to a real local SMTP server (aiosmtpd): STARTTLS with a
 certificate from a private CA the alerter trusts through ``MONITOR_CA_FILE``, AUTH, a test
 message, an outage and its recovery once each, in order and threaded; and an SMTP host the
-SSRF policy denies is never dialled."""
+SSRF policy denies is refused by the api and, should it become denied later, never dialled."""
 
 from __future__ import annotations
 
@@ -130,8 +130,10 @@ async def test_smtp_hosts_the_policy_denies_are_never_dialled(
     smtp: FakeSmtp,
     tmp_path: Path,
 ) -> None:
-    """A private address is refused at once (dead-lettered: the setting is at fault); a name
-    that does not resolve is retried, then dead-lettered with its reason. Nothing is sent."""
+    """The api refuses a denied host (``target_blocked``, ``config.host``). One that is denied
+    by the time of sending (planted here: what a changed DNS answer does to a vetted name) is
+    refused by the alerter at once (dead-lettered: the setting is at fault); a name that does
+    not resolve is retried, then dead-lettered with its reason. Nothing is sent."""
     ca_file = smtp.write_ca(tmp_path / "smtp-ca.pem")
     api_proc = await procs.start("api")
     await procs.start(
@@ -145,14 +147,30 @@ async def test_smtp_hosts_the_policy_denies_are_never_dialled(
     )
     await procs.start("scheduler")
     api = api_client(api_proc.base_url)
+    refused = await api.post(
+        "/api/v1/channels", json={"kind": "email", "name": "x", "config": config(smtp, host="10.0.0.1")}
+    )
+    assert refused.status == 400, refused
+    assert (refused.json["error"]["code"], refused.json["error"]["field"]) == (
+        "target_blocked",
+        "config.host",
+    )
 
     ids = {}
-    for name, host in (("private", "10.0.0.1"), ("v6-loopback", "localhost"), ("unknown", "nowhere.test")):
+    # Only 127.0.0.0/8 is allowed to the tests: ::1 and 10.0.0.1 are denied.
+    for name, host, planted in (("private", "127.0.0.1", "10.0.0.1"), ("v6-loopback", "127.0.0.1", "::1"),
+                                ("unknown", "nowhere.test", None)):  # fmt: skip
         created = await api.post(
             "/api/v1/channels", json={"kind": "email", "name": name, "config": config(smtp, host=host)}
         )
         assert created.status == 201, created
         ids[name] = created.json["id"]
+        if planted is not None:
+            await db.execute(
+                "UPDATE channels SET config = jsonb_set(config, '{host}', to_jsonb($2::text)) WHERE id = $1",
+                ids[name],
+                planted,
+            )
         assert (await api.post(f"/api/v1/channels/{ids[name]}/test")).status == 202
 
     async def dead() -> dict[str, str] | None:
@@ -164,8 +182,7 @@ async def test_smtp_hosts_the_policy_denies_are_never_dialled(
 
     errors = await wait_for(dead, timeout=40)
     assert "SMTP server blocked: 10.0.0.1 (private-use 10.0.0.0/8)" in errors[f"email:{ids['private']}"]
-    # localhost is 127.0.0.1 and ::1: the allow-list has only the first, and a name is refused whole.
-    assert "resolves to ::1" in errors[f"email:{ids['v6-loopback']}"]
+    assert "SMTP server blocked: ::1 (loopback ::1/128)" in errors[f"email:{ids['v6-loopback']}"]
     assert "nowhere.test" in errors[f"email:{ids['unknown']}"]
     attempts = dict(await db.fetch("SELECT channel, attempts FROM deliveries"))
     assert attempts[f"email:{ids['private']}"] == 1 and attempts[f"email:{ids['unknown']}"] == 2

@@ -156,8 +156,8 @@ async def test_no_log_line_holds_a_secret_and_every_line_is_json(
     assert line["route"] == "/api/v1/monitors/{id}" and line["method"] == "GET", line
     assert line["path"] == f"/api/v1/monitors/{created.json['id']}" and line["status"] == 200, line
     assert isinstance(line["duration_ms"], float) and line["duration_ms"] >= 0, line
-    # Both SSRF layers name the operator's exceptions to the policy (docs/security.md).
-    for proc in (api_proc, scheduler):
+    # Every process that judges targets names the operator's exceptions (docs/security.md).
+    for proc in (api_proc, scheduler, alerter):
         assert proc.events("ssrf.allow_cidrs", networks=["127.0.0.0/8"]), proc.name
     for request_id in refused_ids:
         refusal = await api_proc.wait_log("api.request", request_id=request_id)

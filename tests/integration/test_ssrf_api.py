@@ -35,7 +35,7 @@ LOOPBACK = "loopback 127.0.0.0/8"
 REFUSED = [
     Refusal("http://private.test:{port}/", 400, "target_blocked", f"resolves to 10.0.0.5 ({PRIVATE})"),
     Refusal("http://loopback.test:{port}/", 400, "target_blocked", f"resolves to 127.0.0.1 ({LOOPBACK})"),
-    Refusal("http://mixed.test:{port}/", 400, "target_blocked", f"resolves to 127.0.0.1 ({LOOPBACK})"),
+    Refusal("http://mixed.test:{port}/", 400, "target_blocked", f"resolves to 10.0.0.5 ({PRIVATE})"),
     Refusal("http://www.cname.test:{port}/", 400, "target_blocked", f"resolves to 10.0.0.5 ({PRIVATE})"),
     Refusal(
         "http://metadata.google.internal/",
@@ -87,7 +87,8 @@ async def test_api_refuses_denied_targets_with_the_reason_and_accepts_allowed_on
             "allowed.test": [("A", "127.0.0.2")],
             "private.test": [("A", "10.0.0.5")],
             "loopback.test": [("A", "127.0.0.1")],
-            "mixed.test": [("A", "127.0.0.2"), ("A", "127.0.0.1")],
+            "mixed.test": [("A", "127.0.0.2"), ("A", "10.0.0.5")],
+            "all-loopback.test": [("A", "127.0.0.1"), ("A", "127.0.0.2")],
             "www.cname.test": [("CNAME", "db.internal.test")],
             "db.internal.test": [("A", "10.0.0.5")],
             "metadata.google.internal": [("A", "169.254.169.254")],
@@ -110,6 +111,8 @@ async def test_api_refuses_denied_targets_with_the_reason_and_accepts_allowed_on
 
         by_name = await api.create_monitor(**body(f"http://allowed.test:{stage.port}/"))
         by_ip = await api.create_monitor(**body(f"http://127.0.0.2:{stage.port}/"))
+        # Every answer loopback and one allowed: the name is this machine, allowed on that one.
+        local = await api.create_monitor(**body(f"http://all-loopback.test:{stage.port}/"))
         # The same vetting guards an edit of the URL; the monitor keeps its old target.
         response = await api.patch(
             f"/api/v1/monitors/{by_name['id']}", json={"url": f"http://private.test:{stage.port}/"}
@@ -122,6 +125,7 @@ async def test_api_refuses_denied_targets_with_the_reason_and_accepts_allowed_on
     assert [(r["id"], r["url"]) for r in stored] == [
         (by_name["id"], by_name["url"]),
         (by_ip["id"], by_ip["url"]),
+        (local["id"], local["url"]),
     ]
     assert stage.canary.count == 0, f"vetting connected to the canary: {stage.canary.describe()}"
     assert stage.origin.requests == [], "vetting must resolve, never connect"

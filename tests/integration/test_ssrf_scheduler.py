@@ -110,8 +110,11 @@ DNS_ZONE: Zone = {
     "private.test": [("A", "10.0.0.5")],
     "mixed-public.test": [("A", "127.0.0.1"), ("A", PUBLIC_V4)],
     "mixed-public6.test": [("A", "127.0.0.1"), ("AAAA", PUBLIC_V6)],
-    "mixed-allowed.test": [("A", "127.0.0.2"), ("A", "127.0.0.1")],
-    "mixed-allowed6.test": [("A", "127.0.0.2"), ("AAAA", "::1")],
+    "mixed-private.test": [("A", "127.0.0.2"), ("A", "10.0.0.5")],
+    "mixed-public-private.test": [("A", PUBLIC_V4), ("A", "10.0.0.5")],
+    # Every answer loopback, one of them allowed: dialled there, the denied ones never.
+    "all-loopback.test": [("A", "127.0.0.1"), ("A", "127.0.0.2")],
+    "all-loopback6.test": [("AAAA", "::1"), ("A", "127.0.0.2")],
     "www.cname.test": [("CNAME", "inner.cname.test")],
     "inner.cname.test": [("A", "127.0.0.1")],
     "alias.test": [("CNAME", "db.internal.test")],
@@ -143,15 +146,17 @@ DNS_CASES = [
         resolves("mixed-public6.test", "127.0.0.1", LOOPBACK_V4),
     ),
     Case(
-        "mixed: allowed and loopback A",
-        "http://mixed-allowed.test:{port}/",
-        resolves("mixed-allowed.test", "127.0.0.1", LOOPBACK_V4),
+        "mixed: allowed and private A",
+        "http://mixed-private.test:{port}/",
+        resolves("mixed-private.test", "10.0.0.5", PRIVATE_10),
     ),
     Case(
-        "mixed: allowed A and loopback AAAA",
-        "http://mixed-allowed6.test:{port}/",
-        resolves("mixed-allowed6.test", "::1", LOOPBACK_V6),
+        "mixed: public and private A",
+        "http://mixed-public-private.test:{port}/",
+        resolves("mixed-public-private.test", "10.0.0.5", PRIVATE_10),
     ),
+    Case("all loopback, one allowed (control)", "http://all-loopback.test:{port}/ok", None),
+    Case("all loopback in both families, one allowed (control)", "http://all-loopback6.test:{port}/ok", None),
     Case(
         "CNAME to a loopback name",
         "http://www.cname.test:{port}/",
@@ -192,12 +197,14 @@ async def test_denied_dns_answers_are_refused_before_dialling(
         await run_cases(db, monitor_factory, stage, DNS_CASES)
     assert_nothing_reached(stage, wire)
     # Every name was asked of our DNS server (A and AAAA), and the mixed answers that
-    # include the allowed address did not reach the origin either: only the control did.
+    # include the allowed address did not reach the origin either: only the controls did
+    # (the all-loopback ones on their allowed address; the canary saw nothing).
     names = {URL(c.url.format(port=1)).raw_host for c in DNS_CASES}
     assert names <= {name for name, kind in dns.queries if kind == "A"}
     assert names <= {name for name, kind in dns.queries if kind == "AAAA"}
     hosts = {r.host for r in stage.origin.requests}
-    assert hosts == {f"allowed.test:{stage.port}"}, hosts
+    controls = ("allowed.test", "all-loopback.test", "all-loopback6.test")
+    assert hosts == {f"{name}:{stage.port}" for name in controls}, hosts
 
 
 def non_canonical_reason(host: str) -> str:

@@ -42,7 +42,8 @@ ZONE = {
     "loopback.test": [("A", "127.0.0.1")],
     "alias.test": [("CNAME", "db.internal.test")],
     "db.internal.test": [("A", "10.0.0.5")],
-    "mixed-allowed.test": [("A", "127.0.0.2"), ("A", "127.0.0.1")],
+    "mixed-private.test": [("A", "127.0.0.2"), ("A", "10.0.0.5")],
+    "all-loopback.test": [("A", "127.0.0.1"), ("AAAA", "::1"), ("A", "127.0.0.2")],
     "metadata.google.internal": [("A", "169.254.169.254")],
 }
 
@@ -58,7 +59,8 @@ HOSTS: list[tuple[str, str | None]] = [
     ("private.test", f"blocked: private.test resolves to 10.0.0.5 ({PRIVATE_10})"),
     ("loopback.test", f"blocked: loopback.test resolves to 127.0.0.1 ({LOOPBACK_V4})"),
     ("alias.test", f"blocked: alias.test resolves to 10.0.0.5 ({PRIVATE_10})"),
-    ("mixed-allowed.test", f"blocked: mixed-allowed.test resolves to 127.0.0.1 ({LOOPBACK_V4})"),
+    ("mixed-private.test", f"blocked: mixed-private.test resolves to 10.0.0.5 ({PRIVATE_10})"),
+    ("all-loopback.test", None),  # every answer loopback: dialled on the allowed one only
     (
         "metadata.google.internal",
         "blocked: metadata.google.internal resolves to 169.254.169.254 (link-local 169.254.0.0/16)",

@@ -367,6 +367,14 @@ async def test_implicit_tls(smtp: FakeSmtp, ca_file: str) -> None:
     assert message.implicit_tls and message.user == "monitor"
 
 
+async def test_localhost_is_sent_to_when_loopback_is_allowed(smtp: FakeSmtp, ca_file: str) -> None:
+    # localhost as /etc/hosts says (127.0.0.1, maybe ::1 too): every answer is loopback, so the
+    # allowed one is dialled; the certificate names localhost.
+    await email.deliver(context(ca_file), channel(smtp, host="localhost"), email.render(event()))
+    (message,) = smtp.messages
+    assert message.tls and message.user == "monitor"
+
+
 async def test_plain_smtp_without_auth() -> None:
     async with FakeSmtp(user=None) as server:
         await email.deliver(
@@ -407,7 +415,8 @@ async def test_certificate_is_checked_against_the_configured_name(
     ("host", "permanent", "says"),
     [
         ("10.0.0.1", True, "blocked: 10.0.0.1"),
-        ("localhost", True, "blocked: localhost resolves to ::1"),
+        ("::1", True, "blocked: ::1 (loopback ::1/128)"),  # only 127.0.0.0/8 is allowed
+        ("v6.test", True, "blocked: v6.test resolves to ::1"),
         ("nowhere.test", False, "cannot resolve nowhere.test"),
         ("private.test", True, "resolves to 192.168.1.5"),
     ],
@@ -416,6 +425,7 @@ async def test_guard_refuses_hosts_the_policy_denies(
     smtp: FakeSmtp, ca_file: str, dns: DNSServer, host: str, permanent: bool, says: str
 ) -> None:
     dns.zone["private.test"] = [("A", "192.168.1.5")]
+    dns.zone["v6.test"] = [("AAAA", "::1")]
     ctx = context(ca_file, nameservers=(dns.nameserver,))
     with pytest.raises(DeliveryError) as caught:
         await email.deliver(ctx, channel(smtp, host=host), email.render(event()))

@@ -213,8 +213,14 @@ async def test_literal_blocked_before_connecting(make_client: ClientFactory, can
     ("records", "error"),
     [
         ([("A", CANARY)], "blocked: evil.test resolves to 127.0.0.1 (loopback 127.0.0.0/8)"),
-        ([("A", ALLOWED), ("A", CANARY)], "blocked: evil.test resolves to 127.0.0.1 (loopback 127.0.0.0/8)"),
-        ([("A", ALLOWED), ("AAAA", "::1")], "blocked: evil.test resolves to ::1 (loopback ::1/128)"),
+        (
+            [("A", ALLOWED), ("A", "10.0.0.5")],
+            "blocked: evil.test resolves to 10.0.0.5 (private-use 10.0.0.0/8)",
+        ),
+        (
+            [("A", CANARY), ("AAAA", "fd00::1")],
+            "blocked: evil.test resolves to 127.0.0.1 (loopback 127.0.0.0/8)",
+        ),
         ([("CNAME", "inner.test")], "blocked: evil.test resolves to 127.0.0.1 (loopback 127.0.0.0/8)"),
     ],
 )
@@ -225,6 +231,21 @@ async def test_name_blocked_at_connect(
     client.dns.protocol.zone.update({"evil.test": records, "inner.test": [("A", CANARY)]})
     got = await client.get(f"http://evil.test:{canary.port}/")
     assert (got.blocked, got.error) == (True, error)
+    assert canary.connections == 0
+
+
+@pytest.mark.parametrize(
+    "records",
+    [[("A", CANARY), ("A", ALLOWED)], [("AAAA", "::1"), ("A", ALLOWED)], [("A", ALLOWED), ("A", CANARY)]],
+)
+async def test_a_name_all_on_loopback_is_dialled_on_its_allowed_answers_only(
+    make_client: ClientFactory, canary: RawServer, records: list[tuple[str, str]]
+) -> None:
+    client = make_client()
+    client.dns.protocol.zone["dev.test"] = records
+    got = await client.get(f"http://dev.test:{canary.port}/")
+    # Nothing listens on the allowed address at the canary's port: the one dial there is refused.
+    assert not got.blocked and got.error == f"connection failed: refused by {ALLOWED} port {canary.port}"
     assert canary.connections == 0
 
 

@@ -262,6 +262,58 @@ def test_check_returns_unwrapped_address() -> None:
 
 
 @pytest.mark.parametrize(
+    ("addr", "address"),
+    [
+        ("10.0.0.5", IPv4Address("10.0.0.5")),
+        ("::ffff:127.0.0.1", IPv4Address("127.0.0.1")),  # what an allow entry must cover
+        ("::1", IPv6Address("::1")),
+        ("fe80::1%eth0", None),  # no allow entry admits a zone id
+    ],
+)
+def test_blocked_names_the_address_an_allow_entry_would_admit(addr: str, address: object) -> None:
+    with pytest.raises(BlockedTarget) as caught:
+        AddressPolicy().check(addr)
+    assert caught.value.address == address
+
+
+PUBLIC = "93.184.215.14"
+PUBLIC6 = "2606:2800:21f:cb07:6820:80da:af6b:8b2c"
+
+
+@pytest.mark.parametrize(
+    ("allow", "answers", "result"),
+    [
+        # Fail closed: any denied answer next to a public or private one refuses the name.
+        ([], [PUBLIC, "10.0.0.5"], "resolves to 10.0.0.5 (private-use 10.0.0.0/8)"),
+        ([], ["10.0.0.5", PUBLIC], "resolves to 10.0.0.5 (private-use 10.0.0.0/8)"),
+        ([], [PUBLIC, "169.254.169.254"], "resolves to 169.254.169.254 (link-local 169.254.0.0/16)"),
+        ([], ["127.0.0.1", PUBLIC6], "resolves to 127.0.0.1 (loopback 127.0.0.0/8)"),
+        (["127.0.0.1/32"], ["127.0.0.1", "10.0.0.5"], "resolves to 10.0.0.5 (private-use 10.0.0.0/8)"),
+        (["127.0.0.1/32"], ["127.0.0.1", "::1", PUBLIC], "resolves to ::1 (loopback ::1/128)"),
+        (["10.0.0.0/8"], ["10.0.0.5", "127.0.0.1"], "resolves to 127.0.0.1 (loopback 127.0.0.0/8)"),
+        # Every answer loopback: the allowed ones are dialled, the denied ones never.
+        (["127.0.0.1/32"], ["127.0.0.1", "::1"], ["127.0.0.1"]),
+        (["127.0.0.1/32"], ["::1", "127.0.0.1"], ["127.0.0.1"]),
+        (["::1/128"], ["127.0.0.1", "::1"], ["::1"]),
+        (["127.0.0.2/32"], ["127.0.0.1", "::ffff:127.0.0.2", "127.0.0.2"], ["127.0.0.2"]),
+        ([], ["127.0.0.1", "::1"], "resolves to 127.0.0.1 (loopback 127.0.0.0/8)"),
+        # Nothing denied: every answer, in order, without repeats (unchanged).
+        ([], [PUBLIC, PUBLIC6, PUBLIC], [PUBLIC, PUBLIC6]),
+        (["127.0.0.1/32"], ["127.0.0.1", PUBLIC], ["127.0.0.1", PUBLIC]),
+    ],
+)
+def test_check_answers(allow: list[str], answers: list[str], result: str | list[str]) -> None:
+    policy = AddressPolicy(allow)
+    addresses = [ip_address(a) for a in answers]
+    if isinstance(result, str):
+        with pytest.raises(BlockedTarget) as caught:
+            policy.check_answers("name.test", addresses)
+        assert (caught.value.reason, caught.value.host) == (result, "name.test")
+    else:
+        assert policy.check_answers("name.test", addresses) == [ip_address(a) for a in result]
+
+
+@pytest.mark.parametrize(
     ("host", "expected"),
     [
         ("127.0.0.1", IPv4Address("127.0.0.1")),

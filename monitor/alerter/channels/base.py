@@ -159,6 +159,9 @@ class ChannelKind:
     ``unavailable(ctx)``: why this kind cannot send now (None: it can), e.g. no bot token.
     ``accepts(event_kind)``: whether events of that kind go to channels of this kind at all
     (PagerDuty takes no reminders); an event is not addressed to a channel that does not.
+    ``targets``: the config fields that say where a send connects (a URL, or a bare host such
+    as an SMTP server's); the API judges their hosts when a channel is made or changed, as a
+    monitor's (``target_hosts``), and every send judges them again.
     """
 
     name: str
@@ -176,11 +179,27 @@ class ChannelKind:
     # Limits one destination shares with others, from its channel (secrets opened): an ntfy
     # server's limit per client covers every topic the alerter publishes to there.
     shared_limits: Callable[[Mapping[str, Any]], list[Bucket]] | None = None
+    targets: tuple[str, ...] = ()
 
     def destination_of(self, channel: Mapping[str, Any]) -> str | None:
         if self.destination is not None:
             return self.destination(channel)
         return f"{self.name}:{channel['id']}" if channel.get("id") is not None else None
+
+
+def target_hosts(kind: ChannelKind, settings: BaseModel) -> list[tuple[str, str]]:
+    """(field, host) for each of ``kind.targets`` set in a validated config: a URL's host, or
+    the field's value when it is a host itself."""
+    found: list[tuple[str, str]] = []
+    for name in kind.targets:
+        value = getattr(settings, name, None)
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        if isinstance(value, str) and value:
+            # Validated already: a URL parses, and a bare host is one (no scheme, no port).
+            host = parse_target_url(value).raw_host or "" if "://" in value else value
+            found.append((name, host))
+    return found
 
 
 def config_values(settings: BaseModel) -> dict[str, Any]:

@@ -347,4 +347,5 @@ KIND = ChannelKind(
     send=send,
     limits=limits,
     secrets=frozenset({"url"}),
+    targets=("url",),
 )

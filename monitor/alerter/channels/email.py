@@ -385,4 +385,5 @@ KIND = ChannelKind(
     send=deliver,
     limits=limits,
     secrets=frozenset({"password"}),
+    targets=("host",),
 )

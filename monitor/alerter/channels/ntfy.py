@@ -310,4 +310,5 @@ KIND = ChannelKind(
     limits=limits,
     shared_limits=server_limits,
     secrets=frozenset({"url", "token"}),
+    targets=("url",),
 )

@@ -317,5 +317,6 @@ KIND = ChannelKind(
     send=deliver,
     limits=limits,
     secrets=frozenset({"routing_key"}),
+    targets=("url",),
     accepts=ROUTES.__contains__,
 )

@@ -251,4 +251,5 @@ KIND = ChannelKind(
     send=send,
     limits=limits,
     secrets=frozenset({"url"}),
+    targets=("url",),
 )

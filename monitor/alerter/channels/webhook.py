@@ -306,5 +306,6 @@ KIND = ChannelKind(
     send=send,
     limits=limits,
     secrets=frozenset({"url", "secret", "headers"}),
+    targets=("url",),
     prepare=prepare,
 )
