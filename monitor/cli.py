@@ -43,7 +43,7 @@ def _run(settings: config.Settings, coro: Coroutine[Any, Any, int]) -> None:
 def main() -> None:
     """monitor: a self-hosted uptime monitor.
 
-    Configuration comes from MONITOR_* environment variables (see README).
+    Configuration comes from MONITOR_* environment variables (docs/configuration.md).
     """
 
 
