@@ -79,7 +79,9 @@ class Terminal:
 def make_env(migrated: str, redis_url: str) -> dict[str, str]:
     if shutil.which("setsid") is None or shutil.which("make") is None:
         pytest.skip("needs util-linux's setsid and make")
-    return clean_environ() | {
+    # Not the make that runs the tests (make test): its level and jobserver are not this one's.
+    outer = ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")
+    return {k: v for k, v in clean_environ().items() if k not in outer} | {
         "MONITOR_DATABASE_URL": migrated,
         "MONITOR_REDIS_URL": redis_url,
         "MONITOR_SECRET_KEY": TEST_SECRET_KEY,
