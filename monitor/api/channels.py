@@ -206,7 +206,7 @@ async def test_channel(request: web.Request) -> web.Response:
             "kind": "test",
             "monitor_id": None,
             "monitor_name": row["name"],
-            "monitor_url": "",
+            "monitor_url": None,
             "telegram_chat_id": None,
             "incident_id": 0,
             "at": rfc3339(now),

@@ -518,7 +518,7 @@ class Writer:
             kind=notice.kind,
             monitor_id=None,
             monitor_name="",
-            monitor_url="",
+            monitor_url=None,
             telegram_chat_id=None,
             incident_id=0,
             at=rfc3339(notice.at),

@@ -367,7 +367,7 @@ def test_limits_five_per_two_seconds_and_thirty_a_minute() -> None:
 
 # -- the other kinds of events ----------------------------------------------------------------
 
-CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": "", "incident_id": 0, "cause": {}}
+CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": None, "incident_id": 0, "cause": {}}
 UNTIL = "<t:1767268800:f> (<t:1767268800:R>)"  # 2026-01-01T12:00:00Z
 
 

@@ -61,10 +61,10 @@ def event(kind: str = "down", **overrides: Any) -> Event:
         "details": DETAILS.get(kind, {}),
     }
     if kind in CHECKER:
-        data.update(monitor_id=None, monitor_name="", monitor_url="", incident_id=0, cause={}, seq=None)
+        data.update(monitor_id=None, monitor_name="", monitor_url=None, incident_id=0, cause={}, seq=None)
         data.update(started_at=None, duration_seconds=180.0 if kind == "connectivity_restored" else None)
     if kind == "test":
-        data.update(monitor_id=None, monitor_url="", incident_id=0, started_at=None, cause={}, seq=None)
+        data.update(monitor_id=None, monitor_url=None, incident_id=0, started_at=None, cause={}, seq=None)
     data.update(overrides)
     return Event(**data)
 

@@ -36,7 +36,7 @@ def event(kind: str = "down", **overrides: Any) -> Event:
         "seq": 4,
     }
     if kind == "test":
-        data.update(monitor_id=None, monitor_url="", incident_id=0, started_at=None, cause={}, seq=None)
+        data.update(monitor_id=None, monitor_url=None, incident_id=0, started_at=None, cause={}, seq=None)
     data.update(overrides)
     return Event(**data)
 

@@ -335,7 +335,7 @@ def test_limits_one_message_a_second_per_webhook() -> None:
 
 # -- the other kinds of events ----------------------------------------------------------------
 
-CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": "", "incident_id": 0, "cause": {}}
+CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": None, "incident_id": 0, "cause": {}}
 
 
 @pytest.mark.parametrize(

@@ -144,7 +144,7 @@ def _timestamp(value: str | None) -> str:
 
 
 def _footer(event: Event, said: Notice) -> dict[str, str] | None:
-    if said.url is None or event.monitor_id is None:
+    if not event.about_monitor:
         return None
     incident = f" · incident #{event.incident_id}" if said.incident and event.incident_id else ""
     return {"text": f"Monitor #{event.monitor_id}{incident}"}

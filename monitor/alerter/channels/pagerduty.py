@@ -147,7 +147,7 @@ def _source(event: Event) -> str:
 
 
 def _links(event: Event) -> list[dict[str, str]]:
-    if event.monitor_url.startswith(("http://", "https://")):
+    if event.monitor_url and event.monitor_url.startswith(("http://", "https://")):
         return [{"href": event.monitor_url, "text": "Monitored URL"}]
     return []
 
@@ -158,7 +158,9 @@ def trigger(event: Event, route: Route) -> dict[str, Any]:
     said = notice(event)
     details: dict[str, Any] = {}
     if event.monitor_id is not None:
-        details.update(monitor=event.monitor_name, url=event.monitor_url)
+        details["monitor"] = event.monitor_name
+        if event.monitor_url:
+            details["url"] = event.monitor_url
     if event.cause:
         details.update(
             cause=describe_cause(event.cause),

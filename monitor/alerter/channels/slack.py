@@ -155,7 +155,7 @@ def render(event: Event) -> dict[str, Any]:
     blocks = [_header(_headline(said))]
     if text or fields:
         blocks.append(_section(text, fields))
-    if said.url is not None and event.monitor_id is not None:
+    if event.about_monitor:
         incident = f" · incident #{event.incident_id}" if said.incident and event.incident_id else ""
         blocks.append(_context(f"Monitor #{event.monitor_id}{incident}"))
     fallback = f"{said.icon} " + write(said.gist, escape, limit=MAX_FALLBACK - len(said.icon) - 1)

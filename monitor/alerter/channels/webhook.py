@@ -206,7 +206,6 @@ def event_body(event: Event) -> dict[str, Any]:
     figures (a reminder's number, a degradation's reason...), ``{}`` for none.
     """
     test = event.kind == "test"
-    about_monitor = not test and event.monitor_id is not None
     body: dict[str, Any] = {
         "type": TYPES.get(event.kind, f"monitor.{event.kind}"),
         "version": PAYLOAD_VERSION,
@@ -214,7 +213,7 @@ def event_body(event: Event) -> dict[str, Any]:
         "seq": event.seq,
         "at": event.at,
         "monitor": {"id": event.monitor_id, "name": event.monitor_name, "url": event.monitor_url}
-        if about_monitor
+        if event.about_monitor
         else None,
         "incident_id": event.incident_id if notice(event).incident and event.incident_id else None,
         "started_at": event.started_at,
