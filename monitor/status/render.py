@@ -72,7 +72,7 @@ def _environment() -> jinja2.Environment:
         when=_when,
         iso=_iso,
         pct=_pct,
-        ms=lambda v: badges.latency_badge(v)[0],
+        ms=lambda v, checked=False: badges.latency_badge(v, checked)[0],
         dur=duration_text,
     )
     env.globals.update(

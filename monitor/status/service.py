@@ -185,13 +185,14 @@ class StatusDesk:
             if kind == "uptime":
                 found = await uptimes(conn, [(monitor["id"], monitor["created_at"])], start, now, now)
                 return BadgeFigures(*badges.uptime_badge(found[monitor["id"]].percent))
-            average = await conn.fetchval(
-                """SELECT sum(latency_sum) / nullif(sum(latency_n), 0) FROM checks_hourly
-                   WHERE monitor_id = $1 AND hour >= $2""",
+            # The average of the successful checks (the rollups' latencies are theirs only).
+            average, checks = await conn.fetchrow(
+                """SELECT sum(latency_sum) / nullif(sum(latency_n), 0), coalesce(sum(checks), 0)
+                   FROM checks_hourly WHERE monitor_id = $1 AND hour >= $2""",
                 monitor["id"],
                 start,
             )
-            return BadgeFigures(*badges.latency_badge(average))
+            return BadgeFigures(*badges.latency_badge(average, checks > 0))
 
 
 def _weight(page: Page | None) -> int:
