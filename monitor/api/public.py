@@ -3,8 +3,8 @@
 (``/badge/<token>/status.svg``, ``/uptime/30d.svg``, ``/response/24h.svg``).
 
 Every answer comes from ``monitor.status.service``'s caches, with an ETag (a 304 for a
-client that has it), ``Cache-Control`` for the cache period, and gzip for a client that takes
-it. Pages carry strict security headers: a Content-Security-Policy with no script at all,
+client that has it), ``Cache-Control`` for what is left of its cache period, and gzip for a
+client that takes it. Pages carry strict security headers: a Content-Security-Policy with no script at all,
 images only from the api and the page's logo, no framing.
 """
 
@@ -45,10 +45,11 @@ _HOST = re.compile(r"^[a-z0-9.-]{1,253}$")
 _LABELS = {"status": "status", "uptime": "uptime {window}", "response": "response time {window}"}
 
 
-def _send(request: web.Request, body: Body, headers: dict[str, str]) -> web.Response:
+def _send(request: web.Request, body: Body, headers: dict[str, str], fresh_for: float) -> web.Response:
     """``body`` with its ETag and the cache headers: 304 when the client has it, gzipped when
-    the client takes gzip."""
-    max_age = int(request.app[PUBLIC].ttl)
+    the client takes gzip. A browser or proxy may keep it for what is left of its period
+    (``fresh_for`` seconds, whole ones), not a period more: no copy outlives the bound."""
+    max_age = int(fresh_for)
     gzipped = body.gzipped is not None and _takes_gzip(request.headers.get("Accept-Encoding", ""))
     # The gzip copy is another representation: its own (strong) ETag.
     etag = body.etag[:-1] + '-gz"' if gzipped else body.etag
@@ -124,7 +125,7 @@ async def _serve(request: web.Request, slug: str, kind: str) -> web.Response:
     headers = _page_headers(page.row["logo_url"])
     if kind != "html":
         headers["Access-Control-Allow-Origin"] = "*"  # public data, for others' dashboards
-    return _send(request, getattr(page, kind), headers)
+    return _send(request, getattr(page, kind), headers, desk.pages.remaining(slug))
 
 
 async def status_page(request: web.Request) -> web.Response:
@@ -151,7 +152,7 @@ _CSS = Body(render.CSS, None, f'"{render.CSS_HASH}"', "text/css; charset=utf-8")
 
 
 async def stylesheet(request: web.Request) -> web.Response:
-    response = _send(request, _CSS, {"X-Content-Type-Options": "nosniff"})
+    response = _send(request, _CSS, {"X-Content-Type-Options": "nosniff"}, request.app[PUBLIC].ttl)
     if request.query.get("v") == render.CSS_HASH:  # this version's URL never changes content
         response.headers["Cache-Control"] = "public, max-age=31536000, immutable"
     return response
@@ -163,11 +164,13 @@ async def _badge(request: web.Request, kind: str, window: str) -> web.Response:
     if style not in badges.STYLES:
         return _badge_error(400, f"style must be one of {', '.join(badges.STYLES)}", label)
     token = request.match_info["token"]
-    figures = await request.app[PUBLIC].badge(token, kind, window) if _TOKEN.match(token) else None
+    desk = request.app[PUBLIC]
+    figures = await desk.badge(token, kind, window) if _TOKEN.match(token) else None
     if figures is None:
         return _badge_error(404, "not found", label)
     svg = render_badge(label, figures.message, figures.color, style)
-    return _send(request, svg, {"Content-Security-Policy": BADGE_CSP, "X-Content-Type-Options": "nosniff"})
+    headers = {"Content-Security-Policy": BADGE_CSP, "X-Content-Type-Options": "nosniff"}
+    return _send(request, svg, headers, desk.badges.remaining((token, kind, window)))
 
 
 # A badge's SVG, ETag and gzip copy took 27 µs, an eighth of a badge request's CPU (bench/status.py):

@@ -1,4 +1,4 @@
-"""The public side's memory: status pages and badges, each built at most once per period.
+"""The public side's memory: status pages and badges, each built about once per period.
 
 Three caches (``cache.Fresh``), each with its own key:
 - the directory: every page's row by slug and by custom domain, read in one query per
