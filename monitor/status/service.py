@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gzip
-import hashlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,6 +29,7 @@ from prometheus_client import CollectorRegistry, Counter
 
 from monitor.api.uptime import uptimes
 from monitor.status import badges, data, render, view
+from monitor.status.bodies import Body, body
 from monitor.status.cache import Fresh
 
 # The pages kept in memory weigh at most this (HTML, JSON and Atom, with their gzip copies): a
@@ -38,25 +37,6 @@ from monitor.status.cache import Fresh
 PAGE_CACHE_BYTES = 256 * 1024 * 1024
 # Every badge of a token: (kind, window).
 BADGES = (("status", ""), *((kind, window) for kind in ("uptime", "response") for window in view.WINDOWS))
-# Smaller bodies are sent as they are: gzip's header would be most of the saving.
-GZIP_FROM = 1024
-
-
-@dataclass(frozen=True)
-class Body:
-    """One representation, ready to send."""
-
-    content: bytes
-    gzipped: bytes | None
-    etag: str
-    content_type: str
-
-
-def body(text: str, content_type: str) -> Body:
-    content = text.encode()
-    etag = '"' + hashlib.blake2b(content, digest_size=12).hexdigest() + '"'
-    gzipped = gzip.compress(content, compresslevel=6, mtime=0) if len(content) >= GZIP_FROM else None
-    return Body(content, gzipped, etag, content_type)
 
 
 @dataclass(frozen=True)
@@ -198,7 +178,7 @@ class StatusDesk:
 def _weight(page: Page | None) -> int:
     if page is None:
         return 0
-    return sum(len(b.content) + len(b.gzipped or b"") for b in (page.html, page.json, page.atom))
+    return sum(len(b.content) + sum(len(c) for _, c in b.encoded) for b in (page.html, page.json, page.atom))
 
 
 def _page_of(raw: data.Raw) -> Page:

@@ -18,7 +18,7 @@ import pytest
 
 from monitor import times
 from monitor.api.uptime import Uptime
-from monitor.status.render import CSS_URL, as_json, atom, html
+from monitor.status.render import CSS_URL, FAVICON_ICO_URL, FAVICON_URL, as_json, atom, html
 from monitor.status.view import DAY, DAYS, WINDOWS, PageData, build, days_until
 
 H = timedelta(hours=1)
@@ -63,6 +63,7 @@ def page_data(now: datetime = NOW, incidents: bool = True) -> PageData:
             "title": TITLE,
             "description": DESCRIPTION,
             "logo_url": LOGO,
+            "favicon_url": None,
             "show_urls": False,
             "groups": [{"name": GROUP, "monitor_ids": [API], "tags": ["edge"]}],
         },
@@ -174,6 +175,11 @@ def test_nothing_executable_nothing_inline() -> None:
     # The only image is the logo, and the only stylesheet the static one.
     assert [n.attrs["src"] for n in tree().all("img")] == [LOGO]
     assert [n.attrs["href"] for n in tree().all("link") if n.attrs["rel"] == "stylesheet"] == [CSS_URL]
+    # A page that names no favicon has the default one, as ICO and SVG.
+    assert [n.attrs["href"] for n in tree().all("link") if n.attrs["rel"] == "icon"] == [
+        FAVICON_ICO_URL,
+        FAVICON_URL,
+    ]
 
 
 @pytest.mark.parametrize(
