@@ -166,7 +166,7 @@ async def test_migration_017_keeps_only_successful_latencies_in_older_rows(
                 for i, (ok, ms) in enumerate(hours[hour])
             ],
         )
-        assert await monitor_db.migrate(empty_database) == ["017_latency_of_successes.sql"]
+        assert (await monitor_db.migrate(empty_database))[0] == "017_latency_of_successes.sql"
 
         def figures(row: asyncpg.Record) -> tuple[Any, ...]:
             return (row["checks"], row["checks_up"], row["latency_n"], row["latency_sum"], row["latency_max"],
