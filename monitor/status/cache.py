@@ -100,8 +100,7 @@ class Fresh(Generic[K, V]):
         if entry.has_value and age < self.ttl:
             # The next build begins before this one's period ends: a visitor near its end
             # does not wait for it.
-            lead = min(self.ttl / 2, 2 * entry.took)
-            if entry.building is None and age >= self.ttl - lead and not backing_off:
+            if entry.building is None and age >= self.ttl - self._lead(entry) and not backing_off:
                 self._start(key, entry)
             return entry.value  # type: ignore[return-value]
         usable = entry.has_value and age < self.ttl + self.stale
@@ -122,6 +121,15 @@ class Fresh(Generic[K, V]):
             return await asyncio.wait_for(asyncio.shield(building), self.patience - waited)
         except Exception:  # it failed, or took `patience` (TimeoutError): the value before
             return previous
+
+    def lead(self, key: K) -> float:
+        """How long before its period ends the next build of ``key`` may begin: twice the last
+        build's time, at most half the period."""
+        entry = self._entries.get(key)
+        return 0.0 if entry is None else self._lead(entry)
+
+    def _lead(self, entry: _Entry[V]) -> float:
+        return min(self.ttl / 2, 2 * entry.took)
 
     def remaining(self, key: K) -> float:
         """Seconds the value of ``key`` has left in its period (0 when past it, or none)."""

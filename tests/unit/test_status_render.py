@@ -220,6 +220,13 @@ def test_hostile_attributes_are_whole(select: Callable[[], Node], attr: str, exp
     assert select().attrs[attr] == expected
 
 
+def test_a_page_without_a_description_is_described_by_its_title() -> None:
+    # What search engines show under the link (Lighthouse counts a page without one a failure).
+    plain = parse(html({**MODEL, "description": None}, BASE))
+    [meta] = [n for n in plain.all("meta") if n.attrs.get("name") == "description"]
+    assert meta.attrs["content"] == f"{TITLE} status: whether each service is up, its uptime and incidents"
+
+
 def test_hostile_names_elsewhere() -> None:
     assert [squash(n.text) for n in tree().all("h2")] == [squash(GROUP), "Scheduled maintenance", "Incidents"]
     upcoming = tree().one("section", "maintenance")
