@@ -231,7 +231,8 @@ def _bucket_start(value: datetime, size: timedelta) -> datetime:
 
 async def stats(request: web.Request) -> web.Response:
     """Response-time statistics per hour or day, from the hourly and daily rollups (fast, and
-    kept after raw checks expire): count, share up, average, p50, p95 and max latency."""
+    kept after raw checks expire): count, share up, and the average, p50, p95 and max latency
+    of the successful checks (null where none succeeded)."""
     bucket = request.query.get("bucket", "1h")
     if bucket not in BUCKETS:
         raise ApiError(400, "invalid", "bucket: 1h or 1d", "bucket")

@@ -306,10 +306,13 @@ class StatsPoint(_Out):
     start: datetime
     checks: int
     up_share: float | None = Field(description="0..1")
-    avg_ms: float | None
-    p50_ms: float | None
-    p95_ms: float | None
-    max_ms: float | None
+    avg_ms: float | None = Field(
+        description="the successful checks' average latency (a failed check's duration is not a "
+        "response time); null when none in the bucket succeeded"
+    )
+    p50_ms: float | None = Field(description="median latency of the successful checks, from a histogram")
+    p95_ms: float | None = Field(description="95th percentile of the successful checks' latency")
+    max_ms: float | None = Field(description="the slowest successful check")
     degraded_seconds: float = Field(description="time degraded within the bucket (see uptime)")
 
 

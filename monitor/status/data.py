@@ -39,6 +39,7 @@ PAGE_FIELDS = (
     "title",
     "description",
     "logo_url",
+    "favicon_url",
     "domain",
     "show_urls",
     "groups",

@@ -211,6 +211,7 @@ def build(data: PageData) -> dict[str, Any]:
         "title": page["title"],
         "description": page["description"],
         "logo_url": page["logo_url"],
+        "favicon_url": page["favicon_url"],
         "updated_at": data.now,
         "status": overall([m["status"] for g in groups for m in g["monitors"]]),
         "groups": groups,

@@ -103,6 +103,20 @@ def test_latency_badge(avg_ms: float | None, expected: tuple[str, str]) -> None:
 
 
 @pytest.mark.parametrize(
+    ("avg_ms", "checked", "expected"),
+    [
+        (None, True, ("none", "lightgrey")),  # checked, never answered: no response time
+        (None, False, ("no data", "lightgrey")),  # not checked yet
+        (123.0, True, ("123 ms", "brightgreen")),
+    ],
+)
+def test_latency_badge_without_a_successful_check(
+    avg_ms: float | None, checked: bool, expected: tuple[str, str]
+) -> None:
+    assert latency_badge(avg_ms, checked) == expected
+
+
+@pytest.mark.parametrize(
     ("text", "expected"),
     [
         (None, "uptime"),
