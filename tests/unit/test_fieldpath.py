@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from monitor.api.errors import from_validation
-from monitor.api.fieldpath import field_path
+from monitor.domain.fieldpath import field_path
 from monitor.api.schemas import ChannelCreate, HttpMonitorCreate, MonitorPatch
 from monitor.api.schemas_http import RequestOptions
 
