@@ -168,7 +168,7 @@ class Settings(BaseModel):
             return None
         # Imported here: the telegram module brings the alerter's channels, which only the
         # processes that set this need.
-        from monitor.alerter.channels.telegram import parse_chat_id
+        from monitor.channels.telegram import parse_chat_id
 
         return parse_chat_id(value.strip() if isinstance(value, str) else value)
 

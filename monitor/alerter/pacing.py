@@ -72,7 +72,6 @@ import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -82,6 +81,7 @@ from redis.exceptions import RedisError
 from monitor import keys
 from monitor import logging as mlog
 from monitor.alerter.ratelimit import SlidingWindow
+from monitor.channels.base import Bucket
 
 log = mlog.get(__name__)
 
@@ -180,32 +180,6 @@ if until_ > tonumber(redis.call('GET', KEYS[1]) or 0) then
 end
 return 0
 """
-
-
-@dataclass(frozen=True)
-class Bucket:
-    """At most ``count`` messages in any ``per`` seconds for ``key``.
-
-    E.g. a Telegram chat: ``Bucket("telegram:chat:<id>", 1, 1.05)``; a Telegram group:
-    ``Bucket("telegram:group:<id>", 20, 61)``; a bot: ``Bucket("telegram:bot:<id>", 30, 1)``;
-    a Discord webhook: 5 per 2 s; a Slack webhook: 1 per 1 s.
-    """
-
-    key: str
-    count: int
-    per: float
-
-    def __post_init__(self) -> None:
-        if not self.key:
-            raise ValueError("a bucket needs a key")
-        if self.count < 1:
-            raise ValueError(f"bucket {self.key!r}: count must be at least 1, not {self.count}")
-        if not self.per > 0:
-            raise ValueError(f"bucket {self.key!r}: per must be positive, not {self.per}")
-
-    @property
-    def window_us(self) -> int:
-        return math.ceil(self.per * 1_000_000)
 
 
 # (destination, seconds) -> (id, age in seconds) of every message that went to the destination

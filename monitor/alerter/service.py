@@ -34,15 +34,15 @@ import redis.asyncio as aioredis
 from aiohttp import web
 from redis.exceptions import RedisError, ResponseError
 
+from monitor import channels as registry
 from monitor import db, keys, probes, redisconn
 from monitor import logging as mlog
-from monitor.alerter import channels as registry
-from monitor.alerter.channels import telegram
-from monitor.alerter.channels.base import ChannelKind, DeliveryError, SendContext, WebClient
 from monitor.alerter.dispatch import DestinationSender, Item, RetryPolicy, stream_order
 from monitor.alerter.history import DeliveryHistory
 from monitor.alerter.metrics import AlerterMetrics
 from monitor.alerter.pacing import SharedPacer
+from monitor.channels import telegram
+from monitor.channels.base import ChannelKind, DeliveryError, SendContext, WebClient
 from monitor.config import Settings
 from monitor.events import Event, EventFormatError, publish
 from monitor.health import ping_database, ping_redis

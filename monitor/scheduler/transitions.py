@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import asyncpg
 
-from monitor.alerter import channels as channel_registry
+from monitor import channels as channel_registry
 from monitor.events import Event
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.quorum import Located

@@ -34,9 +34,9 @@ from typing import Any, Protocol
 
 import asyncpg
 
+from monitor import channels as channel_registry
 from monitor import logging as mlog
 from monitor import rollups
-from monitor.alerter import channels as channel_registry
 from monitor.events import Event
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.metrics import SchedulerMetrics

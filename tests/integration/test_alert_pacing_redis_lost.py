@@ -23,7 +23,7 @@ from support import FakeTelegram, ProcessFactory, wait_for
 from support.alerts import alert_state, counts, delivered_alerts, make_event, publish_events
 from support.redis_server import RedisServer
 
-from monitor.alerter.channels.telegram import GROUP_MAX
+from monitor.channels.telegram import GROUP_MAX
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -21,7 +21,8 @@ from structlog.testing import capture_logs
 from support import free_port, wait_for
 from support.tcpproxy import TcpProxy
 
-from monitor.alerter.pacing import PREFIX, Bucket, SharedPacer
+from monitor.alerter.pacing import PREFIX, SharedPacer
+from monitor.channels.base import Bucket
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -14,9 +14,8 @@ import pytest
 from pydantic import SecretStr, ValidationError
 from support.fake_channels import _discord_errors
 
-from monitor.alerter.channels import REGISTRY, discord
-from monitor.alerter.channels.base import DeliveryError, Reply, SendContext, config_values
-from monitor.alerter.pacing import Bucket
+from monitor.channels import REGISTRY, discord
+from monitor.channels.base import Bucket, DeliveryError, Reply, SendContext, config_values
 from monitor.events import Event
 
 URL = "https://discord.com/api/webhooks/123456789012345678/XXXXsecretXXXX-token_abc"

@@ -16,9 +16,9 @@ from pydantic import ValidationError
 from support import FakeSmtp
 from support.dns import DNSServer, dns_fixture  # noqa: F401  (the ``dns`` fixture)
 
-from monitor.alerter.channels import REGISTRY, email
-from monitor.alerter.channels import smtp as transport
-from monitor.alerter.channels.base import DeliveryError, SendContext
+from monitor.channels import REGISTRY, email
+from monitor.channels import smtp as transport
+from monitor.channels.base import DeliveryError, SendContext
 from monitor.events import Event
 from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver

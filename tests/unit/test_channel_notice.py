@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from support.fake_channels import _discord_errors, _slack_problem
 
-from monitor.alerter.channels import discord, email, ntfy, pagerduty, slack, telegram, webhook
-from monitor.alerter.channels.notice import KINDS, most_urgent, notice, summarize, tally
-from monitor.alerter.channels.text import Name, Time, escaper, plain, write
+from monitor.channels import discord, email, ntfy, pagerduty, slack, telegram, webhook
+from monitor.channels.notice import KINDS, most_urgent, notice, summarize, tally
+from monitor.channels.text import Name, Time, escaper, plain, write
 from monitor.events import SCHEMA_VERSION, Event, EventFormatError
 from monitor.scheduler.state import held_by_window, held_note
 

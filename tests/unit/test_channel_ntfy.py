@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from monitor.alerter.channels import REGISTRY, ntfy
-from monitor.alerter.channels.base import DeliveryError, Reply, SendContext
+from monitor.channels import REGISTRY, ntfy
+from monitor.channels.base import DeliveryError, Reply, SendContext
 from monitor.events import Event
 
 URL = "https://ntfy.example/alerts-Ops_1"

@@ -10,9 +10,9 @@ from typing import Any, cast
 import pytest
 from pydantic import ValidationError
 
-from monitor.alerter import channels as registry
-from monitor.alerter.channels import REGISTRY, pagerduty
-from monitor.alerter.channels.base import DeliveryError, Reply, SendContext
+from monitor import channels as registry
+from monitor.channels import REGISTRY, pagerduty
+from monitor.channels.base import DeliveryError, Reply, SendContext
 from monitor.events import Event
 
 KEY = "R0123456789abcdefABCDEF012345678"

@@ -12,9 +12,8 @@ import pytest
 from pydantic import SecretStr, ValidationError
 from support.fake_channels import _slack_problem
 
-from monitor.alerter.channels import REGISTRY, slack
-from monitor.alerter.channels.base import DeliveryError, Reply, SendContext, config_values
-from monitor.alerter.pacing import Bucket
+from monitor.channels import REGISTRY, slack
+from monitor.channels.base import Bucket, DeliveryError, Reply, SendContext, config_values
 from monitor.events import Event
 
 URL = "https://hooks.slack.com/services/T0001/B0001/XXXXsecretXXXX"

@@ -14,9 +14,9 @@ import pytest
 from pydantic import ValidationError
 from support import sign_webhook
 
-from monitor.alerter.channels import REGISTRY, webhook
-from monitor.alerter.channels.base import DeliveryError, Reply, SendContext, config_values
-from monitor.alerter.channels.notice import KINDS
+from monitor.channels import REGISTRY, webhook
+from monitor.channels.base import DeliveryError, Reply, SendContext, config_values
+from monitor.channels.notice import KINDS
 from monitor.events import Event
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from monitor.alerter.channels import REGISTRY
-from monitor.alerter.channels.webhook import event_body
+from monitor.channels import REGISTRY
+from monitor.channels.webhook import event_body
 from monitor.events import Event
 from monitor.models import CheckResult, MonitorSpec
 

@@ -32,7 +32,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from yarl import URL
 
-from monitor.alerter.channels.base import (
+from monitor.channels.base import (
+    Bucket,
     ChannelKind,
     DeliveryError,
     Reply,
@@ -41,9 +42,8 @@ from monitor.alerter.channels.base import (
     retry_after,
     secret_url,
 )
-from monitor.alerter.channels.notice import notice
-from monitor.alerter.channels.text import clip, describe_cause, plain, when
-from monitor.alerter.pacing import Bucket
+from monitor.channels.notice import notice
+from monitor.channels.text import clip, describe_cause, plain, when
 from monitor.events import Event
 
 DEFAULT_URL = "https://events.pagerduty.com/v2/enqueue"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from monitor.alerter.channels.text import (
+from monitor.channels.text import (
     Name,
     Text,
     Time,

@@ -31,7 +31,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from monitor import __version__
-from monitor.alerter.channels.base import (
+from monitor.channels.base import (
+    Bucket,
     ChannelKind,
     DeliveryError,
     Reply,
@@ -39,8 +40,7 @@ from monitor.alerter.channels.base import (
     classify,
     without_url,
 )
-from monitor.alerter.channels.notice import notice
-from monitor.alerter.pacing import Bucket
+from monitor.channels.notice import notice
 from monitor.events import Event
 from monitor.net.policy import InvalidTarget, parse_target_url
 from monitor.net.target import FRAMING_HEADERS

@@ -27,7 +27,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-from monitor.alerter.channels.base import (
+from monitor.channels.base import (
+    Bucket,
     ChannelKind,
     Reply,
     SendContext,
@@ -35,8 +36,8 @@ from monitor.alerter.channels.base import (
     secret_url,
     without_url,
 )
-from monitor.alerter.channels.notice import Notice, notice, summarize, tally
-from monitor.alerter.channels.text import (
+from monitor.channels.notice import Notice, notice, summarize, tally
+from monitor.channels.text import (
     clip,
     escaper,
     format_duration,
@@ -46,7 +47,6 @@ from monitor.alerter.channels.text import (
     when,
     write,
 )
-from monitor.alerter.pacing import Bucket
 from monitor.events import Event
 
 MAX_BLOCKS = 50
