@@ -23,11 +23,11 @@ from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
 from monitor.api.params import decode_cursor, int_param, json_object, next_page, path_id, rfc3339
 from monitor.api.schemas import ChannelCreate, ChannelPatch
-from monitor.api.schemas_http import MASK
 from monitor.api.targets import vet_host
 from monitor.channels import REGISTRY as CHANNEL_KINDS
 from monitor.channels.base import ChannelKind, config_values, target_hosts
 from monitor.events import SCHEMA_VERSION
+from monitor.secrets import MASK
 
 SELECT = """
 SELECT c.*, (SELECT count(*) FROM monitor_channels mc WHERE mc.channel_id = c.id) AS monitors

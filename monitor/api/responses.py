@@ -15,11 +15,12 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import SkipJsonSchema
 
-from monitor.api.schemas_http import MASK, Method
+from monitor.api.schemas_http import Method
 from monitor.api.schemas_locations import LOCATIONS_DOC, QUORUM_DOC
 from monitor.api.schemas_maintenance import MonitorWindow, SummaryMaintenance
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks.assertions import Assertion
+from monitor.secrets import MASK
 
 
 class _Out(BaseModel):

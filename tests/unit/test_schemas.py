@@ -17,7 +17,7 @@ from monitor.api.schemas import (
     parse_status_ranges,
     render_status_ranges,
 )
-from monitor.api.schemas_http import MASK
+from monitor.secrets import MASK
 
 CTX = {"min_interval_seconds": 30}
 GOOD = {"name": "site", "url": "https://example.com/health", "interval_seconds": 60}
