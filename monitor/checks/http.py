@@ -16,9 +16,11 @@ verdict; a plain http check with nothing else to note keeps ``details`` None. A 
 spoke HTTP/2 (the server answers nothing else) says so: ``details.http_version = "2"``
 (absent, it was HTTP/1.1).
 
-``HttpOptions`` is the runtime form of a monitor's stored settings (``monitors.settings``) and
-secrets (``monitor_secrets``), built once when the scheduler loads the monitor; a monitor with
-none of them has ``http = None`` and costs no memory for them.
+``HttpOptions`` is the runtime form of a monitor's stored settings (``monitors.settings``: its
+expected statuses, whether it follows redirects, its request options) and secrets
+(``monitor_secrets``), built once when the scheduler loads the monitor; a monitor with none of
+them has ``options = None`` and costs no memory for them, and monitors that differ from that only
+in their statuses or redirects share one ``HttpOptions`` per combination.
 """
 
 from __future__ import annotations
@@ -40,12 +42,15 @@ DEFAULT_MAX_BODY_BYTES = 1_048_576
 # A body larger than this is judged on a worker thread, not on the event loop: a JSON path
 # over a 1 MB document took about a second (the bench's 100 KiB keyword search stays inline).
 JUDGE_INLINE_BYTES = 256 * 1024
+DEFAULT_STATUSES: tuple[tuple[int, int], ...] = ((200, 399),)
 
 
 @dataclass(frozen=True, slots=True)
 class HttpOptions:
     """What to send and how to judge it, beyond a plain GET judged by its status."""
 
+    expected_status: tuple[tuple[int, int], ...] = DEFAULT_STATUSES
+    follow_redirects: bool = False
     method: str = "GET"
     headers: tuple[tuple[str, str], ...] = ()
     # Auth and sensitive headers: sent to the monitor's own origin only, never logged.
@@ -58,6 +63,12 @@ class HttpOptions:
     @property
     def needs_body(self) -> bool:
         return self.judge is not None and self.judge.needs_body
+
+    def expects(self, status: int) -> bool:
+        for low, high in self.expected_status:
+            if low <= status <= high:
+                return True
+        return False
 
     @classmethod
     def from_stored(
@@ -78,7 +89,13 @@ class HttpOptions:
         if auth:
             credentials.append(("Authorization", authorization(auth)))
         assertions = ASSERTIONS.validate_python(settings.get("assertions", []))
-        return cls(
+        statuses = tuple(
+            (int(low), int(high)) for low, high in settings.get("expected_status", DEFAULT_STATUSES)
+        )
+        statuses = _STATUSES.setdefault(statuses, statuses)
+        options = cls(
+            expected_status=statuses,
+            follow_redirects=bool(settings.get("follow_redirects", False)),
             method=str(settings.get("method", "GET")),
             headers=tuple(headers),
             credentials=tuple(credentials),
@@ -87,6 +104,10 @@ class HttpOptions:
             tls_verify=bool(settings.get("tls_verify", True)),
             judge=Judge(assertions) if assertions else None,
         )
+        if options.headers or options.credentials or options.body is not None or options.judge is not None:
+            return options
+        # Only statuses and redirects of their own: a handful of combinations, shared.
+        return _SHARED.setdefault(options, options)
 
 
 def authorization(auth: dict[str, Any]) -> str:
@@ -98,6 +119,10 @@ def authorization(auth: dict[str, Any]) -> str:
 
 
 PLAIN = HttpOptions()
+# Most monitors share a few expected-status lists and option sets: one of each is kept (memory
+# per monitor matters when one scheduler carries 100,000 of them).
+_STATUSES: dict[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] = {}
+_SHARED: dict[HttpOptions, HttpOptions] = {}
 
 
 class HttpCheck(Check):
@@ -116,7 +141,7 @@ class HttpCheck(Check):
             monitor.url,
             method=options.method,
             timeout=monitor.timeout_seconds,
-            follow_redirects=monitor.follow_redirects,
+            follow_redirects=options.follow_redirects,
             headers=options.headers,
             credentials=options.credentials,
             body=options.body,
@@ -129,7 +154,7 @@ class HttpCheck(Check):
         causes: list[str] = []
         details: dict[str, Any] | None = None
         if error is None:
-            if got.status is None or not monitor.expects(got.status):
+            if got.status is None or not options.expects(got.status):
                 causes.append(f"unexpected status {got.status}")
             if judge is not None:
                 observed = _observed(got, options, max_body)
