@@ -8,19 +8,17 @@ forbids extra fields, which makes an undocumented field a schema violation too.
 
 from __future__ import annotations
 
+from copy import copy
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import SkipJsonSchema
 
-from monitor.api.schemas_http import Method
 from monitor.api.schemas_locations import LOCATIONS_DOC, QUORUM_DOC
 from monitor.api.schemas_maintenance import MonitorWindow, SummaryMaintenance
 from monitor.checks import REGISTRY as CHECKS
-from monitor.checks.assertions import Assertion
-from monitor.secrets import MASK
 
 
 class _Out(BaseModel):
@@ -54,17 +52,6 @@ class LastCheck(_Out):
     status_code: int | None
     latency_ms: float | None
     error: str | None
-
-
-class BasicAuthShown(_Out):
-    type: Literal["basic"]
-    username: str
-    password: Literal["********"] = Field(description="always the mask: the password is never shown")
-
-
-class BearerAuthShown(_Out):
-    type: Literal["bearer"]
-    token: Literal["********"] = Field(description="always the mask: the token is never shown")
 
 
 class LocationStatus(_Out):
@@ -102,23 +89,6 @@ class _MonitorBase(_Out):
     depends_on: list[int] = Field(description="while one of these is down, this monitor's alerts wait")
     flap_threshold: int | None = Field(description="more changes than this within the window: flapping")
     flap_window_minutes: int
-    # http only
-    expected_status: list[int | str] | SkipJsonSchema[None] = Field(
-        None, description="http: status codes, 'low-high' ranges or 'Nxx' classes"
-    )
-    follow_redirects: bool | SkipJsonSchema[None] = None
-    method: Method | SkipJsonSchema[None] = None
-    headers: dict[str, str] | SkipJsonSchema[None] = Field(
-        None, description=f"http: the values of sensitive headers read as {MASK!r}"
-    )
-    body: str | None = None
-    content_type: str | None = None
-    auth: Annotated[BasicAuthShown | BearerAuthShown, Field(discriminator="type")] | None = Field(
-        None, description=f"http: credentials read as {MASK!r}; send the mask back to keep them"
-    )
-    max_body_bytes: int | SkipJsonSchema[None] = None
-    tls_verify: bool | SkipJsonSchema[None] = None
-    assertions: list[Assertion] | SkipJsonSchema[None] = None
     # heartbeat only
     ping_url: str | SkipJsonSchema[None] = Field(
         None, description="heartbeat: the secret URL the job calls (also .../start and .../fail)"
@@ -148,19 +118,23 @@ class _MonitorBase(_Out):
 
 
 def _typed_fields() -> dict[str, Any]:
-    """Every check type's own fields, each present in the answers about monitors of that type."""
-    annotations: dict[str, Any] = {}
+    """Every check type's own fields, each present in the answers about monitors of that type:
+    as a type that declares how they read back (``Check.Shown``: http's, secrets masked) shows
+    them, else as its ``Settings`` has them."""
+    checks = [CHECKS.get(kind) for kind in CHECKS.kinds]
+    shown = {n: (i.annotation, copy(i)) for c in checks if c.Shown for n, i in c.Shown.model_fields.items()}
     fields: dict[str, Any] = {}
-    for kind in CHECKS.kinds:
-        model = CHECKS.get(kind).Settings
-        for name, info in (model.model_fields if model is not None else {}).items():
-            if name in _MonitorBase.model_fields:
+    annotations: dict[str, Any] = {}
+    for check in (c for c in checks if c.Shown is None):
+        for name, info in check.Settings.model_fields.items():
+            if name in _MonitorBase.model_fields or name in shown:
                 continue
             # Two types with a field of one name but different types: documented loosely.
             annotation = annotations.setdefault(name, info.annotation)
             if annotation != info.annotation:
                 annotation = annotations[name] = Any
             fields[name] = (annotation | SkipJsonSchema[None], Field(None, description=info.description))  # type: ignore[misc]
+    return {**shown, **fields}
     return fields
 
 

@@ -285,7 +285,7 @@ def _who(servers: tuple[str, ...]) -> str:
 
 class DnsCheck(Check):
     kind: ClassVar[str] = KIND
-    Settings: ClassVar[type[BaseModel] | None] = DnsSettings
+    Settings: ClassVar[type[BaseModel]] = DnsSettings
 
     def __init__(self) -> None:
         self.channels = Channels()

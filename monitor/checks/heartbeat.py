@@ -200,7 +200,7 @@ def _when(at: datetime | None) -> str:
 
 class HeartbeatCheck(Check):
     kind: ClassVar[str] = KIND
-    Settings: ClassVar[type[BaseModel] | None] = HeartbeatSettings
+    Settings: ClassVar[type[BaseModel]] = HeartbeatSettings
     scheduled: ClassVar[bool] = False
     confirm_after: ClassVar[int] = 1
 

@@ -31,25 +31,29 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
+from pydantic import BaseModel
+
+from monitor.checks import http_stored
 from monitor.checks.assertions import ASSERTIONS, Judge, Observed, Outcome
 from monitor.checks.base import Check, CheckContext
 from monitor.checks.certificate import KEY as CERTIFICATE
 from monitor.checks.certificate import certificate_details
+from monitor.checks.http_settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_STATUSES, HttpSettings
 from monitor.models import CheckResult, MonitorSpec
 from monitor.net.client import FetchResult, clip_error, fetch
+from monitor.net.policy import parse_target_url
 
-DEFAULT_MAX_BODY_BYTES = 1_048_576
 # A body larger than this is judged on a worker thread, not on the event loop: a JSON path
 # over a 1 MB document took about a second (the bench's 100 KiB keyword search stays inline).
 JUDGE_INLINE_BYTES = 256 * 1024
-DEFAULT_STATUSES: tuple[tuple[int, int], ...] = ((200, 399),)
+_DEFAULT_RANGES: tuple[tuple[int, int], ...] = tuple((low, high) for low, high in DEFAULT_STATUSES)
 
 
 @dataclass(frozen=True, slots=True)
 class HttpOptions:
     """What to send and how to judge it, beyond a plain GET judged by its status."""
 
-    expected_status: tuple[tuple[int, int], ...] = DEFAULT_STATUSES
+    expected_status: tuple[tuple[int, int], ...] = _DEFAULT_RANGES
     follow_redirects: bool = False
     method: str = "GET"
     headers: tuple[tuple[str, str], ...] = ()
@@ -74,8 +78,8 @@ class HttpOptions:
     def from_stored(
         cls, settings: dict[str, Any] | None, secrets: dict[str, Any] | None
     ) -> HttpOptions | None:
-        """The options of stored ``settings`` and ``secrets`` (formats in sql/006); None when
-        both say nothing (a plain GET)."""
+        """The options of stored ``settings`` and ``secrets`` (formats in ``http_stored.py``);
+        None when both say nothing (a plain GET)."""
         settings = settings or {}
         secrets = secrets or {}
         if not settings and not secrets:
@@ -127,6 +131,35 @@ _SHARED: dict[HttpOptions, HttpOptions] = {}
 
 class HttpCheck(Check):
     kind: ClassVar[str] = "http"
+    Settings: ClassVar[type[BaseModel]] = HttpSettings
+    Shown: ClassVar[type[BaseModel] | None] = http_stored.HttpShown
+    secrets: ClassVar[frozenset[str]] = http_stored.SECRET_FIELDS
+    default: ClassVar[bool] = True
+
+    def target(self, settings: HttpSettings) -> str:
+        return settings.url
+
+    def hosts(self, settings: HttpSettings) -> tuple[str, ...]:
+        return (parse_target_url(settings.url).raw_host or "",)
+
+    def to_stored(self, settings: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        return http_stored.stored_settings(settings)
+
+    def legacy_columns(self, settings: dict[str, Any]) -> dict[str, Any]:
+        return http_stored.legacy_columns(settings)
+
+    def whole(
+        self, url: str, settings: dict[str, Any] | None, secrets: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        return http_stored.whole(url, settings, secrets)
+
+    def unmask(self, given: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
+        return http_stored.unmask(given, stored)
+
+    def shown(
+        self, url: str | None, settings: dict[str, Any] | None, view: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        return http_stored.shown(url or "", settings, view)
 
     def options(self, settings: dict[str, Any] | None, secrets: dict[str, Any] | None) -> HttpOptions | None:
         return HttpOptions.from_stored(settings, secrets)

@@ -17,6 +17,9 @@ import pytest
 from support.db import insert_monitor
 
 from monitor import db
+from monitor.checks import REGISTRY
+from monitor.checks.http import PLAIN
+from monitor.checks.http_settings import render_status_ranges
 
 REPO = Path(__file__).resolve().parents[2]
 MOVED = "020_http_settings.sql"
@@ -37,7 +40,8 @@ OLD_ROWS: dict[str, dict[str, Any]] = {
         "settings": {"host": "db.example.com", "port": 5432},
     },
 }
-ROWS = "SELECT name, type, settings, expected_status, follow_redirects, updated_at FROM monitors ORDER BY id"
+ROWS = """SELECT name, type, url, settings, expected_status, follow_redirects, updated_at
+          FROM monitors ORDER BY id"""
 
 
 def settings_of(fields: dict[str, Any]) -> dict[str, Any]:
@@ -84,6 +88,21 @@ async def test_old_rows_read_the_same_after_the_move(at_019: str) -> None:
     # (updated_at) a client holds is still current.
     for name, row in after.items():
         assert {**dict(row), "settings": None} == {**dict(before[name]), "settings": None}, name
+    # What the release before answered and checked from the columns, this one reads from the
+    # settings: the API's fields, and the check's options.
+    http = REGISTRY.get("http")
+    for name, row in after.items():
+        if row["type"] != "http":
+            continue
+        old = before[name]
+        shown = http.shown(row["url"], row["settings"], None)
+        assert (shown["expected_status"], shown["follow_redirects"]) == (
+            render_status_ranges(old["expected_status"]),
+            old["follow_redirects"],
+        ), name
+        options = http.options(row["settings"], None) or PLAIN
+        assert options.expected_status == tuple(tuple(r) for r in old["expected_status"]), name
+        assert options.follow_redirects is old["follow_redirects"], name
 
 
 async def test_settings_follow_the_columns_whoever_writes(at_019: str) -> None:
