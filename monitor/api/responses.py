@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from copy import copy
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -174,6 +174,34 @@ class MonitorList(_Out):
 # -- history -----------------------------------------------------------------------------
 
 
+def _keys(model: type[BaseModel]) -> str:
+    """``"a" (what it is), "b" ("x", "y")``: a model's keys, each with its description, else
+    the keys of the model it holds."""
+    keys = []
+    for name, info in model.model_fields.items():
+        inner = next(
+            (t for t in _args(info.annotation) if isinstance(t, type) and issubclass(t, BaseModel)), None
+        )
+        note = info.description or (_keys(inner) if inner is not None else "")
+        keys.append(f'"{name}"' + (f" ({note})" if note else ""))
+    return ", ".join(keys)
+
+
+def _args(annotation: Any) -> list[Any]:
+    args = get_args(annotation)
+    return [annotation] if not args else [a for arg in args for a in _args(arg)]
+
+
+def details_doc() -> str:
+    """What ``details`` holds, by type: each type's ``Details`` model (``monitor/checks/``)."""
+    types = []
+    for check in sorted((CHECKS.get(kind) for kind in CHECKS.kinds), key=lambda c: not c.default):
+        if check.Details is not None:
+            note = (check.Details.__doc__ or "").strip()
+            types.append(f"{check.kind}" + (f" ({note})" if note else "") + f": {_keys(check.Details)}")
+    return "what the check saw beyond the common fields, by type (docs/check-types.md). " + ". ".join(types)
+
+
 class Timings(_Out):
     dns_ms: float | None
     connect_ms: float | None
@@ -193,17 +221,7 @@ class Check(_Out):
         description="the location of the scheduler that made the check (MONITOR_LOCATION); null: default",
     )
     timings: Timings
-    details: dict[str, Any] | None = Field(
-        description="what the check saw beyond the common fields, by type (docs/check-types.md). "
-        'http (null for a plain status check): "assertions" (each with "assertion", "ok" and, '
-        'when it failed, "message"), "body_truncated" and "body_bytes", "tls_verified": false, '
-        '"http_version": "2" (a server that speaks only HTTP/2), "certificate" (https). '
-        'tcp: "answer", "tls", "certificate". tls: "certificate", "chain", '
-        '"weakest_key", "verified", "tls_version". dns: "record_type", "nameserver", "answers", '
-        '"baseline". ping: "address", "sent", "received", "loss_percent", "rtt_min_ms", '
-        '"rtt_avg_ms", "rtt_max_ms". heartbeat: "heartbeat" ("ping", "body", "run_seconds", '
-        '"missed", "last_ping")'
-    )
+    details: dict[str, Any] | None = Field(description=details_doc())
 
 
 class CheckList(_Out):

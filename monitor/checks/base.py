@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from monitor.models import CheckResult, MonitorSpec
 from monitor.net.client import HttpSession
@@ -50,6 +50,14 @@ class CheckContext:
     http_max_body_bytes: int = 10 * 1024 * 1024
 
 
+class ResultDetails(BaseModel):
+    """What a type's results hold in their ``details`` (the ``checks.details`` column): each key
+    there when the check had it to say, no other. The OpenAPI document describes ``details`` from
+    these models (``api/responses.py``); the docstring of a type's model is its note there."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class SettingsError(ValueError):
     """A type's fields that cannot be taken as given (a mask sent back where no secret is
     stored); ``field`` is the one at fault, as a client wrote it."""
@@ -69,6 +77,8 @@ class Check:
     secrets: ClassVar[frozenset[str]] = frozenset()
     # The type of a monitor whose body names none (http, the first type there was): one per registry.
     default: ClassVar[bool] = False
+    # What its results hold in ``details`` (None: they hold none).
+    Details: ClassVar[type[ResultDetails] | None] = None
     # Whether the scheduler runs it on a timer (False: heartbeat, whose results come from pings).
     scheduled: ClassVar[bool] = True
     # The default of ``confirm_after`` for the type (a heartbeat's grace time already confirms).

@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from monitor.checks import http_stored
 from monitor.checks.assertions import ASSERTIONS, Judge, Observed, Outcome
-from monitor.checks.base import Check, CheckContext
+from monitor.checks.base import Check, CheckContext, ResultDetails
 from monitor.checks.certificate import KEY as CERTIFICATE
-from monitor.checks.certificate import certificate_details
+from monitor.checks.certificate import Certificate, certificate_details
 from monitor.checks.http_settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_STATUSES, HttpSettings
 from monitor.models import CheckResult, MonitorSpec
 from monitor.net.client import FetchResult, clip_error, fetch
@@ -129,12 +129,35 @@ _STATUSES: dict[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] = {}
 _SHARED: dict[HttpOptions, HttpOptions] = {}
 
 
+class AssertionOutcome(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    assertion: str
+    ok: bool
+    message: str | None = None
+    security_headers: dict[str, Any] | None = None
+
+
+class HttpDetails(ResultDetails):
+    """null for a plain status check"""
+
+    assertions: list[AssertionOutcome] | None = Field(
+        None, description='each with "assertion", "ok" and, when it failed, "message"'
+    )
+    body_truncated: bool | None = Field(None, description="the body was cut at its cap, after body_bytes")
+    body_bytes: int | None = None
+    tls_verified: bool | None = Field(None, description="false: the certificate was not checked")
+    http_version: str | None = Field(None, description='"2": a server that speaks only HTTP/2')
+    certificate: Certificate | None = Field(None, description="https")
+
+
 class HttpCheck(Check):
     kind: ClassVar[str] = "http"
     Settings: ClassVar[type[BaseModel]] = HttpSettings
     Shown: ClassVar[type[BaseModel] | None] = http_stored.HttpShown
     secrets: ClassVar[frozenset[str]] = http_stored.SECRET_FIELDS
     default: ClassVar[bool] = True
+    Details: ClassVar[type[ResultDetails] | None] = HttpDetails
 
     def target(self, settings: HttpSettings) -> str:
         return settings.url
