@@ -30,15 +30,9 @@ def details_of(kind: str) -> type[BaseModel]:
     return model
 
 
-def test_every_type_declares_its_details() -> None:
-    assert {kind: details_of(kind).__name__ for kind in REGISTRY.kinds} == {
-        "dns": "DnsDetails",
-        "heartbeat": "HeartbeatDetails",
-        "http": "HttpDetails",
-        "ping": "PingDetails",
-        "tcp": "TcpDetails",
-        "tls": "TlsDetails",
-    }
+@pytest.mark.parametrize("kind", REGISTRY.kinds)
+def test_every_type_declares_its_details(kind: str) -> None:
+    assert details_of(kind).__module__ == type(REGISTRY.get(kind)).__module__  # in the type's own module
 
 
 @pytest.mark.parametrize("kind", REGISTRY.kinds)

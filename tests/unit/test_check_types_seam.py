@@ -9,6 +9,8 @@ else) or a branch on a type, which fails here.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -104,3 +106,73 @@ def test_a_type_without_secrets_stores_and_shows_its_settings_as_they_are() -> N
         "host": "db.example.com",
     }
     assert check.legacy_columns({"host": "db.example.com"}) == {}
+
+
+# -- a new type: one module and its line in the registry --------------------------------------
+
+NEW_TYPE = '''
+from datetime import datetime
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from monitor.checks import REGISTRY
+from monitor.checks.base import Check, Host, ResultDetails
+from monitor.models import CheckResult
+
+
+class EchoSettings(BaseModel):
+    """A monitor of an echo service."""
+
+    model_config = ConfigDict(extra="forbid")
+    host: Host
+    port: int = Field(7, ge=1, le=65535)
+
+
+class EchoDetails(ResultDetails):
+    echoed: bool | None = None
+
+
+class EchoCheck(Check):
+    kind: ClassVar[str] = "echo"
+    Settings: ClassVar[type[BaseModel]] = EchoSettings
+    Details: ClassVar[type[ResultDetails] | None] = EchoDetails
+
+    def target(self, settings: Any) -> str:
+        return f"echo://{settings.host}:{settings.port}"
+
+    def hosts(self, settings: Any) -> tuple[str, ...]:
+        return (settings.host,)
+
+    async def run(self, monitor: Any, ctx: Any, started: datetime) -> CheckResult:
+        return CheckResult(monitor.id, started, ok=True, details={"echoed": True})
+
+
+REGISTRY.register(EchoCheck)  # the registration line
+
+# Nothing else is edited: the api has its bodies, answers and document.
+from monitor.api import openapi, schemas
+from monitor.api.monitor_types import type_fields
+
+check = REGISTRY.get("echo")
+given = {"type": "echo", "name": "e", "host": "Echo.Example.COM"}
+body = schemas.validate_create(given, {"min_interval_seconds": 30})
+assert type(body).__name__ == "EchoMonitorCreate"
+assert schemas.PATCH_BODIES["echo"].__name__ == "EchoMonitorPatch"
+assert check.to_stored(body) == ({"host": "echo.example.com", "port": 7}, None)
+assert check.target(body) == "echo://echo.example.com:7"
+settings = {"host": "echo.example.com", "port": 7}
+row = {"type": "echo", "url": "echo://echo.example.com:7", "settings": settings,
+       "secret_view": None, "ping_token": None}
+assert type_fields(row, "") == {"url": "echo://echo.example.com:7", "host": "echo.example.com", "port": 7}
+found = openapi.document(openapi.Limits(30))["components"]["schemas"]
+assert {"EchoMonitorCreate", "EchoMonitorPatch"} <= set(found)
+assert "port" in found["Monitor"]["properties"]
+assert '"echoed"' in found["Check"]["properties"]["details"]["description"]
+print("ok")
+'''
+
+
+def test_a_new_type_is_one_module_and_its_registration_line() -> None:
+    done = subprocess.run([sys.executable, "-c", NEW_TYPE], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr[-3000:]
