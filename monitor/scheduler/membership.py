@@ -125,6 +125,9 @@ class Membership:
         self.lease = lease_seconds
         self._loop = loop or asyncio.get_running_loop()
         self.epoch: int | None = None
+        # The generation this member's latest join made, and when it sent the join (epoch
+        # seconds): a view still of that generation has lost no member since (sharing.py).
+        self.joined: tuple[int, float] | None = None
         # The end of the lease by this process's clocks (the loop's monotonic one, and the
         # wall clock that check results are stamped with); 0: no lease held.
         self._valid_until = 0.0
@@ -205,9 +208,12 @@ class Membership:
                 )
             except asyncpg.UniqueViolationError:
                 raise NameTaken(self.name) from None
-            await conn.execute("UPDATE scheduler_cluster SET generation = generation + 1")
+            generation = await conn.fetchval(
+                "UPDATE scheduler_cluster SET generation = generation + 1 RETURNING generation"
+            )
             await conn.execute("SELECT pg_notify($1, 'join')", CHANNEL)
         self.epoch = epoch
+        self.joined = (generation, sent_wall)
         self._held(sent, sent_wall)
         self._steady_since, self._failing = sent, False
         log.info("cluster.joined", member=self.name, location=self.location, epoch=epoch)
