@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import os
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -24,14 +26,14 @@ from monitor import db, probes, redisconn
 from monitor import logging as mlog
 from monitor.aio import Slots
 from monitor.checks import REGISTRY, CheckContext
-from monitor.config import Settings
+from monitor.config import ConfigError, Settings
 from monitor.health import ping_database, ping_redis, watch_loop
 from monitor.models import MonitorSpec
 from monitor.net.client import HttpSession, make_session
 from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver
 from monitor.net.session import tls_context
-from monitor.scheduler import locations, retention, writer
+from monitor.scheduler import locations, replay, retention, writer
 from monitor.scheduler import membership as cluster_membership
 from monitor.scheduler.calendar import Calendar
 from monitor.scheduler.cluster import Role, missed_ticks, resume_since
@@ -40,6 +42,7 @@ from monitor.scheduler.heartbeat import HeartbeatTicker, PingIntake
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
 from monitor.scheduler.sharing import DB_ERRORS, Sharing, read_foreign_parents
+from monitor.scheduler.spool import Spool, SpoolBusy, default_directory
 from monitor.scheduler.state import State, Window
 from monitor.scheduler.ticker import MonitorTicker, TickerShared, first_tick, stable_offset
 from monitor.scheduler.tickers import make_ticker
@@ -83,6 +86,7 @@ class Scheduler:
         self._resolver: VettedResolver | None = None
         self._session: HttpSession | None = None
         self.writer: Writer | None = None
+        self.spool: Spool | None = None
         self.relay: Relay | None = None
         self._probes: web.AppRunner | None = None
         self._box: SecretBox | None = None
@@ -133,6 +137,7 @@ class Scheduler:
             ssl_context=tls_context(s.ca_file),
         )
         self.relay = Relay(self._pool, self._redis, metrics=self.metrics)
+        self.spool = await self._open_spool(member.name)
         self.writer = Writer(
             self._pool,
             batch_rows=s.write_batch_rows,
@@ -143,7 +148,22 @@ class Scheduler:
             operator_chat=s.operator_chat,
             operator_channel=s.operator_channel,
             fence=member,
+            spool=self.spool,
         )
+        if self.spool is not None:
+            # Before this member joins: the results a killed predecessor held are written first,
+            # so its monitors (this member's, or the others') start from what it had seen.
+            await replay.replay_all(
+                self._pool,
+                self.spool,
+                lease=s.lease_seconds,
+                metrics=self.metrics,
+                on_transitions=self.relay.wake,
+                operator_chat=s.operator_chat,
+                operator_channel=s.operator_channel,
+            )
+            self.spool.start()
+            member.on_lease = self.spool.lease
         if s.connectivity_targets:
             self._reference_probe = ReferenceProbe(self._resolver, ssl_context=tls_context(s.ca_file))
         self.guard = Guard(
@@ -205,6 +225,32 @@ class Scheduler:
         gc.collect()
         gc.freeze()
 
+    async def _open_spool(self, name: str) -> Spool | None:
+        """This scheduler's spool, its lock taken (MONITOR_SPOOL_MAX_MB=0: none)."""
+        s = self.settings
+        if s.spool_max_mb == 0:
+            return None
+        assert self._pool is not None
+        directory = Path(s.spool_dir) if s.spool_dir else default_directory(dict(os.environ))
+        spool = Spool(
+            directory,
+            name,
+            database=await replay.database_of(self._pool),
+            max_bytes=s.spool_max_mb * 1024 * 1024,
+            metrics=self.metrics,
+        )
+        try:
+            spool.open()
+        except SpoolBusy:
+            raise ConfigError(
+                f"MONITOR_SPOOL_DIR: {directory} holds the spool of a running scheduler named {name!r};"
+                " give each scheduler its own MONITOR_SCHEDULER_NAME"
+            ) from None
+        except OSError as exc:
+            raise ConfigError(f"MONITOR_SPOOL_DIR: {directory}: {exc.strerror or exc}") from None
+        log.info("spool.opened", path=str(directory), max_mb=s.spool_max_mb)
+        return spool
+
     def _on_connectivity(self, change: Change) -> None:
         """The checker was cut off, or is back: one alert to the operator each way."""
         if self.writer is None:
@@ -258,8 +304,15 @@ class Scheduler:
             self._cluster_task.cancel()
             await asyncio.gather(self._cluster_task, return_exceptions=True)
         if self.sharing is not None:
-            await self.sharing.leave()
+            if self.writer is None or self.writer.drained:
+                await self.sharing.leave()
+            else:  # its lease lapses instead; the next start replays the spool under it
+                log.warning(
+                    "cluster.kept_lease", reason="results not written", spooled=self.spool is not None
+                )
             await self.sharing.membership.close()
+        if self.spool is not None:
+            self.spool.close()
         if self.relay is not None:
             await self.relay.close()
         if self.guard is not None:
