@@ -307,6 +307,7 @@ def read(path: Path) -> Read:
     unpacker.feed(data)
     records: list[list[Any]] = []
     header: dict[str, Any] | None = None
+    whole = 0  # bytes up to the end of the last whole record
     try:
         for record in unpacker:
             if header is None:
@@ -318,8 +319,9 @@ def read(path: Path) -> Read:
             elif isinstance(record, list) and record and record[0] in KINDS:
                 records.append(record)
             else:
-                return Read(header, records, "corrupt", len(data) - unpacker.tell())
+                return Read(header, records, "corrupt", len(data) - whole)
+            whole = unpacker.tell()
     except (ValueError, msgpack.UnpackException):
-        return Read(header, records, "corrupt", len(data) - unpacker.tell())
-    left = len(data) - unpacker.tell()
+        return Read(header, records, "corrupt", len(data) - whole)
+    left = len(data) - whole
     return Read(header, records, "torn" if left or header is None else None, left)
