@@ -1,4 +1,5 @@
-"""Replaying the spools left in the spool directory, at the scheduler's start (spool.py).
+"""The spool at the scheduler's start: its own opened, and those left in the directory replayed
+(spool.py).
 
 Before it joins the cluster, a scheduler reads every spool in its directory that no running
 process holds (the lock is free: its writer was killed, or stopped without reaching the
@@ -32,6 +33,7 @@ from pathlib import Path
 import asyncpg
 
 from monitor import logging as mlog
+from monitor.config import ConfigError, Settings
 from monitor.scheduler import spool as spool_files
 from monitor.scheduler.membership import release_epoch
 from monitor.scheduler.metrics import SchedulerMetrics
@@ -56,8 +58,42 @@ class _Fence:
         return self.end
 
 
-async def database_of(pool: asyncpg.Pool) -> str:
-    return str(await pool.fetchval(DATABASE))
+async def open_spool(
+    settings: Settings, name: str, pool: asyncpg.Pool, metrics: SchedulerMetrics
+) -> spool_files.Spool | None:
+    """This scheduler's spool with its lock taken (None with MONITOR_SPOOL_MAX_MB=0). The lock
+    is waited for a little: a scheduler starting beside this one on the machine may be replaying
+    this name's spool (a killed predecessor's) for a moment."""
+    if settings.spool_max_mb == 0:
+        return None
+    directory = (
+        Path(settings.spool_dir) if settings.spool_dir else spool_files.default_directory(dict(os.environ))
+    )
+    spool = spool_files.Spool(
+        directory,
+        name,
+        database=str(await pool.fetchval(DATABASE)),
+        max_bytes=settings.spool_max_mb * 1024 * 1024,
+        metrics=metrics,
+        sync_seconds=settings.spool_sync_ms / 1000,
+    )
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 2 * settings.lease_seconds
+    while True:
+        try:
+            spool.open()
+            break
+        except spool_files.SpoolBusy:
+            if loop.time() > deadline:
+                raise ConfigError(
+                    f"MONITOR_SPOOL_DIR: {directory} holds the spool of a running scheduler named"
+                    f" {name!r}; give each scheduler its own MONITOR_SCHEDULER_NAME"
+                ) from None
+            await asyncio.sleep(0.2)
+        except OSError as exc:
+            raise ConfigError(f"MONITOR_SPOOL_DIR: {directory}: {exc.strerror or exc}") from None
+    log.info("spool.opened", path=str(directory), max_mb=settings.spool_max_mb)
+    return spool
 
 
 async def replay_all(

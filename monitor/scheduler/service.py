@@ -11,11 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import os
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -26,7 +24,7 @@ from monitor import db, probes, redisconn
 from monitor import logging as mlog
 from monitor.aio import Slots
 from monitor.checks import REGISTRY, CheckContext
-from monitor.config import ConfigError, Settings
+from monitor.config import Settings
 from monitor.health import ping_database, ping_redis, watch_loop
 from monitor.models import MonitorSpec
 from monitor.net.client import HttpSession, make_session
@@ -42,7 +40,7 @@ from monitor.scheduler.heartbeat import HeartbeatTicker, PingIntake
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
 from monitor.scheduler.sharing import DB_ERRORS, Sharing, read_foreign_parents
-from monitor.scheduler.spool import Spool, SpoolBusy, default_directory
+from monitor.scheduler.spool import Spool
 from monitor.scheduler.state import State, Window
 from monitor.scheduler.ticker import MonitorTicker, TickerShared, first_tick, stable_offset
 from monitor.scheduler.tickers import make_ticker
@@ -137,7 +135,7 @@ class Scheduler:
             ssl_context=tls_context(s.ca_file),
         )
         self.relay = Relay(self._pool, self._redis, metrics=self.metrics)
-        self.spool = await self._open_spool(member.name)
+        self.spool = await replay.open_spool(s, member.name, self._pool, self.metrics)
         self.writer = Writer(
             self._pool,
             batch_rows=s.write_batch_rows,
@@ -224,32 +222,6 @@ class Scheduler:
         # collector's reach, so its full passes stay short and do not delay ticks (lateness).
         gc.collect()
         gc.freeze()
-
-    async def _open_spool(self, name: str) -> Spool | None:
-        """This scheduler's spool, its lock taken (MONITOR_SPOOL_MAX_MB=0: none)."""
-        s = self.settings
-        if s.spool_max_mb == 0:
-            return None
-        assert self._pool is not None
-        directory = Path(s.spool_dir) if s.spool_dir else default_directory(dict(os.environ))
-        spool = Spool(
-            directory,
-            name,
-            database=await replay.database_of(self._pool),
-            max_bytes=s.spool_max_mb * 1024 * 1024,
-            metrics=self.metrics,
-        )
-        try:
-            spool.open()
-        except SpoolBusy:
-            raise ConfigError(
-                f"MONITOR_SPOOL_DIR: {directory} holds the spool of a running scheduler named {name!r};"
-                " give each scheduler its own MONITOR_SCHEDULER_NAME"
-            ) from None
-        except OSError as exc:
-            raise ConfigError(f"MONITOR_SPOOL_DIR: {directory}: {exc.strerror or exc}") from None
-        log.info("spool.opened", path=str(directory), max_mb=s.spool_max_mb)
-        return spool
 
     def _on_connectivity(self, change: Change) -> None:
         """The checker was cut off, or is back: one alert to the operator each way."""

@@ -11,7 +11,7 @@ COPY encoding.
 
 Checks never wait on the database: :meth:`Writer.add` only appends to memory, and to the
 local spool (spool.py: one write(2), no fsync on the way), which a SIGKILLed scheduler replays
-at its next start (replay.py); a segment of the spool is dropped once a flush wrote it.
+at its next start (replay.py); a flush marks in the spool what it has written.
 While the database is unreachable the batch grows up to ``max_buffered`` rows
 (the oldest check rows are dropped beyond it, with a log line; state changes are
 never dropped) and is written when the database returns.
@@ -360,7 +360,7 @@ class Writer:
         # once if the buffer filled up again (``add`` wakes the writer).
         rows_left, transitions_left, pings_left = len(self._rows), len(self._transitions), len(self._pings)
         # The spool's segments before the mark hold only what this flush is to write.
-        mark = self._spool.rotate() if self._spool is not None else 0
+        mark = self._spool.mark() if self._spool is not None else None
         while rows_left or transitions_left or pings_left:
             rows = list(itertools.islice(self._rows, min(self._batch_rows * 10, rows_left)))
             # Changes go with the batch that ends the backlog, after the states they follow;
@@ -393,7 +393,7 @@ class Writer:
             self._metrics.batch_rows.observe(len(rows))
             if transitions and self._on_transitions is not None:
                 self._on_transitions()
-        if self._spool is not None:
+        if self._spool is not None and mark is not None:
             self._spool.release(mark)
         return True
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from monitor.models import CheckResult
+from monitor.scheduler import spool as spool_module
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.quorum import Located, Seen
 from monitor.scheduler.spool import Spool, SpoolBusy, read, segments, stem
@@ -108,28 +109,46 @@ def test_an_empty_file_is_no_problem(tmp_path: Path) -> None:
     assert read(path).problem is None and read(path).records == []
 
 
-def test_segments_go_once_their_flush_wrote_them(tmp_path: Path) -> None:
+def test_a_flush_marks_what_it_wrote_and_a_replay_skips_it(tmp_path: Path) -> None:
     spool = _spool(tmp_path)
+    spool.lease(1, 10.0)
     spool.append(("R", _row(0)))
-    mark = spool.rotate()  # a flush begins: it writes row 0
+    mark = spool.mark()  # a flush begins: it writes row 0
     spool.append(("R", _row(1)))  # taken while it writes
-    assert len(segments(tmp_path, stem("host:1"))) == 2
     spool.release(mark)
     left = read(_only_segment(tmp_path))
-    assert [tuple(r[1]) for r in left.records] == [_row(1)]
-    assert spool.rotate() > mark  # row 1 now
-    spool.release(spool.rotate())
+    assert [r[0] for r in left.records] == ["L", "R"], "the lease stays: it fences row 1"
+    assert [tuple(r[1]) for r in left.records if r[0] == "R"] == [_row(1)]
+    spool.release(spool.mark())  # row 1 written too
+    assert [r[0] for r in read(_only_segment(tmp_path)).records] == ["L"]
     spool.close()
     assert list(tmp_path.iterdir()) == [], "a spool with nothing left to write leaves no file"
 
 
-def test_a_rotation_with_nothing_new_keeps_the_segment(tmp_path: Path) -> None:
+def test_a_full_segment_is_followed_by_a_new_one_and_goes_once_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(spool_module, "SEGMENT_BYTES", 1000)
     spool = _spool(tmp_path)
-    spool.lease(1, 10.0)  # a lease alone is not worth a segment
-    mark = spool.rotate()
+    for n in range(10):
+        spool.append(("R", _row(n)))
+    mark = spool.mark()  # past SEGMENT_BYTES: the next records go to a new segment
+    spool.append(("R", _row(10)))
+    assert len(segments(tmp_path, stem("host:1"))) == 2
     spool.release(mark)
-    assert len(segments(tmp_path, stem("host:1"))) == 1
+    left = read(_only_segment(tmp_path))
+    assert [tuple(r[1]) for r in left.records if r[0] == "R"] == [_row(10)]
     spool.close()
+    assert len(segments(tmp_path, stem("host:1"))) == 1, "row 10 is not written: its segment stays"
+
+
+def test_a_flush_that_failed_leaves_everything_to_replay(tmp_path: Path) -> None:
+    spool = _spool(tmp_path)
+    spool.append(("R", _row(0)))
+    spool.mark()  # never released: the database did not answer
+    spool.append(("R", _row(1)))
+    spool.close()
+    assert [tuple(r[1]) for r in read(_only_segment(tmp_path)).records] == [_row(0), _row(1)]
 
 
 def test_the_spool_is_bounded(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -140,7 +159,7 @@ def test_the_spool_is_bounded(tmp_path: Path, caplog: pytest.LogCaptureFixture) 
     assert 0 < kept < 40
     metrics = spool._metrics
     assert metrics.spool_dropped._value.get() == 40 - kept
-    spool.release(spool.rotate())  # written: room again
+    spool.release(spool.mark())  # written: its segment goes, room again
     spool.append(("R", _row(99)))
     assert metrics.spool_dropped._value.get() == 40 - kept
     spool.close()
