@@ -15,6 +15,8 @@ Each record is a msgpack array whose first item is its kind:
                                 an alert for the operator
   ["P", ids]                    pings whose results are in the rows before
   ["X", row]                    a location's confirmed state (writer.LOCATION_COLUMNS)
+  ["W", offset]                 a flush wrote everything before this offset of the segment:
+                                a replay skips it (spool.read), but the leases
 
 Event ids travel with the changes, so an alert written before the kill and replayed after it
 is the same event, which the outbox writes once.
