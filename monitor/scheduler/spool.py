@@ -152,7 +152,7 @@ class Spool:
         self._dirty = threading.Event()
         self._waiting = False  # an append since the thread last took the work
         self._new_files = False
-        self._stopping = False
+        self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         metrics.spool_bytes.set_function(lambda: self._bytes)
 
@@ -172,7 +172,7 @@ class Spool:
 
     def close(self) -> None:
         """Stop syncing, sync once more; a spool whose records were all written leaves no file."""
-        self._stopping = True
+        self._stopping.set()
         self._dirty.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -275,15 +275,15 @@ class Spool:
         log.warning(event, **fields)
 
     def _syncing(self) -> None:
-        while not self._stopping:
+        while not self._stopping.is_set():
             self._dirty.wait()
             self._dirty.clear()
             self._waiting = False
             began = time.monotonic()
             self._sync_once()
             rest = self._sync_seconds - (time.monotonic() - began)
-            if rest > 0 and not self._stopping:
-                time.sleep(rest)
+            if rest > 0:
+                self._stopping.wait(rest)  # a pause between syncs that a close cuts short
 
     def _sync_once(self) -> None:
         for segment in list(self._segments):
