@@ -307,6 +307,10 @@ class ProcessFactory:
             full[_env_name(setting)] = str(free_port())
         if name == "api":
             full.setdefault("MONITOR_API_HOST", "127.0.0.1")
+        # Each test's schedulers spool in the test's own directory (a killed one's spool is
+        # replayed by the next scheduler started there, as on a machine).
+        if _known_setting("spool_dir"):
+            full.setdefault("MONITOR_SPOOL_DIR", str(self.log_dir.parent / "spool"))
         index = sum(1 for p in self.processes if p.name == name) + 1
         log_path = self.log_dir / f"{name}-{index}.log"
         proc = MonitorProcess(name, [*prefix, sys.executable, "-m", "monitor", name], full, log_path)
