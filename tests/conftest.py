@@ -5,6 +5,12 @@ Services are the ones ``make test`` starts, given by ``MONITOR_DATABASE_URL`` an
 PID (and their logs printed when the test failed), servers are closed, and tests that use
 ``db`` start from empty tables and an empty Redis database.
 
+Processes are held to account at teardown: a process of ``procs`` or ``api_server`` that
+exited non-zero, hung on its SIGTERM or logged a traceback fails the test (an error at its
+teardown), unless the test said it breaks that process on purpose:
+``procs.spawn(..., expect_exit=1)``, ``procs.start(..., allow_traceback="...")`` or
+``proc.expect(...)`` (tests/support/procs.py). A SIGKILL the test sends itself counts as meant.
+
 Helpers (``wait_for``, the servers, ``ProcessFactory``) live in ``tests/support``; import
 them with ``from support import ...``.
 """
@@ -211,7 +217,9 @@ async def procs(
     """``await procs.start("scheduler", env={...})`` starts ``python -m monitor scheduler`` and
     waits for ``scheduler.started``; ``procs.spawn(...)`` does not wait. Logs go to
     ``tmp_path/<name>-<n>.log``. At teardown every process still running gets SIGTERM (then
-    SIGKILL), by PID, and all logs are printed if the test failed."""
+    SIGKILL), by PID, and all logs are printed if the test failed; then, if it passed, any
+    process that exited non-zero, hung at stop or logged a traceback without the test saying
+    it would (``expect_exit=``, ``allow_traceback=``; tests/support/procs.py) fails it."""
     log_dir = tmp_path / "logs"
     log_dir.mkdir()
     factory = ProcessFactory(log_dir, base_env)
@@ -219,8 +227,18 @@ async def procs(
         yield factory
     finally:
         await factory.stop_all()
-        if _failed(request) and factory.processes:
+        failed = _failed(request)
+        if (failed or factory.problems()) and factory.processes:
             print(factory.report())
+    if not failed:
+        _check(factory)
+
+
+def _check(factory: ProcessFactory) -> None:
+    try:
+        factory.check()
+    except AssertionError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -230,15 +248,19 @@ def api_server(
     migrated: str,
     redis_url: str,
 ) -> Iterator[MonitorProcess]:
-    """One ``monitor api`` process shared by a test module (starting one per test is slow)."""
+    """One ``monitor api`` process shared by a test module (starting one per test is slow);
+    held to account as ``procs`` holds its processes, at the module's end (an error there)."""
     factory = ProcessFactory(tmp_path_factory.mktemp("api-logs"), process_env(migrated, redis_url))
     failures_before = request.session.testsfailed
     try:
         yield factory.start_sync("api")
     finally:
         factory.stop_all_sync()
-        if request.session.testsfailed > failures_before:
+        failed = request.session.testsfailed > failures_before
+        if failed or factory.problems():
             print(factory.report())
+    if not failed:
+        _check(factory)
 
 
 @pytest.fixture
