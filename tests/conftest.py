@@ -11,6 +11,10 @@ teardown), unless the test said it breaks that process on purpose:
 ``procs.spawn(..., expect_exit=1)``, ``procs.start(..., allow_traceback="...")`` or
 ``proc.expect(...)`` (tests/support/procs.py). A SIGKILL the test sends itself counts as meant.
 
+Skips are strict under ``make test`` (and wherever ``CI`` is set): a skipped test fails there,
+since the Makefile installs what the suite needs, unless its reason is one no install can
+change (``support.skips.skip_beyond_make``). Run by hand, a skip stays a skip.
+
 Helpers (``wait_for``, the servers, ``ProcessFactory``) live in ``tests/support``; import
 them with ``from support import ...``.
 """
@@ -47,6 +51,7 @@ from support import (
     insert_monitor,
     process_env,
     reset,
+    skips,
 )
 from support.pg_cluster import PgCluster
 from support.redis_sentinel import RedisSentinels
@@ -63,6 +68,7 @@ _PHASES = pytest.StashKey[dict[str, pytest.TestReport]]()
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     # Keep each phase's report on the item, so fixtures can tell at teardown whether the test failed.
     report: pytest.TestReport = yield
+    skips.enforce(report)  # under `make test`, a skip the Makefile could have avoided fails
     item.stash.setdefault(_PHASES, {})[report.when] = report
     return report  # type: ignore[return-value]
 
