@@ -49,7 +49,9 @@ from support import (
     TargetServer,
     ensure_account,
     insert_monitor,
+    pg_cluster,
     process_env,
+    redis_sentinel,
     reset,
     skips,
 )
@@ -317,7 +319,11 @@ async def flapping() -> AsyncIterator[FlappingTarget]:
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[PgCluster]:
-    """A PostgreSQL primary and a streaming standby of the test's own (``promote()``)."""
+    """A PostgreSQL primary and a streaming standby of the test's own (``promote()``); skips
+    where they cannot run (no root, no PostgreSQL root: ``make test-tools`` builds it)."""
+    why = pg_cluster.available()
+    if why is not None:
+        pytest.skip(f"no PostgreSQL pair of the test's own: {why}")
     made = PgCluster(tmp_path / "pg")
     try:
         yield await made.start()
@@ -327,7 +333,11 @@ async def cluster(tmp_path: Path) -> AsyncIterator[PgCluster]:
 
 @pytest.fixture
 async def sentinels(tmp_path: Path) -> AsyncIterator[RedisSentinels]:
-    """A Redis master, a replica and three sentinels of the test's own."""
+    """A Redis master, a replica and three sentinels of the test's own; skips without Debian's
+    redis-server (``make test-tools`` installs it)."""
+    why = redis_sentinel.available()
+    if why is not None:
+        pytest.skip(f"no Redis sentinels of the test's own: {why}")
     made = RedisSentinels(tmp_path / "redis")
     try:
         yield await made.start()
