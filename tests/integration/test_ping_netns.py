@@ -134,7 +134,8 @@ async def test_a_host_that_drops_ping_is_down_within_the_timeout(netns_host: Net
             "rtt_avg_ms": None,
             "rtt_max_ms": None,
         }
-        assert took < 1.5 + 0.1, f"the check took {took:.2f}s, its timeout is 1.5s"
+        # Within its timeout, with room for a loaded machine; a timeout taken per echo would be 4.5 s.
+        assert took < 2 * 1.5, f"the check took {took:.2f}s, its timeout is 1.5s"
         # The echoes did leave: they arrived and were dropped.
         assert netns_host.icmp() == {"echo_requests": 3, "echo_replies": 0}
 
