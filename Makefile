@@ -21,7 +21,8 @@ STAMP := $(VENV)/.installed-from-pyproject
 LINT_PATHS := $(wildcard monitor tests bench)
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
-# Which benchmark `make bench` runs: a module of bench/ (scheduler, pings, api, alerter, connectivity).
+# Which benchmark `make bench` runs: a module of bench/ (scheduler, pings, api, alerter, connectivity,
+# reactions).
 BENCH ?= scheduler
 
 # Shell snippet: export MONITOR_DATABASE_URL and MONITOR_REDIS_URL for $(1) (run or test) from
