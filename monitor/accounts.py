@@ -1,8 +1,16 @@
-"""Accounts and their API keys: creation, lookup by key, revocation.
+"""Accounts and their API keys: creation, deletion, lookup by key, revocation.
 
 A key is ``mk_<prefix>_<secret>``: 32 random bytes of secret, shown once. Only a
 SHA-256 of the whole key is stored (a random secret needs no slow hash); the prefix
 lets an owner tell keys apart in a listing.
+
+Deleting an account deletes what the schema hangs on it (``ON DELETE CASCADE``: keys, channels,
+maintenance windows, status pages, monitors and with them their state, incidents, secrets and
+channel links), and the rows of its monitors that have no foreign key: the hourly and daily
+rollups and pings not yet read. Each deleted monitor row fires the ``monitors_changed``
+trigger, so schedulers stop checking them at once, as after ``DELETE /api/v1/monitors/{id}``.
+Raw checks stay until retention drops them (``MONITOR_RETENTION_DAYS``; a key check on that
+hypertable was left out on purpose, sql/001), and deliveries stay as the record of what was sent.
 """
 
 from __future__ import annotations
@@ -58,6 +66,56 @@ class Key:
     created_at: datetime
     last_used_at: datetime | None
     revoked_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Contents:
+    """What an account holds: what deleting it deletes."""
+
+    id: int
+    name: str
+    monitors: int
+    channels: int
+    keys: int  # revoked ones too
+    status_pages: int
+    maintenance_windows: int
+
+    def summary(self) -> str:
+        counts = {
+            "monitor": self.monitors, "channel": self.channels, "API key": self.keys,
+            "status page": self.status_pages, "maintenance window": self.maintenance_windows,
+        }  # fmt: skip
+        return ", ".join(f"{n} {what}{'' if n == 1 else 's'}" for what, n in counts.items())
+
+
+_CONTENTS = """SELECT a.id, a.name,
+       (SELECT count(*) FROM monitors WHERE account_id = a.id) AS monitors,
+       (SELECT count(*) FROM channels WHERE account_id = a.id) AS channels,
+       (SELECT count(*) FROM api_keys WHERE account_id = a.id) AS keys,
+       (SELECT count(*) FROM status_pages WHERE account_id = a.id) AS status_pages,
+       (SELECT count(*) FROM maintenance_windows WHERE account_id = a.id) AS maintenance_windows
+FROM accounts a WHERE a.name = $1"""
+
+
+async def account_contents(conn: asyncpg.Connection | asyncpg.Pool, name: str) -> Contents | None:
+    """What the account ``name`` holds; None if there is no such account."""
+    row = await conn.fetchrow(_CONTENTS, name)
+    return None if row is None else Contents(**dict(row))
+
+
+async def delete_account(conn: asyncpg.Connection, name: str) -> Contents | None:
+    """Delete the account ``name`` and everything in it, in one transaction; what it held, or
+    None if there is no such account."""
+    async with conn.transaction():
+        if await conn.fetchval("SELECT id FROM accounts WHERE name = $1 FOR UPDATE", name) is None:
+            return None
+        held = await account_contents(conn, name)
+        assert held is not None
+        monitors = "SELECT id FROM monitors WHERE account_id = $1"
+        for table in ("checks_hourly", "checks_daily", "pings"):
+            await conn.execute(f"DELETE FROM {table} WHERE monitor_id IN ({monitors})", held.id)
+        await conn.execute("DELETE FROM accounts WHERE id = $1", held.id)
+    return held
 
 
 def check_account_name(name: str) -> None:

@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import json
 import sys
-from collections.abc import Callable, Coroutine, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import click
 
 from monitor import config, lifecycle
 from monitor import logging as mlog
-
-
-def _settings(*required: str) -> config.Settings:
-    try:
-        settings = config.load()
-        settings.require(*required)
-        return settings
-    except config.ConfigError as exc:
-        raise click.ClickException(f"configuration: {exc}") from None
+from monitor.cli_accounts import accounts_group, keys_group
+from monitor.cli_alerts import alerts
+from monitor.cli_support import JSON_OPTION, load_settings, print_rows, with_connection
 
 
 def _loop_factory(settings: config.Settings) -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -52,14 +43,14 @@ def _run(settings: config.Settings, coro: Coroutine[Any, Any, int]) -> None:
 def main() -> None:
     """monitor: a self-hosted uptime monitor.
 
-    Configuration comes from MONITOR_* environment variables (see README).
+    Configuration comes from MONITOR_* environment variables (docs/configuration.md).
     """
 
 
 @main.command()
 def api() -> None:
     """Run the JSON HTTP API on MONITOR_API_HOST:MONITOR_API_PORT (default 127.0.0.1:8080)."""
-    settings = _settings("database_url", "secret_key")
+    settings = load_settings("database_url", "secret_key")
     mlog.configure(settings.log_format, settings.log_level, process="api")
     from monitor.api.server import ApiServer
 
@@ -69,7 +60,7 @@ def api() -> None:
 @main.command()
 def scheduler() -> None:
     """Run the scheduler: check every active monitor on its own ticker and store the results."""
-    settings = _settings("database_url", "redis_url", "secret_key")
+    settings = load_settings("database_url", "redis_url", "secret_key")
     mlog.configure(settings.log_format, settings.log_level, process="scheduler")
     from monitor.scheduler.service import Scheduler
 
@@ -80,7 +71,7 @@ def scheduler() -> None:
 def alerter() -> None:
     """Run the alerter: deliver down and recovery events to their channels (Telegram, webhooks,
     Slack, Discord, ntfy, email, PagerDuty)."""
-    settings = _settings("database_url", "redis_url", "secret_key")
+    settings = load_settings("database_url", "redis_url", "secret_key")
     mlog.configure(settings.log_format, settings.log_level, process="alerter")
     from monitor.alerter.service import Alerter
 
@@ -93,7 +84,7 @@ def migrate() -> None:
 
     With MONITOR_SECRET_KEY set, it then seals the secrets an older version stored in clear.
     """
-    settings = _settings("database_url")
+    settings = load_settings("database_url")
     mlog.configure(settings.log_format, settings.log_level, process="migrate")
     from monitor import db
     from monitor import secrets as sealing
@@ -106,7 +97,7 @@ def migrate() -> None:
     try:
         applied = asyncio.run(db.migrate(settings.dsn))
         click.echo(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ""))
-        done, in_clear = asyncio.run(_with_connection(settings, seal))
+        done, in_clear = asyncio.run(with_connection(settings, seal))
     except OSError as exc:
         raise click.ClickException(f"database unreachable: {exc}") from None
     except db.MigrationError as exc:
@@ -151,10 +142,10 @@ def secrets_rotate() -> None:
 
     from monitor import secrets as sealing
 
-    settings = _settings("database_url", "secret_key")
+    settings = load_settings("database_url", "secret_key")
     box = settings.secret_box()
     try:
-        done = asyncio.run(_with_connection(settings, lambda conn: sealing.reseal(conn, box, rotate=True)))
+        done = asyncio.run(with_connection(settings, lambda conn: sealing.reseal(conn, box, rotate=True)))
     except sealing.SecretKeyError as exc:
         raise click.ClickException(f"nothing changed: {exc}") from None
     except asyncpg.UndefinedTableError:
@@ -164,237 +155,13 @@ def secrets_rotate() -> None:
     click.echo(f"secrets: {done.summary()}")
 
 
-@main.group()
-def alerts() -> None:
-    """Inspect and re-drive alerts."""
-
-
-@alerts.group()
-def dead() -> None:
-    """Alerts that could not be delivered (the dead-letter stream)."""
-
-
-async def _with_stores(settings: config.Settings, work: Callable[..., Coroutine[Any, Any, Any]]) -> Any:
-    from monitor import db, redisconn
-
-    redis = redisconn.from_settings(settings, socket_timeout=10, socket_connect_timeout=5)
-    pool = await db.create_pool(settings.dsn, min_size=0, max_size=2)
-    try:
-        return await work(redis, pool)
-    finally:
-        await pool.close()
-        await redis.aclose()
-
-
-@dead.command("list")
-def dead_list() -> None:
-    """List dead letters, oldest first: id, time, monitor, kind, event, channel, last error."""
-    from monitor.alerter import deadletter
-
-    settings = _settings("database_url", "redis_url")
-    try:
-        letters = asyncio.run(_with_stores(settings, lambda redis, _pool: deadletter.list_dead(redis)))
-    except OSError as exc:
-        raise click.ClickException(f"cannot reach Redis or the database: {exc}") from None
-    for letter in letters:
-        click.echo(letter.summary)
-    if not letters:
-        click.echo("no dead letters")
-
-
-@dead.command("retry")
-@click.argument("ids", nargs=-1)
-@click.option("--all", "everything", is_flag=True, help="Re-drive every dead letter.")
-def dead_retry(ids: tuple[str, ...], everything: bool) -> None:
-    """Put dead letters back on the event stream so the alerter delivers them again."""
-    from monitor.alerter import deadletter
-
-    if bool(ids) == everything:
-        raise click.UsageError("give dead-letter IDs or --all (not both)")
-    settings = _settings("database_url", "redis_url")
-    try:
-        done = asyncio.run(
-            _with_stores(
-                settings,
-                lambda redis, pool: deadletter.redrive(redis, pool, None if everything else list(ids)),
-            )
-        )
-    except KeyError as exc:
-        raise click.ClickException(f"no such dead letter: {exc.args[0]}") from None
-    except OSError as exc:
-        raise click.ClickException(f"cannot reach Redis or the database: {exc}") from None
-    click.echo(f"re-drove {len(done)} dead letter(s)")
-
-
-async def _with_connection(settings: config.Settings, work: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
-    from monitor import db
-
-    conn = await db.connect(settings.dsn)
-    try:
-        return await work(conn)
-    finally:
-        await conn.close()
-
-
-@main.group("accounts")
-def accounts_group() -> None:
-    """Manage accounts (every monitor, channel and key belongs to one)."""
-
-
-@accounts_group.command("create")
-@click.argument("name")
-def accounts_create(name: str) -> None:
-    """Create the account NAME."""
-    from monitor import accounts
-
-    settings = _settings("database_url")
-
-    try:
-        account_id = asyncio.run(_with_connection(settings, lambda conn: accounts.create_account(conn, name)))
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
-    except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
-    click.echo(f"created account {name!r} (id {account_id})")
-
-
-def _time(value: datetime | None, *, precise: bool = False) -> str | None:
-    """RFC 3339 in UTC: whole seconds for a table, as stored for JSON."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat(timespec="auto" if precise else "seconds").replace("+00:00", "Z")
-
-
-def _print_rows(items: Sequence[Any], columns: dict[str, str], *, as_json: bool, none: str) -> None:
-    """Dataclass ``items`` as a JSON array (every field; times RFC 3339) or a table of ``columns``
-    (field -> heading; an absent value shows as "-")."""
-    if as_json:
-        plain = [dataclasses.asdict(item) for item in items]
-        click.echo(json.dumps([{k: _time(v, precise=True) if isinstance(v, datetime) else v
-                                for k, v in fields.items()} for fields in plain], indent=2))  # fmt: skip
-        return
-    if not items:
-        click.echo(none)
-        return
-    cells = [list(columns.values())]
-    for item in items:
-        values = [getattr(item, field) for field in columns]
-        cells.append([_cell(v) for v in values])
-    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
-    for row in cells:
-        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, datetime):
-        return _time(value) or "-"
-    return "-" if value is None else str(value)
-
-
-_JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of a table.")
-
-
-@accounts_group.command("list")
-@_JSON_OPTION
-def accounts_list(as_json: bool) -> None:
-    """List accounts: id, name, created, monitors, active keys."""
-    from monitor import accounts
-
-    settings = _settings("database_url")
-    try:
-        found = asyncio.run(_with_connection(settings, accounts.list_accounts))
-    except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
-    columns = {"id": "ID", "name": "NAME", "created_at": "CREATED", "monitors": "MONITORS",
-               "active_keys": "ACTIVE KEYS"}  # fmt: skip
-    _print_rows(found, columns, as_json=as_json, none="no accounts (monitor accounts create NAME)")
-
-
-@main.group("keys")
-def keys_group() -> None:
-    """Manage API keys (the API manages further keys of the same account: /api/v1/keys)."""
-
-
-@keys_group.command("create")
-@click.option("--account", "account_name", required=True, help="Name of the account the key acts for.")
-@click.option("--name", "key_name", default="", help="A label to recognise the key by.")
-def keys_create(account_name: str, key_name: str) -> None:
-    """Create an API key and print it once (only its hash is stored)."""
-    from monitor import accounts
-
-    settings = _settings("database_url")
-
-    async def work(conn: Any) -> accounts.NewKey:
-        account_id = await accounts.account_id_by_name(conn, account_name)
-        if account_id is None:
-            raise click.ClickException(f"no account named {account_name!r} (monitor accounts create NAME)")
-        return await accounts.create_key(conn, account_id, key_name)
-
-    try:
-        new = asyncio.run(_with_connection(settings, work))
-    except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
-    click.echo(new.key)
-    click.echo(f"(key id {new.id} of account {account_name!r}; it is shown only this once)", err=True)
-
-
-@keys_group.command("list")
-@click.option("--account", "account_name", default=None, help="Only the keys of this account.")
-@_JSON_OPTION
-def keys_list(account_name: str | None, as_json: bool) -> None:
-    """List API keys, revoked ones too: id, account, name, prefix, created, last used, revoked.
-
-    Keys are stored as SHA-256 hashes: a key itself is shown only when it is created.
-    """
-    from monitor import accounts
-
-    settings = _settings("database_url")
-
-    async def work(conn: Any) -> list[accounts.Key]:
-        account_id = None
-        if account_name is not None:
-            account_id = await accounts.account_id_by_name(conn, account_name)
-            if account_id is None:
-                raise click.ClickException(f"no account named {account_name!r} (monitor accounts list)")
-        return await accounts.list_keys(conn, account_id)
-
-    try:
-        found = asyncio.run(_with_connection(settings, work))
-    except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
-    columns = {"id": "ID", "account": "ACCOUNT", "name": "NAME", "prefix": "PREFIX", "created_at": "CREATED",
-               "last_used_at": "LAST USED", "revoked_at": "REVOKED"}  # fmt: skip
-    _print_rows(found, columns, as_json=as_json, none="no keys (monitor keys create --account NAME)")
-
-
-@keys_group.command("revoke")
-@click.argument("key_id", metavar="ID", type=click.IntRange(1, 2**63 - 1))
-def keys_revoke(key_id: int) -> None:
-    """Revoke the API key ID (see monitor keys list): requests with it get 401 from now on."""
-    from monitor import accounts
-
-    settings = _settings("database_url")
-    try:
-        found = asyncio.run(_with_connection(settings, lambda conn: accounts.revoke_key(conn, key_id)))
-    except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
-    if found is None:
-        raise click.ClickException(f"no key with id {key_id} (monitor keys list)")
-    key, newly = found
-    what = f"key {key.id} ({key.prefix}, {key.name!r} of account {key.account!r})"
-    if newly:
-        click.echo(f"revoked {what}")
-    else:
-        click.echo(f"{what} was revoked already, at {_time(key.revoked_at)}")
-
-
 @main.group("cluster")
 def cluster_group() -> None:
     """The schedulers sharing the monitors (see docs/architecture.md, "Several schedulers")."""
 
 
 @cluster_group.command("status")
-@_JSON_OPTION
+@JSON_OPTION
 def cluster_status(as_json: bool) -> None:
     """List the schedulers: name, location, state, lease left, monitors run, checks per second.
 
@@ -408,15 +175,15 @@ def cluster_status(as_json: bool) -> None:
     async def both(conn: Any) -> tuple[tuple[list[Any], int], list[tuple[str, int]]]:
         return await read(conn), await unserved_locations(conn)
 
-    settings = _settings("database_url")
+    settings = load_settings("database_url")
     try:
-        (members, active), unserved = asyncio.run(_with_connection(settings, both))
+        (members, active), unserved = asyncio.run(with_connection(settings, both))
     except OSError as exc:
         raise click.ClickException(f"database unreachable: {exc}") from None
     columns = {"name": "NAME", "location": "LOCATION", "state": "STATE", "lease_left_s": "LEASE LEFT (S)",
                "monitors": "MONITORS", "checks_per_s": "CHECKS/S", "host": "HOST", "pid": "PID",
                "joined_at": "JOINED"}  # fmt: skip
-    _print_rows(members, columns, as_json=as_json, none="no scheduler is running")
+    print_rows(members, columns, as_json=as_json, none="no scheduler is running")
     if not as_json:
         running = sum(m.monitors for m in members if m.state != "lapsed")
         click.echo(f"\n{active} active monitor(s), {running} run by the live schedulers")
@@ -424,3 +191,7 @@ def cluster_status(as_json: bool) -> None:
             click.echo(
                 f"location {location!r}: no live scheduler; {count} monitor(s) are not checked from there"
             )
+
+
+for _group in (alerts, accounts_group, keys_group):
+    main.add_command(_group)

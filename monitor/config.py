@@ -84,9 +84,13 @@ class Settings(BaseModel):
     api_rate_per_second: float = Field(20.0, gt=0)
     api_rate_burst: int = Field(100, ge=1)
     account_monitor_quota: int = Field(10_000, ge=1)
-    # Status pages and badges: each built at most once per this many seconds, whatever the
-    # traffic (and sent with Cache-Control max-age of as much).
+    # Status pages and badges: each built about once per this many seconds, whatever the
+    # traffic, never shown older than this plus one build (monitor/status/cache.py), and sent
+    # with a Cache-Control max-age of what is left of it.
     status_cache_seconds: float = Field(10.0, ge=1, le=300)
+    # Whether search engines may index status pages (robots.txt, X-Robots-Tag): the JSON API,
+    # badges and ping URLs are kept from crawlers either way.
+    status_pages_indexed: bool = True
     # Health, readiness and metrics listeners of the scheduler and alerter (0 turns one off).
     probe_host: str = "127.0.0.1"
     scheduler_http_port: int = Field(8081, ge=0, le=65535)
@@ -164,7 +168,7 @@ class Settings(BaseModel):
             return None
         # Imported here: the telegram module brings the alerter's channels, which only the
         # processes that set this need.
-        from monitor.alerter.channels.telegram import parse_chat_id
+        from monitor.channels.telegram import parse_chat_id
 
         return parse_chat_id(value.strip() if isinstance(value, str) else value)
 

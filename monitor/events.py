@@ -39,7 +39,10 @@ class Event:
     kind: str
     monitor_id: int | None
     monitor_name: str
-    monitor_url: str
+    # The monitor's target as the API shows it (``tcp://host:25``...); None when there is none:
+    # a heartbeat (nothing is dialled), a test message, the checker's own. Events written
+    # before this said "" for none, which ``from_dict`` reads as None.
+    monitor_url: str | None
     telegram_chat_id: str | None
     incident_id: int
     at: str  # RFC 3339: when the change happened
@@ -58,6 +61,12 @@ class Event:
     # "window_minutes" (flapping), "status" (flapping_end), "window" and "until" (maintenance_*).
     details: dict[str, Any] = field(default_factory=dict)
     v: int = SCHEMA_VERSION
+
+    @property
+    def about_monitor(self) -> bool:
+        """Whether the event is about a monitor: not a test message (which names its channel)
+        and not the checker's own notice."""
+        return self.kind != "test" and self.monitor_id is not None
 
     def age_seconds(self, now: datetime | None = None) -> float:
         """How long ago the change happened (``at``); 0.0 if ``at`` cannot be read."""
@@ -106,7 +115,7 @@ class Event:
             kind=kind,
             monitor_id=spec.id,
             monitor_name=spec.name,
-            monitor_url=spec.url,
+            monitor_url=spec.url or None,
             telegram_chat_id=None,
             incident_id=incident_id,
             at=rfc3339(at),
@@ -131,6 +140,8 @@ class Event:
             data = {k: v for k, v in data.items() if k != "details"}  # before version 4, or null
         elif not isinstance(data["details"], dict):
             raise EventFormatError("event details are not a JSON object")
+        if data.get("monitor_url") == "":
+            data = {**data, "monitor_url": None}
         try:
             return cls(**data)
         except TypeError as exc:

@@ -28,5 +28,7 @@ REPUBLISHED_PREFIX = "monitor:events:republished:"
 # relay publishes an event twice when its XADD went through and marking the row did not; should
 # the two copies reach two alerters, the second waits for the first's delivery, not sending it.
 SENDING_PREFIX = "monitor:alerter:sending:"
-# The shared pacing of destinations (monitor/alerter/pacing.py): window and block keys.
+# The shared pacing of destinations (monitor/alerter/pacing.py): window and block keys, and the
+# epoch key (when they began: a Redis that lost its data is told by it, and the windows seeded
+# again from the deliveries table).
 PACE_PREFIX = "monitor:pace:"

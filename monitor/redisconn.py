@@ -6,8 +6,13 @@
 connection to a server that answers ``READONLY`` (a master demoted to replica by a failover) is
 dropped and raised as a ``ConnectionError``, so the callers' retry paths (the relay, the
 alerter's reads and acks) take it as the connection error it is, and their next try reaches the
-new master. redis-py retries a command itself too (3 times, with backoff) before the caller sees
-the error.
+new master. A plain URL's client tries a command once more, at once, on a connection error: the
+first command on a connection the server closed (it restarted) fails though the server is back,
+and redis-py's ``from_url`` gives its connections no retry of their own (a client built by hand
+gets one), so after a Redis restart every idle pooled connection failed one command (the
+alerter's pacing fell back to in-process for a second; a read could leave entries it had taken
+unhandled until a reclaim). A server that is really away still fails at once, after two
+refused connects.
 
 Redis replicates asynchronously: a write the old master acknowledged in the moment before a
 failover may never reach the new one. :func:`write_replicated` is the guard of the alerts
@@ -23,7 +28,9 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
+from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
+from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from monitor import dsn
@@ -64,7 +71,11 @@ def client(
     target = dsn.parse_redis(url)
     if target is None:
         return aioredis.Redis.from_url(
-            url, socket_timeout=socket_timeout, socket_connect_timeout=socket_connect_timeout
+            url,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=socket_connect_timeout,
+            # Not on a timeout: that would double the wait for a server that hangs.
+            retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
         )
     timeouts: dict[str, Any] = {
         "socket_timeout": socket_timeout,

@@ -4,6 +4,13 @@ The histogram's buckets are the same for every row, so the rows of many hours ad
 to the histogram of the whole span, and percentiles of any span come from it. The
 scheduler's batch statement (``writer.WRITE_BATCH``) adds each batch's new rows to them
 in the database (:func:`upsert_from`); :class:`Rollup` and :func:`percentile` read them.
+
+Every check is counted (``checks``, ``checks_up``), but the latency columns (``latency_n``,
+``latency_sum``, ``latency_max``, ``latency_hist``) hold successful checks only: a failed
+check's duration is how long it took to fail (a refused connection in 0.3 ms, a timeout in
+its full 10 s), not a response time, and counted in it made a site that never answered show
+"4 ms" and an average below its own median. Rows written before sql/018 counted every check;
+018 corrected those it could (see there).
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ class Rollup:
     def add(self, ok: bool, latency_ms: float | None) -> None:
         self.checks += 1
         self.checks_up += ok
-        if latency_ms is not None:
+        if ok and latency_ms is not None:
             self.latency_n += 1
             self.latency_sum += latency_ms
             self.latency_max = latency_ms if self.latency_max is None else max(self.latency_max, latency_ms)
@@ -71,13 +78,14 @@ def percentile(hist: Sequence[int], q: float, latency_max: float | None) -> floa
     return latency_max
 
 
-def _histogram(column: str) -> str:
-    """SQL: the fixed latency histogram of ``column`` over a group, as int[] (bucket i holds
-    BUCKETS_MS[i-1] < latency <= BUCKETS_MS[i], as :func:`bucket_of`; NULLs count nowhere)."""
+def histogram(column: str, where: str = "") -> str:
+    """SQL: the fixed latency histogram of ``column`` over a group (of its rows where ``where``
+    holds, when given), as int[] (bucket i holds BUCKETS_MS[i-1] < latency <= BUCKETS_MS[i], as
+    :func:`bucket_of`; NULLs count nowhere)."""
     edges = [None, *BUCKETS_MS, None]
     counts = []
     for low, high in itertools.pairwise(edges):
-        terms = [f"{column} > {low:g}" if low is not None else None]
+        terms = [where or None, f"{column} > {low:g}" if low is not None else None]
         terms.append(f"{column} <= {high:g}" if high is not None else None)
         counts.append(f"count(*) FILTER (WHERE {' AND '.join(t for t in terms if t)})")
     return f"ARRAY[{', '.join(counts)}]::integer[]"
@@ -85,13 +93,15 @@ def _histogram(column: str) -> str:
 
 def upsert_from(source: str, table: str, key: str, width: str) -> str:
     """SQL: add the rows of ``source`` (monitor_id, time, ok, latency_ms), grouped per monitor
-    and UTC ``width`` bucket, to the rollup ``table`` keyed by ``key``. One statement per batch;
-    a (monitor, period) appears once in it, as ON CONFLICT DO UPDATE requires."""
+    and UTC ``width`` bucket, to the rollup ``table`` keyed by ``key``: every row to the counts,
+    the successful ones' latencies to the latency columns. One statement per batch; a (monitor,
+    period) appears once in it, as ON CONFLICT DO UPDATE requires."""
     return f"""INSERT INTO {table} AS h
         (monitor_id, {key}, checks, checks_up, latency_n, latency_sum, latency_max, latency_hist)
     SELECT monitor_id, date_bin('{width}', time, 'epoch'::timestamptz), count(*),
-           count(*) FILTER (WHERE ok), count(latency_ms), coalesce(sum(latency_ms), 0),
-           max(latency_ms), {_histogram("latency_ms")}
+           count(*) FILTER (WHERE ok), count(latency_ms) FILTER (WHERE ok),
+           coalesce(sum(latency_ms) FILTER (WHERE ok), 0), max(latency_ms) FILTER (WHERE ok),
+           {histogram("latency_ms", "ok")}
     FROM {source} GROUP BY 1, 2
     ON CONFLICT (monitor_id, {key}) DO UPDATE SET
         checks = h.checks + excluded.checks,

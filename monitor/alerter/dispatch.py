@@ -24,7 +24,7 @@ from typing import Any
 import structlog
 
 from monitor import logging as mlog
-from monitor.alerter.channels.base import DeliveryError
+from monitor.channels.base import DeliveryError
 from monitor.events import Event
 
 log = mlog.get(__name__)

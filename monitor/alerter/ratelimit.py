@@ -25,4 +25,8 @@ class SlidingWindow:
         return self._times[0] + self._window
 
     def record(self, at: float) -> None:
+        # Trimmed here too: a window only recorded into (grants remembered while Redis
+        # decides) holds no more than a window's worth.
+        while self._times and self._times[0] <= at - self._window:
+            self._times.popleft()
         self._times.append(at)

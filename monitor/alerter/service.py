@@ -34,14 +34,15 @@ import redis.asyncio as aioredis
 from aiohttp import web
 from redis.exceptions import RedisError, ResponseError
 
+from monitor import channels as registry
 from monitor import db, keys, probes, redisconn
 from monitor import logging as mlog
-from monitor.alerter import channels as registry
-from monitor.alerter.channels import telegram
-from monitor.alerter.channels.base import ChannelKind, DeliveryError, SendContext, WebClient
 from monitor.alerter.dispatch import DestinationSender, Item, RetryPolicy, stream_order
+from monitor.alerter.history import DeliveryHistory
 from monitor.alerter.metrics import AlerterMetrics
 from monitor.alerter.pacing import SharedPacer
+from monitor.channels import telegram
+from monitor.channels.base import ChannelKind, DeliveryError, SendContext, WebClient
 from monitor.config import Settings
 from monitor.events import Event, EventFormatError, publish
 from monitor.health import ping_database, ping_redis
@@ -127,7 +128,7 @@ class Alerter:
         self._web = make_session(
             VettedResolver(policy, s.dns_servers), limit=50, ssl_context=tls_context(s.ca_file)
         )
-        self._pacer = SharedPacer(self._redis)
+        self._pacer = SharedPacer(self._redis, history=DeliveryHistory(self._pool))
         self._ctx = SendContext(
             http=self._http,
             web=WebClient(self._web, policy),
@@ -559,7 +560,7 @@ class Alerter:
                     pass  # a secret no key opens: its sends fail on their own, with the reason
 
             async def pace() -> float:
-                return await pacer.reserve(buckets)
+                return await pacer.reserve(buckets, destination=key)
 
             async def send(channel: Mapping[str, Any], payload: Any) -> float | None:
                 opened = self._reveal(kind, channel)

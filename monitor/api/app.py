@@ -27,7 +27,7 @@ from monitor.api import (
     summary,
 )
 from monitor.api.context import POOL, RESOLVER, SECRET_BOX, SETTINGS
-from monitor.api.errors import ApiError, error_response
+from monitor.api.errors import ApiError, error_response, render_error
 from monitor.config import Settings
 from monitor.net.policy import AddressPolicy, log_allow_list
 from monitor.net.resolver import VettedResolver
@@ -81,7 +81,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     try:
         return await handler(request)
     except ApiError as exc:
-        return exc.response()
+        return render_error(exc)
     except web.HTTPRequestEntityTooLarge:
         return error_response(413, "too_large", f"request body exceeds {MAX_BODY_BYTES} bytes")
     except web.HTTPMethodNotAllowed as exc:

@@ -1,6 +1,6 @@
 """``/api/v1/channels``: alert channels of an account, and a test message through the alerter.
 
-A channel's ``config`` is its kind's settings (``monitor.alerter.channels``). The fields the
+A channel's ``config`` is its kind's settings (``monitor.channels``). The fields the
 kind names as secrets (webhook URLs that are credentials, signing secrets, passwords, keys)
 are sealed with ``MONITOR_SECRET_KEY`` before they are stored and read back as ``********``;
 a secret the API generates (a webhook's signing secret) is shown once, in the answer that
@@ -18,8 +18,6 @@ import asyncpg
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from monitor.alerter.channels import REGISTRY as CHANNEL_KINDS
-from monitor.alerter.channels.base import ChannelKind, config_values, target_hosts
 from monitor.api.context import POOL, SECRET_BOX
 from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
@@ -27,6 +25,8 @@ from monitor.api.params import decode_cursor, int_param, json_object, next_page,
 from monitor.api.schemas import ChannelCreate, ChannelPatch
 from monitor.api.schemas_http import MASK
 from monitor.api.targets import vet_host
+from monitor.channels import REGISTRY as CHANNEL_KINDS
+from monitor.channels.base import ChannelKind, config_values, target_hosts
 from monitor.events import SCHEMA_VERSION
 
 SELECT = """
@@ -206,7 +206,7 @@ async def test_channel(request: web.Request) -> web.Response:
             "kind": "test",
             "monitor_id": None,
             "monitor_name": row["name"],
-            "monitor_url": "",
+            "monitor_url": None,
             "telegram_chat_id": None,
             "incident_id": 0,
             "at": rfc3339(now),

@@ -28,6 +28,7 @@ from monitor.api.uptime import (
     count_checks,
     fetch_spans,
     location_uptimes,
+    maintenance_seconds,
     records,
     time_in,
     uptime_of,
@@ -189,6 +190,7 @@ async def uptime(request: web.Request) -> web.Response:
         for span_start, span_end in spans:
             counts = await count_checks(conn, ids, span_start, span_end, now)
             overall.append(uptime_of(life, span_start, span_end, now, found, counts.get(life[0], (0, 0))))
+        in_maintenance = [maintenance_seconds(life, s, e, now, found) for s, e in spans]
         located: list[dict[str, Uptime]] = []
         if monitor["locations"]:
             located = await location_uptimes(conn, life, monitor["locations"], spans, now, found)
@@ -205,6 +207,7 @@ async def uptime(request: web.Request) -> web.Response:
             "uptime_percent": u.percent,
             "downtime_seconds": u.downtime_seconds,
             "degraded_seconds": u.degraded_seconds,
+            "maintenance_seconds": in_maintenance[i],
             "checks": u.checks,
             "checks_up": u.checks_up,
         }
@@ -228,7 +231,8 @@ def _bucket_start(value: datetime, size: timedelta) -> datetime:
 
 async def stats(request: web.Request) -> web.Response:
     """Response-time statistics per hour or day, from the hourly and daily rollups (fast, and
-    kept after raw checks expire): count, share up, average, p50, p95 and max latency."""
+    kept after raw checks expire): count, share up, and the average, p50, p95 and max latency
+    of the successful checks (null where none succeeded)."""
     bucket = request.query.get("bucket", "1h")
     if bucket not in BUCKETS:
         raise ApiError(400, "invalid", "bucket: 1h or 1d", "bucket")

@@ -16,6 +16,10 @@ SHOWN = (
     ("/status/{slug}.json", "getStatusPageJson", "A status page's data", JSON),
     ("/status/{slug}/feed.atom", "getStatusPageFeed", "A status page's incidents", "application/atom+xml"),
 )
+STATIC = (
+    ("/static/status.css", "getStatusCss", "The status pages' stylesheet", "text/css"),
+    ("/static/favicon.svg", "getFaviconSvg", "The default icon of status pages", "image/svg+xml"),
+)
 
 
 def add_status_pages(b: _Builder) -> None:
@@ -53,10 +57,23 @@ def add_status_pages(b: _Builder) -> None:
     b.add("get", "/", "getDomainPage", "The status page whose custom domain is the Host header", tag="public",
           public=True, errors=(404, 503), ok={200: {**html, "description": "The page."},
                                               304: {"description": "Not modified (If-None-Match)."}})
-    b.add("get", "/static/status.css", "getStatusCss", "The status pages' stylesheet", tag="public",
-          public=True, ok={200: {"description": "The stylesheet (cached for a year at its ?v= URL).",
-                                 "content": {"text/css": {"schema": {"type": "string"}}}},
-                           304: {"description": "Not modified."}})
+    for path, op, summary, media in STATIC:
+        b.add("get", path, op, summary, tag="public", public=True,
+              ok={200: {"description": f"{summary} (cached for a year at its ?v= URL; brotli or gzip "
+                                       "for a client that takes it, where that saves bytes).",
+                        "content": {media: {"schema": {"type": "string"}}}},
+                  304: {"description": "Not modified."}})
+    b.add("get", "/favicon.ico", "getFavicon", "The default icon; on a page's own domain, that page's",
+          tag="public", public=True,
+          ok={200: {"description": "The default icon (ICO, 16 and 32 px).",
+                    "content": {"image/x-icon": {"schema": {"type": "string", "format": "binary"}}}},
+              302: {"description": "On a page's own domain whose page names a favicon_url: to it."},
+              304: {"description": "Not modified."}})
+    b.add("get", "/robots.txt", "getRobotsTxt", "What crawlers may read", tag="public", public=True,
+          ok={200: {"description": "Status pages allowed (unless MONITOR_STATUS_PAGES_INDEXED is false); "
+                                   "the API, badges and ping URLs disallowed.",
+                    "content": {"text/plain": {"schema": {"type": "string"}}}},
+              304: {"description": "Not modified."}})
     token: dict[str, Any] = {"name": "token", "in": "path", "required": True, "schema": BADGE_TOKEN,
              "description": "the monitor's badge token (from its badge_url)"}
     svg: dict[str, Any] = {"content": {"image/svg+xml": {"schema": {"type": "string"}}}}

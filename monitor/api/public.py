@@ -1,18 +1,22 @@
 """What anyone may read, without a key: status pages (``/status/<slug>``, its ``.json`` and
-``/feed.atom``, and ``/`` of a page's own domain), the stylesheet, and badges
-(``/badge/<token>/status.svg``, ``/uptime/30d.svg``, ``/response/24h.svg``).
+``/feed.atom``, and ``/`` of a page's own domain), the static files (stylesheet, favicons),
+``/robots.txt``, and badges (``/badge/<token>/status.svg``, ``/uptime/30d.svg``,
+``/response/24h.svg``).
 
-Every answer comes from ``monitor.status.service``'s caches, with an ETag (a 304 for a
-client that has it), ``Cache-Control`` for the cache period, and gzip for a client that takes
-it. Pages carry strict security headers: a Content-Security-Policy with no script at all,
-images only from the api and the page's logo, no framing.
+Every answer comes from ``monitor.status.service``'s caches or ``monitor.status.assets``, with
+an ETag (a 304 for a client that has it), ``Cache-Control`` (for what is left of a page's
+cache period; a year for a static file at its versioned URL), and the compressed copy a
+client takes (gzip; brotli too for static files). Pages carry strict security headers: a
+Content-Security-Policy with no script at all, images only from the api and the page's logo
+and favicon, no framing.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -21,8 +25,9 @@ from monitor.api.context import POOL, SETTINGS
 from monitor.api.errors import error_response
 from monitor.api.guard import METRICS
 from monitor.api.schemas_status import SLUG
-from monitor.status import badges, render
-from monitor.status.service import PUBLIC, Body, StatusDesk, body
+from monitor.status import assets, badges
+from monitor.status.bodies import Body, body, choose
+from monitor.status.service import PUBLIC, StatusDesk
 from monitor.status.view import WINDOWS
 
 SECURITY = {
@@ -33,9 +38,11 @@ SECURITY = {
     "Permissions-Policy": "camera=(), microphone=(), geolocation=(), interest-cohort=()",
     "Cross-Origin-Opener-Policy": "same-origin",
 }
+# connect-src 'self': no script may run to use it; it lets tools that read the page's own
+# robots.txt from within the page (Lighthouse's audit does) reach it.
 PAGE_CSP = (
-    "default-src 'none'; style-src 'self'; img-src 'self'{logo}; base-uri 'none'; form-action 'none'; "
-    "frame-ancestors 'none'"
+    "default-src 'none'; style-src 'self'; img-src 'self'{images}; connect-src 'self'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'"
 )
 # An SVG opened on its own is a document: no script, its own inline styles only.
 BADGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors *"
@@ -43,38 +50,31 @@ BADGE_KINDS = ("uptime", "response")
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _HOST = re.compile(r"^[a-z0-9.-]{1,253}$")
 _LABELS = {"status": "status", "uptime": "uptime {window}", "response": "response time {window}"}
+YEAR = "public, max-age=31536000, immutable"
+DAY = "public, max-age=86400"
 
 
-def _send(request: web.Request, body: Body, headers: dict[str, str]) -> web.Response:
-    """``body`` with its ETag and the cache headers: 304 when the client has it, gzipped when
-    the client takes gzip."""
-    max_age = int(request.app[PUBLIC].ttl)
-    gzipped = body.gzipped is not None and _takes_gzip(request.headers.get("Accept-Encoding", ""))
-    # The gzip copy is another representation: its own (strong) ETag.
-    etag = body.etag[:-1] + '-gz"' if gzipped else body.etag
-    common = {
-        **headers,
-        "ETag": etag,
-        "Cache-Control": f"public, max-age={max_age}",
-        "Vary": "Accept-Encoding",
-    }
+def _send(request: web.Request, body: Body, headers: dict[str, str], cache_control: str) -> web.Response:
+    """``body`` with its ETag and the cache headers: 304 when the client has it, in the coding
+    the client takes best of those it has copies in (the bytes as they are otherwise)."""
+    coding = choose(request.headers.get("Accept-Encoding", ""), [name for name, _ in body.encoded])
+    # Each compressed copy is another representation: its own (strong) ETag.
+    etag = body.etag_of(coding)
+    common = {**headers, "ETag": etag, "Cache-Control": cache_control, "Vary": "Accept-Encoding"}
     if etag in request.headers.get("If-None-Match", ""):
         return web.Response(status=304, headers=common)
-    if gzipped:
+    if coding is not None:
         return web.Response(
-            body=body.gzipped,
-            headers={**common, "Content-Type": body.content_type, "Content-Encoding": "gzip"},
+            body=body.coded(coding),
+            headers={**common, "Content-Type": body.content_type, "Content-Encoding": coding},
         )
     return web.Response(body=body.content, headers={**common, "Content-Type": body.content_type})
 
 
-def _takes_gzip(accept: str) -> bool:
-    """Whether an Accept-Encoding takes gzip (not with q=0)."""
-    for item in accept.lower().split(","):
-        coding, _, params = item.partition(";")
-        if coding.strip() in ("gzip", "x-gzip"):
-            return params.replace(" ", "") not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
-    return False
+def fresh_for(seconds: float) -> str:
+    """A cached answer's Cache-Control: a browser or proxy keeps it for what is left of its
+    period (whole seconds), not a period more, so no copy outlives the page's bound."""
+    return f"public, max-age={int(seconds)}"
 
 
 def request_host(request: web.Request) -> str:
@@ -92,19 +92,23 @@ def _missing_page() -> web.Response:
         status=404,
         text="<!doctype html><title>Not found</title><p>There is no status page here.</p>",
         content_type="text/html",
-        headers={**SECURITY, "Content-Security-Policy": PAGE_CSP.format(logo="")},
+        headers={**SECURITY, "Content-Security-Policy": PAGE_CSP.format(images="")},
     )
 
 
-def _page_headers(logo_url: str | None) -> dict[str, str]:
-    return {**SECURITY, "Content-Security-Policy": PAGE_CSP.format(logo=logo_source(logo_url))}
+def _page_headers(row: Mapping[str, Any], indexed: bool) -> dict[str, str]:
+    images = "".join(dict.fromkeys(image_source(row[f]) for f in ("logo_url", "favicon_url")))
+    headers = {**SECURITY, "Content-Security-Policy": PAGE_CSP.format(images=images)}
+    if not indexed:
+        headers["X-Robots-Tag"] = "noindex"
+    return headers
 
 
-def logo_source(logo_url: str | None) -> str:
-    """The logo's origin as a CSP source (" https://host[:port]", the host in ASCII), or ""."""
-    if not logo_url:
+def image_source(url: str | None) -> str:
+    """An image's origin as a CSP source (" https://host[:port]", the host in ASCII), or ""."""
+    if not url:
         return ""
-    parts = urlsplit(logo_url)
+    parts = urlsplit(url)
     host = (parts.hostname or "").encode("idna").decode("ascii")
     if not _HOST.match(host):  # validated when stored; a row from elsewhere adds no source
         return ""
@@ -121,10 +125,10 @@ async def _serve(request: web.Request, slug: str, kind: str) -> web.Response:
         if kind == "json":
             return error_response(404, "not_found", "status page not found")
         return _missing_page()
-    headers = _page_headers(page.row["logo_url"])
+    headers = _page_headers(page.row, request.app[SETTINGS].status_pages_indexed)
     if kind != "html":
         headers["Access-Control-Allow-Origin"] = "*"  # public data, for others' dashboards
-    return _send(request, getattr(page, kind), headers)
+    return _send(request, getattr(page, kind), headers, fresh_for(desk.pages.remaining(slug)))
 
 
 async def status_page(request: web.Request) -> web.Response:
@@ -147,14 +151,34 @@ async def domain_root(request: web.Request) -> web.Response:
     return await _serve(request, slug, "html")
 
 
-_CSS = Body(render.CSS, None, f'"{render.CSS_HASH}"', "text/css; charset=utf-8")
+async def static_file(request: web.Request) -> web.Response:
+    """A static file: cached for a year at this version's URL (its content never changes),
+    for a day at its plain one."""
+    asset = assets.ASSETS[request.path]
+    cache = YEAR if request.query.get("v") == asset.version else DAY
+    return _send(request, asset.body, {"X-Content-Type-Options": "nosniff"}, cache)
 
 
-async def stylesheet(request: web.Request) -> web.Response:
-    response = _send(request, _CSS, {"X-Content-Type-Options": "nosniff"})
-    if request.query.get("v") == render.CSS_HASH:  # this version's URL never changes content
-        response.headers["Cache-Control"] = "public, max-age=31536000, immutable"
-    return response
+async def favicon(request: web.Request) -> web.StreamResponse:
+    """``/favicon.ico``: on a page's own domain, that page's icon when it names one (a redirect
+    to it); the default icon everywhere else."""
+    directory = await request.app[PUBLIC].directory.get(None)
+    slug = directory.by_domain.get(request_host(request))
+    row = directory.by_slug.get(slug) if slug is not None else None
+    own = row["favicon_url"] if row is not None else None
+    if own:
+        raise web.HTTPFound(own, headers={"Cache-Control": DAY})
+    return await static_file(request)
+
+
+async def robots(request: web.Request) -> web.Response:
+    text = assets.robots_txt(request.app[SETTINGS].status_pages_indexed)
+    return _send(request, _robots(text), {"X-Content-Type-Options": "nosniff"}, "public, max-age=3600")
+
+
+@functools.lru_cache(maxsize=2)
+def _robots(text: str) -> Body:
+    return body(text, "text/plain; charset=utf-8")
 
 
 async def _badge(request: web.Request, kind: str, window: str) -> web.Response:
@@ -163,11 +187,13 @@ async def _badge(request: web.Request, kind: str, window: str) -> web.Response:
     if style not in badges.STYLES:
         return _badge_error(400, f"style must be one of {', '.join(badges.STYLES)}", label)
     token = request.match_info["token"]
-    figures = await request.app[PUBLIC].badge(token, kind, window) if _TOKEN.match(token) else None
+    desk = request.app[PUBLIC]
+    figures = await desk.badge(token, kind, window) if _TOKEN.match(token) else None
     if figures is None:
         return _badge_error(404, "not found", label)
     svg = render_badge(label, figures.message, figures.color, style)
-    return _send(request, svg, {"Content-Security-Policy": BADGE_CSP, "X-Content-Type-Options": "nosniff"})
+    headers = {"Content-Security-Policy": BADGE_CSP, "X-Content-Type-Options": "nosniff"}
+    return _send(request, svg, headers, fresh_for(desk.badges.remaining((token, kind, window))))
 
 
 # A badge's SVG, ETag and gzip copy took 27 µs, an eighth of a badge request's CPU (bench/status.py):
@@ -205,7 +231,10 @@ async def window_badge(request: web.Request) -> web.Response:
 
 def add_routes(router: web.UrlDispatcher) -> None:
     router.add_get("/", domain_root)
-    router.add_get(render.CSS_PATH, stylesheet)
+    router.add_get("/robots.txt", robots)
+    router.add_get(assets.FAVICON_ICO.path, favicon)
+    for path in (assets.CSS.path, assets.FAVICON_SVG.path):
+        router.add_get(path, static_file)
     # Anything in the slot is taken and answered in the route's own kind (a page's 404 is a
     # page, a badge's an image), not as the API's JSON 404 for no such endpoint.
     router.add_get("/status/{slug:[^/]+}.json", status_json)

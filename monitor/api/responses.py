@@ -222,7 +222,8 @@ class Check(_Out):
         description="what the check saw beyond the common fields, by type (docs/check-types.md). "
         'http (null for a plain status check): "assertions" (each with "assertion", "ok" and, '
         'when it failed, "message"), "body_truncated" and "body_bytes", "tls_verified": false, '
-        '"certificate" (https). tcp: "answer", "tls", "certificate". tls: "certificate", "chain", '
+        '"http_version": "2" (a server that speaks only HTTP/2), "certificate" (https). '
+        'tcp: "answer", "tls", "certificate". tls: "certificate", "chain", '
         '"weakest_key", "verified", "tls_version". dns: "record_type", "nameserver", "answers", '
         '"baseline". ping: "address", "sent", "received", "loss_percent", "rtt_min_ms", '
         '"rtt_avg_ms", "rtt_max_ms". heartbeat: "heartbeat" ("ping", "body", "run_seconds", '
@@ -278,6 +279,10 @@ class Uptime(_Out):
     uptime_percent: float | None = Field(description="null when nothing was observed in the window")
     downtime_seconds: float | None
     degraded_seconds: float | None = Field(description=DEGRADED_SECONDS)
+    maintenance_seconds: float = Field(
+        description="time in maintenance windows between observed_from and observed_to (paused time "
+        "left out): left out of the uptime like paused time, so an outage inside a window is no downtime"
+    )
     checks: int
     checks_up: int
     locations: dict[str, LocationUptime] | SkipJsonSchema[None] = Field(
@@ -301,10 +306,13 @@ class StatsPoint(_Out):
     start: datetime
     checks: int
     up_share: float | None = Field(description="0..1")
-    avg_ms: float | None
-    p50_ms: float | None
-    p95_ms: float | None
-    max_ms: float | None
+    avg_ms: float | None = Field(
+        description="the successful checks' average latency (a failed check's duration is not a "
+        "response time); null when none in the bucket succeeded"
+    )
+    p50_ms: float | None = Field(description="median latency of the successful checks, from a histogram")
+    p95_ms: float | None = Field(description="95th percentile of the successful checks' latency")
+    max_ms: float | None = Field(description="the slowest successful check")
     degraded_seconds: float = Field(description="time degraded within the bucket (see uptime)")
 
 

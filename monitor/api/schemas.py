@@ -28,9 +28,6 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from monitor.alerter.channels import REGISTRY as CHANNEL_KINDS
-from monitor.alerter.channels.base import ChannelKind
-from monitor.alerter.channels.telegram import parse_chat_id
 from monitor.api.schemas_http import (
     Assertions,
     Auth,
@@ -44,6 +41,9 @@ from monitor.api.schemas_http import (
     TlsVerify,
 )
 from monitor.api.schemas_locations import QUORUM_DOC, Locations, Quorum, check_quorum, unlocated
+from monitor.channels import REGISTRY as CHANNEL_KINDS
+from monitor.channels.base import ChannelKind
+from monitor.channels.telegram import parse_chat_id
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks import Check
 from monitor.names import RULE as NAME_RULE

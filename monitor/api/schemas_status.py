@@ -1,10 +1,10 @@
 """Status pages in the API: the request bodies (validated here, field by field) and the answers
 (described for the OpenAPI document, like ``responses.py``).
 
-A page is public: what it shows is the owner's choice, made here. A logo is an https URL
-(a page served over https must not pull an image over http, and its origin is the only one
-the page's Content-Security-Policy lets images come from); a custom domain is a host name
-that the owner points at the api.
+A page is public: what it shows is the owner's choice, made here. A logo and a favicon are
+https URLs (a page served over https must not pull an image over http, and their origins are
+the only ones the page's Content-Security-Policy lets images come from); a custom domain is a
+host name that the owner points at the api.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _one_line(value: str) -> str:
     return value
 
 
-def _logo(value: str) -> str:
+def _image(value: str) -> str:
     parts = urlsplit(value)
     if parts.scheme != "https" or not parts.hostname:
         raise ValueError("must be an https:// URL")
@@ -71,7 +71,12 @@ Slug = Annotated[
 ]
 Title = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_one_line)]
 Description = Annotated[str, Field(max_length=2000, description="plain text; line breaks are kept")]
-LogoUrl = Annotated[str, Field(max_length=2048, description="an https:// image URL"), AfterValidator(_logo)]
+LogoUrl = Annotated[str, Field(max_length=2048, description="an https:// image URL"), AfterValidator(_image)]
+FaviconUrl = Annotated[
+    str,
+    Field(max_length=2048, description="an https:// icon URL (SVG, PNG or ICO); without one, the default"),
+    AfterValidator(_image),
+]
 Domain = Annotated[
     str,
     Field(
@@ -100,6 +105,7 @@ class StatusPageCreate(_Body):
     title: Title
     description: Description | None = None
     logo_url: LogoUrl | None = None
+    favicon_url: FaviconUrl | None = None
     domain: Domain | None = None
     show_urls: StrictBool = Field(False, description="show each monitor's target (URL or host) to visitors")
     groups: list[Group] = Field(min_length=1, max_length=MAX_GROUPS)
@@ -107,12 +113,13 @@ class StatusPageCreate(_Body):
 
 class StatusPagePatch(_Body):
     """Only the fields given change; ``groups`` replaces every group; ``null`` removes
-    ``description``, ``logo_url`` and ``domain``."""
+    ``description``, ``logo_url``, ``favicon_url`` and ``domain``."""
 
     slug: Slug | None = None
     title: Title | None = None
     description: Description | None = None
     logo_url: LogoUrl | None = None
+    favicon_url: FaviconUrl | None = None
     domain: Domain | None = None
     show_urls: StrictBool | None = None
     groups: list[Group] | None = Field(None, min_length=1, max_length=MAX_GROUPS)
@@ -140,6 +147,7 @@ class StatusPage(_Out):
     title: str
     description: str | None
     logo_url: str | None
+    favicon_url: str | None
     domain: str | None
     show_urls: bool
     groups: list[GroupShown]

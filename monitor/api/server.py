@@ -74,7 +74,7 @@ class AccessLogger(AbstractAccessLogger):
 
 
 # Routes whose answered requests log at debug (see AccessLogger.log).
-ROUTINE = ("/ping/", "/status/", "/badge/", "/static/")
+ROUTINE = ("/ping/", "/status/", "/badge/", "/static/", "/favicon.ico", "/robots.txt")
 
 
 class _Connection(web.RequestHandler):

@@ -28,7 +28,7 @@ from monitor.status.service import PUBLIC
 
 WHAT = "status page"
 # The columns a body sets, as named in it.
-FIELDS = ("slug", "title", "description", "logo_url", "domain", "show_urls", "groups")
+FIELDS = ("slug", "title", "description", "logo_url", "favicon_url", "domain", "show_urls", "groups")
 # Unique constraints, by the field that broke them.
 # Status pages an account may have.
 MAX_PAGES = 100
@@ -42,6 +42,7 @@ def render(row: Mapping[str, Any], base: str) -> dict[str, Any]:
         "title": row["title"],
         "description": row["description"],
         "logo_url": row["logo_url"],
+        "favicon_url": row["favicon_url"],
         "domain": row["domain"],
         "show_urls": row["show_urls"],
         "groups": row["groups"],

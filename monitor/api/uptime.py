@@ -3,7 +3,9 @@
 The observed part of a window is the window clipped to the monitor's life (creation
 to now) minus the time it was paused and the time it spent in maintenance windows (those of
 its account that name it or one of its tags; the rules' spans are ``monitor.maintenance``'s),
-left out alike. Downtime is the part of the observed time
+left out alike: an outage inside a window is no downtime (as UptimeRobot and Uptime Kuma count
+it, and as the status pages, their feeds and badges show it). /uptime reports the time left out
+for maintenance apart (``maintenance_seconds``). Downtime is the part of the observed time
 covered by incidents (an incident runs from the first failing check of its
 confirming streak to the first success). Degraded time (a degradation: slow, or a
 certificate about to expire) is not downtime: it is the part of the observed time covered by
@@ -48,7 +50,8 @@ class Uptime:
     degraded_seconds: float | None = None
 
 
-def _subtract(spans: list[Interval], holes: Sequence[Interval]) -> list[Interval]:
+def subtract(spans: list[Interval], holes: Sequence[Interval]) -> list[Interval]:
+    """The parts of ``spans`` outside every one of ``holes``."""
     for hole_start, hole_end in holes:
         rest: list[Interval] = []
         for start, end in spans:
@@ -79,7 +82,7 @@ def observed(
     start, end = max(window_start, created_at), min(window_end, now)
     if end <= start:
         return []
-    return _subtract([(start, end)], [(s, e or now) for s, e in pauses])
+    return subtract([(start, end)], [(s, e or now) for s, e in pauses])
 
 
 def time_in(
@@ -250,6 +253,19 @@ def uptime_of(
     if percent is not None:
         degraded = time_in(observed(start, end, created_at, now, excluded), found.degradations[mid], now)
     return Uptime(start, end, percent, down, checks, up, degraded)
+
+
+def maintenance_seconds(
+    monitor: tuple[int, datetime], start: datetime, end: datetime, now: datetime, found: Records
+) -> float:
+    """Seconds of the monitor's watched part of [start, end) (its life to now, paused time left
+    out) that were in maintenance windows: the time ``uptime_of`` leaves out for them, reported
+    apart by /uptime (overlapping windows count once)."""
+    mid, created_at = monitor
+    pauses = found.pauses[mid]
+    watched = observed(start, end, created_at, now, pauses)
+    outside = observed(start, end, created_at, now, [*pauses, *found.maintenance[mid]])
+    return sum((e - s).total_seconds() for s, e in watched) - sum((e - s).total_seconds() for s, e in outside)
 
 
 async def uptimes(

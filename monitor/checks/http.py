@@ -12,7 +12,9 @@ which the result notes (``details.body_truncated``) but which is no failure by i
 
 Every https check records the monitored host's certificate (``details.certificate``: its expiry,
 days left, subject and issuer; shape and readers in ``checks/certificate.py``), whatever the
-verdict; a plain http check with nothing else to note keeps ``details`` None.
+verdict; a plain http check with nothing else to note keeps ``details`` None. A check that
+spoke HTTP/2 (the server answers nothing else) says so: ``details.http_version = "2"``
+(absent, it was HTTP/1.1).
 
 ``HttpOptions`` is the runtime form of a monitor's stored settings (``monitors.settings``) and
 secrets (``monitor_secrets``), built once when the scheduler loads the monitor; a monitor with
@@ -145,6 +147,8 @@ class HttpCheck(Check):
             details = {**(details or {}), "body_truncated": True, "body_bytes": len(got.body)}
         if not got.tls_verified:
             details = {**(details or {}), "tls_verified": False}
+        if got.http_version != "1.1":
+            details = {**(details or {}), "http_version": got.http_version}
         if got.certificate is not None:
             details = details if details is not None else {}
             details[CERTIFICATE] = certificate_details(got.certificate, started)

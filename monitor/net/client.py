@@ -8,7 +8,9 @@ aiohttp: a check is one request on a fresh connection, and aiohttp's pool, strea
 header objects cost twice the socket work itself, which alone broke the scheduler's CPU budget
 (issue 4). Each hop resolves once (names through ``VettedResolver.vet``, literals judged by the
 policy), then dials exactly a vetted address; TLS is started on that socket with the URL's name
-for SNI and the certificate check.
+for SNI and the certificate check (``hop.py``). A server that answers only in HTTP/2 gets
+HTTP/2 (``http2.H2Exchange``, on the h2 library) on a connection dialled and vetted the same
+way, with the same caps, timings and texts; HTTP/1.1 stays the check's first choice.
 
 Timings, in ms from the start of each hop (``time.perf_counter`` marks): ``dns_ms`` (names
 only), ``connect_ms`` (TCP), ``tls_ms`` (the handshake, https only), ``ttfb_ms`` (first byte of
@@ -33,7 +35,6 @@ redirect to another origin drops them for the rest of the fetch, as ``Authorizat
 from __future__ import annotations
 
 import asyncio
-import ssl
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -43,8 +44,9 @@ from yarl import URL
 from monitor.aio import Deadline
 
 from .certificate import PeerCertificate
-from .dial import connect_error
-from .http1 import REDIRECT_STATUSES, Exchange
+from .hop import Failed as _Failed
+from .hop import H2Only, Request, http1, http2
+from .http1 import REDIRECT_STATUSES
 from .policy import AddressPolicy, BlockedTarget, InvalidTarget
 from .resolver import VettedResolver
 from .session import HttpSession, make_session
@@ -56,7 +58,6 @@ __all__ = ["FetchResult", "HttpSession", "PeerCertificate", "fetch", "make_sessi
 # Credentials are meant for the origin the user configured, never for whoever it redirects to.
 _ORIGIN_BOUND_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization", "host"})
 _NONE: frozenset[bytes] = frozenset()
-TLS_SHUTDOWN_SECONDS = 2.0
 _TIMING_KEYS = ("dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms")
 
 
@@ -70,7 +71,8 @@ class FetchResult:
     there was more); ``headers`` the values of the fields asked for by name (lower case);
     ``tls_verified`` is False when an https certificate was not checked (``tls_verify=False``);
     ``peer`` is the IP actually dialled; ``certificate`` is the leaf certificate of the first
-    hop's TLS handshake (None for http, or when the handshake did not complete).
+    hop's TLS handshake (None for http, or when the handshake did not complete);
+    ``http_version`` is the final hop's protocol ("1.1", or "2").
     """
 
     status: int | None
@@ -88,14 +90,8 @@ class FetchResult:
     content_type: str | None = None
     tls_verified: bool = True
     certificate: PeerCertificate | None = None
+    http_version: str = "1.1"  # "2" where the server spoke nothing else (hop.py)
     phase: str = ""  # where the fetch is, for a timeout's message
-
-
-class _Failed(Exception):
-    def __init__(self, message: str, *, blocked: bool = False) -> None:
-        super().__init__(message)
-        self.message = message
-        self.blocked = blocked
 
 
 async def fetch(
@@ -148,7 +144,7 @@ async def fetch(
                     policy,
                     target,
                     got,
-                    _Request(
+                    Request(
                         method=method.upper(),
                         headers=dict(headers) if headers else {},
                         credentials=dict(credentials) if credentials else {},
@@ -186,28 +182,13 @@ def clip_error(text: str, limit: int = 300) -> str:
     return clean if len(clean) <= limit else clean[: limit - 3] + "..."
 
 
-@dataclass(slots=True)
-class _Request:
-    """What to send, and how to read the answer; ``method``, ``body`` and the headers change
-    along redirects."""
-
-    method: str
-    headers: dict[str, str]
-    credentials: dict[str, str]  # sent to the first origin only
-    body: bytes | None
-    read_body: bool
-    max_body: int
-    ssl_context: ssl.SSLContext
-    header_names: frozenset[bytes]
-
-
 async def _follow(
     loop: asyncio.AbstractEventLoop,
     session: HttpSession,
     policy: AddressPolicy,
     target: Target,
     got: FetchResult,
-    request: _Request,
+    request: Request,
     *,
     follow_redirects: bool,
     max_redirects: int,
@@ -219,6 +200,7 @@ async def _follow(
         if hop:
             got.final_url = target.text
             got.status = got.location = got.peer = got.content_type = None
+            got.http_version = "1.1"
             got.headers, got.truncated = None, False
             got.timings = dict.fromkeys(_TIMING_KEYS)
         try:
@@ -252,14 +234,14 @@ async def _hop(
     policy: AddressPolicy,
     target: Target,
     got: FetchResult,
-    request: _Request,
+    request: Request,
     *,
     follow_redirects: bool,
     first: bool,
 ) -> bytes:
-    """One request to ``target``: judge, resolve, dial, send, read. Raises _Failed. The first
+    """One request to ``target``: judge, resolve, then dial, send and read (``hop``): in
+    HTTP/1.1, or in HTTP/2 where the server speaks nothing else. Raises _Failed. The first
     hop records the peer's certificate (``got.certificate``)."""
-    marks = got.timings
     started = time.perf_counter()
     if target.literal is not None:
         try:
@@ -268,85 +250,82 @@ async def _hop(
             raise _Failed(f"blocked: {exc.reason}", blocked=True) from exc
     else:
         got.phase = f"resolving {target.host}"
-        addresses = await _resolve(session.resolver, target.host, marks)
+        addresses = await _resolve(session.resolver, target.host, got.timings)
+    headers = {**request.headers, **request.credentials} if request.credentials else request.headers
+    if target.h2_only:  # its last check found it h2-only
+        body = await _h2(
+            loop, session, target, got, request, headers, addresses, follow_redirects, first, started
+        )
+        if body is not None:
+            return body
     try:
-        headers = {**request.headers, **request.credentials} if request.credentials else request.headers
         data = target.request(request.method, headers, request.body)
     except InvalidRequest as exc:
         raise _Failed(f"invalid request to {target.text}: {exc}") from exc
-    exchange: Exchange | None = None
-    tls: asyncio.Transport | None = None
-    error = ""
-    connecting = time.perf_counter()
     try:
-        # In order, the first that connects. No happy eyeballs: the check reports the address
-        # that answered, and its timeout bounds a blackholed one.
-        for address in addresses:
-            got.phase = f"connecting to {address} port {target.port}"
-            exchange = Exchange(
-                loop,
-                session.limits,
-                max_body=request.max_body,
-                read_body=request.read_body,
-                head_only=request.method == "HEAD",
-                skip_redirect_body=follow_redirects,
-                header_names=request.header_names,
-            )
-            session.track(exchange)
-            try:
-                transport, _ = await loop.create_connection(exchange, address, target.port)
-            except OSError as exc:
-                session.forget(exchange)
-                error = connect_error(exc, address, target.port)
-                continue
-            got.peer = address
-            break
-        else:
-            raise _Failed(f"connection failed: {error}")
-        connected = time.perf_counter()
-        marks["connect_ms"] = (connected - connecting) * 1000
-        if target.tls:
-            got.phase = f"in the TLS handshake with {target.host}"
-            tls = exchange.transport = await _start_tls(
-                loop, transport, exchange, request.ssl_context, target.host
-            )
-            marks["tls_ms"] = (time.perf_counter() - connected) * 1000
-            got.tls_verified = request.ssl_context.verify_mode != ssl.CERT_NONE
-        got.phase = ""  # from here on, the exchange's state tells (below)
-        exchange.transport.write(data)  # type: ignore[union-attr]  # set by connection_made
-        if first and tls is not None:  # while the request travels
-            got.certificate = _peer_certificate(session, tls)
-        failure = await exchange.done
-    finally:
-        if exchange is not None:
-            session.forget(exchange)
-            if not exchange.finished:  # cancelled: say where, and drop the socket with us
-                if not got.phase:
-                    got.phase = _reading_phase(exchange)
-                exchange.finish("cancelled")
-            got.status, got.location = exchange.status, exchange.location
-            got.content_type, got.truncated = exchange.content_type, exchange.truncated
-            if exchange.headers:
-                got.headers = {
-                    k.decode("latin-1"): tuple(v.decode("latin-1") for v in values)
-                    for k, values in exchange.headers.items()
-                }
-            if exchange.first_byte:
-                marks["ttfb_ms"] = (exchange.first_byte - started) * 1000
-    if failure is not None:
-        raise _Failed(failure)
-    marks["total_ms"] = (time.perf_counter() - started) * 1000
-    return exchange.body
+        return await http1(
+            loop,
+            session,
+            target,
+            got,
+            request,
+            addresses,
+            data,
+            follow_redirects=follow_redirects,
+            first=first,
+            started=started,
+        )
+    except H2Only:
+        assert got.peer is not None  # the address that answered in HTTP/2
+        body = await _h2(
+            loop,
+            session,
+            target,
+            got,
+            request,
+            headers,
+            [got.peer],
+            follow_redirects,
+            first,
+            started,
+            known=False,
+        )
+        assert body is not None
+        return body
 
 
-def _reading_phase(exchange: Exchange) -> str:
-    if exchange.in_head:
-        if exchange.first_byte:
-            return "waiting for the rest of the response head"
-        if exchange.interim:
-            return f"waiting for the response head (after an interim {exchange.interim})"
-        return "waiting for the response head (nothing received)"
-    return f"reading the body (after a {exchange.status} response head, {exchange.body_bytes} bytes read)"
+async def _h2(
+    loop: asyncio.AbstractEventLoop,
+    session: HttpSession,
+    target: Target,
+    got: FetchResult,
+    request: Request,
+    headers: dict[str, str],
+    addresses: list[str],
+    follow_redirects: bool,
+    first: bool,
+    started: float,
+    *,
+    known: bool = True,
+) -> bytes | None:
+    """``hop.http2`` with the request's fields; ``known``: the target's memo sent us."""
+    try:
+        fields = target.h2_fields(request.method, headers, request.body)
+    except InvalidRequest as exc:
+        raise _Failed(f"invalid request to {target.text}: {exc}") from exc
+    return await http2(
+        loop,
+        session,
+        target,
+        got,
+        request,
+        fields,
+        addresses,
+        follow_redirects=follow_redirects,
+        first=first,
+        started=started,
+        known=known,
+    )
 
 
 async def _resolve(resolver: VettedResolver, host: str, marks: dict[str, float | None]) -> list[str]:
@@ -359,52 +338,6 @@ async def _resolve(resolver: VettedResolver, host: str, marks: dict[str, float |
         raise _Failed(exc.message, blocked=exc.blocked) from exc
     finally:
         marks["dns_ms"] = (time.perf_counter() - started) * 1000
-
-
-async def _start_tls(
-    loop: asyncio.AbstractEventLoop,
-    transport: asyncio.BaseTransport,
-    exchange: Exchange,
-    context: ssl.SSLContext,
-    host: str,
-) -> asyncio.Transport:
-    # TLS on the socket already connected to the vetted address; the name is only for SNI and
-    # the certificate check (an IP literal is checked against the certificate's IP addresses).
-    try:
-        # A check hangs up after its answer: wait briefly for the server's close_notify, not
-        # asyncio's 30 s, so a server that never sends one cannot pile up our sockets.
-        tls = await loop.start_tls(
-            transport,  # type: ignore[arg-type]
-            exchange,
-            context,
-            server_hostname=host,
-            ssl_shutdown_timeout=TLS_SHUTDOWN_SECONDS,
-        )
-    except ssl.SSLCertVerificationError as exc:
-        raise _Failed(f"TLS certificate error: {exc.verify_message or exc}") from exc
-    except ssl.SSLError as exc:
-        reason = exc.reason or ""
-        if "NO_APPLICATION_PROTOCOL" in reason:
-            raise _Failed("the server answered in HTTP/2 only (its TLS does not offer http/1.1)") from exc
-        if reason == "WRONG_VERSION_NUMBER":
-            raise _Failed("TLS error: the server did not answer in TLS (plain HTTP? try http://)") from exc
-        raise _Failed(f"TLS error: {exc}") from exc
-    except OSError as exc:
-        raise _Failed(f"connection failed: {exc}") from exc
-    if tls is None:
-        raise _Failed("TLS error: the connection closed during the handshake")
-    tls_object = tls.get_extra_info("ssl_object")
-    protocol = tls_object.selected_alpn_protocol() if tls_object is not None else None
-    if protocol not in (None, "http/1.1"):  # we offer only http/1.1; a server that picks h2 anyway
-        raise _Failed(f"the server answered in HTTP/2 only (TLS ALPN chose {protocol!r})")
-    return tls
-
-
-def _peer_certificate(session: HttpSession, transport: asyncio.BaseTransport) -> PeerCertificate | None:
-    # The DER of the leaf, verified or not (getpeercert()'s dict is empty when unverified).
-    tls_object = transport.get_extra_info("ssl_object")
-    der = tls_object.getpeercert(binary_form=True) if tls_object is not None else None
-    return session.certificates.get(der) if der else None
 
 
 def _next_hop(current: Target, location: str) -> Target:

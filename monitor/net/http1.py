@@ -108,16 +108,19 @@ class Abort(Exception):
         self.message = message
 
 
+HTTP2_ONLY = "the server answered in HTTP/2 only (it does not speak HTTP/1.1)"
+
+
 def not_http(start: bytes) -> str:
     """The error for a response that does not begin with an HTTP/1.x status line."""
     if len(start) >= 9 and start[0] == 0 and start[3] in (0x04, 0x07):  # an h2 SETTINGS/GOAWAY frame
-        return "the server answered in HTTP/2 only (it does not speak HTTP/1.1)"
+        return HTTP2_ONLY
     if start[:1] == b"\x15" and start[1:2] == b"\x03":  # a TLS alert record
         return "the server answered with TLS: use an https:// URL"
     line = start.split(b"\n", 1)[0].rstrip(b"\r")
     shown = "".join(ch if ch.isprintable() else "?" for ch in line[:40].decode("latin-1"))
     if line.startswith(b"HTTP/2") or line.startswith(b"HTTP/3"):
-        return "the server answered in HTTP/2 only (it does not speak HTTP/1.1)"
+        return HTTP2_ONLY
     if line.startswith(b"HTTP/"):
         return f"invalid response: unsupported HTTP version in {shown!r}"
     return f"invalid response: not HTTP (the server sent {shown!r})"
@@ -162,7 +165,100 @@ def _without_duplicate_lengths(head: bytes) -> bytes:
     return b"\n".join(kept)
 
 
-class Exchange(asyncio.Protocol):
+class Response:
+    """What an exchange reads and reports, in HTTP/1.1 (``Exchange``) or HTTP/2
+    (``http2.H2Exchange``): the final head's facts, the body within its cap (``max_body``
+    decoded bytes), and ``done``, settled once with None or the error."""
+
+    __slots__ = (
+        "_body_len",
+        "_chunks",
+        "_inflater",
+        "_max_body",
+        "content_type",
+        "done",
+        "finished",
+        "first_byte",
+        "headers",
+        "interim",
+        "location",
+        "status",
+        "transport",
+        "truncated",
+    )
+
+    def _begin(self, loop: asyncio.AbstractEventLoop, max_body: int) -> None:
+        self.done: asyncio.Future[str | None] = loop.create_future()
+        self.finished = False
+        self.transport: asyncio.Transport | None = None
+        self.status: int | None = None
+        self.location: str | None = None
+        self.content_type: str | None = None
+        self.headers: dict[bytes, list[bytes]] = {}
+        self.truncated = False
+        self.first_byte = 0.0
+        self.interim = 0  # the status of the last interim (1xx) response, if one came
+        self._max_body = max_body
+        self._chunks: list[bytes] = []
+        self._body_len = 0
+        self._inflater: Inflater | None = None
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self._chunks)
+
+    @property
+    def body_bytes(self) -> int:
+        return self._body_len
+
+    def _keep(self, data: bytes) -> bool:
+        """Keep body bytes (decoded) up to the cap; True when it is reached: the exchange is
+        then finished, judged on what fits."""
+        room = self._max_body - self._body_len
+        if self._inflater is not None:
+            data = self._inflater.decode(data, room + 1)
+        if len(data) > room:
+            self._chunks.append(data[:room])
+            self._body_len = self._max_body
+            self.truncated = True
+            self.finish(None)
+            return True
+        self._body_len += len(data)
+        self._chunks.append(data)
+        return False
+
+    def _end_of_body(self) -> str | None:
+        """The body is over: what the decoder still held, or the error if its data ended early."""
+        inflater = self._inflater
+        if inflater is None:
+            return None
+        tail = inflater.flush()
+        room = self._max_body - self._body_len
+        if len(tail) > room:
+            tail, self.truncated = tail[:room], True
+        self._chunks.append(tail)
+        self._body_len += len(tail)
+        if not self.truncated and not inflater.ended:
+            # A browser shows such a page cut off, or not at all: the body is not whole.
+            return f"cannot decode the body: the {inflater.encoding} data ends early"
+        return None
+
+    def _settle(self, error: str | None) -> bool:
+        """Settle ``done`` (first call wins); False if it was already."""
+        if self.finished:
+            return False
+        self.finished = True
+        if not self.done.done():
+            self.done.set_result(error)
+        if error is not None:
+            self._chunks.clear()  # a failed response has no body; free it now
+        return True
+
+    def finish(self, error: str | None) -> None:
+        raise NotImplementedError
+
+
+class Exchange(Response, asyncio.Protocol):
     """Reads one response. ``done`` resolves to None (complete) or the error text, never to an
     exception, so an abandoned exchange cannot leave an unretrieved one behind.
 
@@ -175,34 +271,20 @@ class Exchange(asyncio.Protocol):
     """
 
     __slots__ = (
-        "_body_len",
-        "_chunks",
         "_counted",
         "_fields",
         "_head",
         "_head_only",
         "_header_names",
         "_in_head",
-        "_inflater",
         "_limits",
         "_lines",
         "_loop",
-        "_max_body",
         "_parser",
         "_read_body",
         "_scan_from",
         "_skip_redirect_body",
         "_until_close",
-        "content_type",
-        "done",
-        "finished",
-        "first_byte",
-        "headers",
-        "interim",
-        "location",
-        "status",
-        "transport",
-        "truncated",
     )
 
     def __init__(
@@ -216,19 +298,9 @@ class Exchange(asyncio.Protocol):
         skip_redirect_body: bool = False,
         header_names: frozenset[bytes] = frozenset(),
     ) -> None:
-        self.done: asyncio.Future[str | None] = loop.create_future()
-        self.finished = False
-        self.transport: asyncio.Transport | None = None
-        self.status: int | None = None
-        self.location: str | None = None
-        self.content_type: str | None = None
-        self.headers: dict[bytes, list[bytes]] = {}
-        self.truncated = False
-        self.first_byte = 0.0
-        self.interim = 0  # the status of the last interim (1xx) response, if one came
+        self._begin(loop, max_body)
         self._loop = loop
         self._limits = limits
-        self._max_body = max_body
         self._read_body = read_body and not head_only
         self._head_only = head_only
         self._skip_redirect_body = skip_redirect_body
@@ -240,9 +312,6 @@ class Exchange(asyncio.Protocol):
         self._lines = 0
         self._in_head = True
         self._fields: dict[bytes, bytes] = {}  # the headers in _WANTED, lower-case names
-        self._chunks: list[bytes] = []
-        self._body_len = 0
-        self._inflater: Inflater | None = None
         self._until_close = False
 
     def _new_parser(self) -> httptools.HttpResponseParser:
@@ -263,16 +332,18 @@ class Exchange(asyncio.Protocol):
         return self
 
     @property
-    def body(self) -> bytes:
-        return b"".join(self._chunks)
-
-    @property
     def in_head(self) -> bool:
         return self._in_head
 
-    @property
-    def body_bytes(self) -> int:
-        return self._body_len
+    def reading_phase(self) -> str:
+        """Where the exchange is, for a timeout's message."""
+        if self._in_head:
+            if self.first_byte:
+                return "waiting for the rest of the response head"
+            if self.interim:
+                return f"waiting for the response head (after an interim {self.interim})"
+            return "waiting for the response head (nothing received)"
+        return f"reading the body (after a {self.status} response head, {self._body_len} bytes read)"
 
     # -- asyncio.Protocol ----------------------------------------------------------
 
@@ -442,17 +513,8 @@ class Exchange(asyncio.Protocol):
     def on_body(self, data: bytes) -> None:
         if not data or self.finished:
             return
-        room = self._max_body - self._body_len
-        if self._inflater is not None:
-            data = self._inflater.decode(data, room + 1)
-        if len(data) > room:  # the cap: judge on what fits, and stop reading
-            self._chunks.append(data[:room])
-            self._body_len = self._max_body
-            self.truncated = True
-            self.finish(None)
+        if self._keep(data):  # the cap: stop the parser
             raise Abort("")
-        self._body_len += len(data)
-        self._chunks.append(data)
 
     def on_message_complete(self) -> None:
         if self._in_head:  # an interim response ended; the next head is parsed from scratch
@@ -467,29 +529,16 @@ class Exchange(asyncio.Protocol):
 
     def _complete(self) -> None:
         if self._inflater is not None and not self.finished:
-            tail = self._inflater.flush()
-            room = self._max_body - self._body_len
-            if len(tail) > room:
-                tail, self.truncated = tail[:room], True
-            self._chunks.append(tail)
-            self._body_len += len(tail)
-            if not self.truncated and not self._inflater.ended:
-                # A browser shows such a page cut off, or not at all: the body is not whole.
-                self.finish(f"cannot decode the body: the {self._inflater.encoding} data ends early")
-                return
+            self.finish(self._end_of_body())
+            return
         self.finish(None)
 
     def finish(self, error: str | None) -> None:
         """Settle ``done`` (first call wins) and release the socket: politely after a complete
         response, at once after a failure so a hostile sender stops costing us. Also the
         caller's cleanup when it is cancelled, which cancels ``done`` but leaves the socket."""
-        if self.finished:
+        if not self._settle(error):
             return
-        self.finished = True
-        if not self.done.done():
-            self.done.set_result(error)
-        if error is not None:
-            self._chunks.clear()  # a failed response has no body; free it now
         if self.transport is not None:
             if error is None:
                 self.transport.close()

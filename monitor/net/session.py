@@ -7,13 +7,23 @@ the bound on fetches in flight) lives here; ``client.fetch`` does the work.
 from __future__ import annotations
 
 import ssl
+from typing import Protocol
 
 from monitor.aio import Slots
 
 from .certificate import CertificateMemo
-from .http1 import Exchange, Limits
+from .http1 import Limits
 from .resolver import VettedResolver
 from .target import Target
+
+HTTP1 = ["http/1.1"]
+H2 = ["h2"]
+
+
+class Settles(Protocol):
+    """An exchange in flight (``http1.Exchange``, ``http2.H2Exchange``), ended by ``finish``."""
+
+    def finish(self, error: str | None) -> None: ...
 
 
 class HttpSession:
@@ -43,12 +53,13 @@ class HttpSession:
         # For monitors with tls_verify off (only where the operator allows it): encrypted, but
         # the certificate is not checked, and each result says so.
         self.insecure_ssl_context = insecure_context()
+        self._h2_contexts: dict[bool, ssl.SSLContext] = {}
         self.closed = False
         self.slots = Slots(limit)  # fetches in flight
         self._targets: dict[str, Target] = {}
         self._max_targets = max_targets
         self.certificates = CertificateMemo(max_certificates)
-        self._open: set[Exchange] = set()
+        self._open: set[Settles] = set()
 
     async def close(self) -> None:
         self.closed = True
@@ -68,31 +79,62 @@ class HttpSession:
             self._targets[url] = target
         return target
 
-    def track(self, exchange: Exchange) -> None:
+    def track(self, exchange: Settles) -> None:
         self._open.add(exchange)
 
-    def forget(self, exchange: Exchange) -> None:
+    def forget(self, exchange: Settles) -> None:
         self._open.discard(exchange)
 
+    def h2_context(self, verified: bool) -> ssl.SSLContext:
+        """The TLS context that offers ALPN ``h2`` only, for a server that answers nothing
+        else: the same trust as ``ssl_context`` (or none, as ``insecure_ssl_context``). Made
+        on first use, as most processes never meet such a server."""
+        context = self._h2_contexts.get(verified)
+        if context is None:
+            context = self._h2_contexts[verified] = (
+                same_trust(self.ssl_context, H2) if verified else insecure_context(H2)
+            )
+        return context
 
-def tls_context(ca_file: str | None = None) -> ssl.SSLContext:
+
+def tls_context(ca_file: str | None = None, alpn: list[str] = HTTP1) -> ssl.SSLContext:
     """The system's trust store with host name checks, plus the operator's CA file if given
     (added to the system's roots, not instead of them), offering only ALPN http/1.1: the
-    check speaks HTTP/1.1, and a server that can only answer in HTTP/2 should say so in the
-    handshake rather than in bytes we cannot read."""
+    check speaks HTTP/1.1 wherever the server does. Offering h2 as well would not keep 1.1
+    first: servers choose by their own order (nginx, Apache, Go's), and nginx answers a
+    client that offers "http/1.1, h2" in h2. A server that can only answer in HTTP/2 says so
+    in the handshake or in its first bytes, and the client asks again with ``h2_context``."""
     context = ssl.create_default_context()
     if ca_file:
         context.load_verify_locations(cafile=ca_file)
-    context.set_alpn_protocols(["http/1.1"])
+    context.set_alpn_protocols(alpn)
     return context
 
 
-def insecure_context() -> ssl.SSLContext:
+def insecure_context(alpn: list[str] = HTTP1) -> ssl.SSLContext:
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
-    context.set_alpn_protocols(["http/1.1"])
+    context.set_alpn_protocols(alpn)
     return context
+
+
+def same_trust(context: ssl.SSLContext, alpn: list[str]) -> ssl.SSLContext:
+    """A context that trusts what ``context`` trusts (the CAs it loaded: the system's roots,
+    the operator's file, a test CA; and the system's directory of roots), with its checks and
+    versions, offering ``alpn``. An SSLContext cannot be copied, nor its ALPN set per
+    connection. About 50 ms (the system's roots, parsed again), once a process."""
+    copy = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    copy.load_verify_locations(cadata=b"".join(context.get_ca_certs(binary_form=True)))
+    copy.set_default_verify_paths()
+    copy.check_hostname = context.check_hostname
+    copy.verify_mode = context.verify_mode
+    copy.verify_flags = context.verify_flags
+    copy.minimum_version = context.minimum_version
+    copy.maximum_version = context.maximum_version
+    copy.options = context.options
+    copy.set_alpn_protocols(alpn)
+    return copy
 
 
 def make_session(

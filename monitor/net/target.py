@@ -11,6 +11,7 @@ and judged afresh on every hop.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from yarl import URL
 
@@ -30,7 +31,8 @@ _BAD_VALUE = re.compile(r"[\r\n\x00]")
 # No Accept-Encoding: a check never needs the body beyond the cap, and servers then send it
 # unencoded. A server that compresses anyway is decoded within the cap (http1.Inflater).
 _ACCEPT = "Accept: */*\r\n"
-_USER_AGENT = f"User-Agent: monitor/{__version__}\r\n"
+_AGENT = f"monitor/{__version__}"
+_USER_AGENT = f"User-Agent: {_AGENT}\r\n"
 
 
 class InvalidRequest(ValueError):
@@ -43,7 +45,19 @@ class Target:
 
     # The yarl URL itself is not kept: its caches make it most of an entry's size, and only a
     # redirect needs it again (``url``).
-    __slots__ = ("_get", "_verdict", "authority", "host", "literal", "path", "port", "scheme", "text", "tls")
+    __slots__ = (
+        "_get",
+        "_verdict",
+        "authority",
+        "h2_only",
+        "host",
+        "literal",
+        "path",
+        "port",
+        "scheme",
+        "text",
+        "tls",
+    )
 
     def __init__(self, url: URL) -> None:
         self.text = str(url)
@@ -59,6 +73,9 @@ class Target:
         self._get: bytes | None = None
         # (policy, address to dial, or the reason it is blocked)
         self._verdict: tuple[AddressPolicy, str | None, str] | None = None
+        # The last check found the server HTTP/2-only (ALPN h2): the next one asks for h2 at
+        # once instead of being refused HTTP/1.1 first (client.py).
+        self.h2_only = False
 
     @classmethod
     def parse(cls, text: str) -> Target:
@@ -97,6 +114,24 @@ class Target:
             return self._get
         return build_request(method, self.path, self.authority, headers, body)
 
+    def h2_fields(
+        self, method: str, headers: dict[str, str], body: bytes | None = None
+    ) -> list[tuple[str, str]]:
+        """The same request as HTTP/2 header fields (``http2.H2Exchange``)."""
+        return h2_fields(method, self.path, self.authority, headers, body)
+
+
+def _given(headers: dict[str, str]) -> Iterator[tuple[str, str, str]]:
+    """The caller's fields that are not framing, as (name, lower-case name, value); raises
+    InvalidRequest for one that cannot be sent."""
+    for name, value in headers.items():
+        key = name.lower()
+        if key in FRAMING_HEADERS:
+            continue
+        if not TOKEN.fullmatch(name) or _BAD_VALUE.search(value):
+            raise InvalidRequest(f"invalid header {name[:40]!r}")  # never the value: it may be a secret
+        yield name, key, value
+
 
 def build_request(
     method: str, path: str, authority: str, headers: dict[str, str], body: bytes | None = None
@@ -105,12 +140,7 @@ def build_request(
     default). Caller headers replace Host, Accept and User-Agent; framing headers are ours."""
     given = ""
     names: set[str] = set()
-    for name, value in headers.items():
-        key = name.lower()
-        if key in FRAMING_HEADERS:
-            continue
-        if not TOKEN.fullmatch(name) or _BAD_VALUE.search(value):
-            raise InvalidRequest(f"invalid header {name[:40]!r}")  # never the value: it may be a secret
+    for name, key, value in _given(headers):
         names.add(key)
         given += f"{name}: {value}\r\n"
     head = f"{method} {path} HTTP/1.1\r\n"
@@ -126,3 +156,26 @@ def build_request(
         given += "Content-Length: 0\r\n"
     request = f"{head}{given}Connection: close\r\n\r\n".encode()
     return request + body if body else request
+
+
+def h2_fields(
+    method: str, path: str, authority: str, headers: dict[str, str], body: bytes | None = None
+) -> list[tuple[str, str]]:
+    """``build_request``'s request as HTTP/2 fields: the pseudo-headers first, a caller's Host
+    as ``:authority``, lower-case names (HTTP/2 allows no other), the same defaults."""
+    fields: list[tuple[str, str]] = []
+    for _name, key, value in _given(headers):
+        if key == "host":
+            authority = value
+        else:
+            fields.append((key, value.strip()))
+    names = {key for key, _ in fields}
+    if "accept" not in names:
+        fields.append(("accept", "*/*"))
+    if "user-agent" not in names:
+        fields.append(("user-agent", _AGENT))
+    if body is not None:
+        fields.append(("content-length", str(len(body))))
+    elif method not in _BODYLESS_METHODS:
+        fields.append(("content-length", "0"))
+    return [(":method", method), (":scheme", "https"), (":authority", authority), (":path", path), *fields]

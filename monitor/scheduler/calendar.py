@@ -11,6 +11,9 @@ account's window tagged "prod" never touches this account's "prod" monitors. Tha
 monitor's account: pass ``account_id``; without it, the calendar uses the accounts it read at
 ``load`` for the monitors that had a window's tag then (a monitor tagged after the last load
 gets its tag windows when the caller passes its account, or at the next load).
+
+For the timers at the windows' edges (``edges.py``) it also says each window's next start or end
+(``edges_after``, ``edge_after``) and whom a window covers (``reach``, ``covers``, ``touches``).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 import asyncpg
 
 from monitor import logging as mlog
-from monitor.maintenance import Rule, Span, occurrences
+from monitor.maintenance import Rule, Span, next_after, occurrences
 from monitor.scheduler.state import Window
 
 log = mlog.get(__name__)
@@ -48,16 +51,28 @@ class ActiveWindow(Window):
 
 
 class _Entry:
-    """One window: its rule, and its spans over [cached_from, cached_to)."""
+    """One window: its rule, what it applies to, and its spans over [cached_from, cached_to)."""
 
-    __slots__ = ("account_id", "cached_from", "cached_to", "id", "name", "notify", "rule", "spans", "starts")
+    __slots__ = ("account_id", "cached_from", "cached_to", "id", "monitor_ids", "name", "notify", "rule",
+                 "spans", "starts", "tags")  # fmt: skip
 
-    def __init__(self, window_id: int, account_id: int, name: str, notify: bool, rule: Rule) -> None:
+    def __init__(
+        self,
+        window_id: int,
+        account_id: int,
+        name: str,
+        notify: bool,
+        rule: Rule,
+        monitor_ids: Iterable[int] = (),
+        tags: Iterable[str] = (),
+    ) -> None:
         self.id = window_id
         self.account_id = account_id
         self.name = name
         self.notify = notify
         self.rule = rule
+        self.monitor_ids = frozenset(monitor_ids)
+        self.tags = frozenset(tags)
         self.cached_from = self.cached_to = datetime.min.replace(tzinfo=UTC)  # nothing cached
         self.spans: list[Span] = []
         self.starts: list[datetime] = []
@@ -74,6 +89,18 @@ class _Entry:
             return self.spans[index]
         return None
 
+    def edge_after(self, at: datetime) -> datetime | None:
+        """The window's first edge (a span's start or end) after ``at``, or None if it never
+        opens again."""
+        span = self.span_at(at)
+        if span is not None:
+            return span[1]
+        index = bisect.bisect_right(self.starts, at)
+        if index < len(self.starts):
+            return self.starts[index]
+        following = next_after(self.rule, at)
+        return None if following is None else following[0]
+
 
 class Calendar:
     """Every maintenance window of every account, indexed for ``window_at``."""
@@ -83,11 +110,11 @@ class Calendar:
         self._by_tag: dict[str, list[_Entry]] = {}
         # The account of each monitor that had a window's tag at the last load.
         self._accounts: dict[int, int] = {}
+        # Every window that applies to some monitor, by id.
+        self._entries: dict[int, _Entry] = {}
 
     def __len__(self) -> int:
-        return len(
-            {id(e) for entries in (*self._by_monitor.values(), *self._by_tag.values()) for e in entries}
-        )
+        return len(self._entries)
 
     async def load(self, pool: asyncpg.Pool | asyncpg.Connection) -> int:
         """Read every window (and the accounts of the monitors their tags reach); replace what
@@ -113,13 +140,15 @@ class Calendar:
             except ValueError as exc:  # the API stores only rules it checked; say so and go on
                 log.warning("maintenance.bad_rule", window_id=row["id"], error=str(exc))
                 continue
-            entry = _Entry(row["id"], row["account_id"], row["name"], row["notify"], rule)
+            entry = _Entry(row["id"], row["account_id"], row["name"], row["notify"], rule,
+                           row["monitor_ids"], row["tags"])  # fmt: skip
             for monitor_id in dict.fromkeys(row["monitor_ids"]):
                 by_monitor[monitor_id].append(entry)
             for tag in dict.fromkeys(row["tags"]):
                 by_tag[tag].append(entry)
             held += 1
         self._by_monitor, self._by_tag = dict(by_monitor), dict(by_tag)
+        self._entries = {e.id: e for entries in (*by_monitor.values(), *by_tag.values()) for e in entries}
         self._accounts = dict(accounts or {})
         log.info("maintenance.loaded", windows=held)
         return held
@@ -139,6 +168,47 @@ class Calendar:
             return None
         entry, (start, end) = best
         return ActiveWindow(id=entry.id, name=entry.name, until=end, notify=entry.notify, start=start)
+
+    def edges_after(self, at: datetime) -> dict[int, datetime]:
+        """Each window's next edge after ``at`` (window id -> instant), those that open again."""
+        found = {}
+        for entry in self._entries.values():
+            when = entry.edge_after(at)
+            if when is not None:
+                found[entry.id] = when
+        return found
+
+    def edge_after(self, window_id: int, at: datetime) -> datetime | None:
+        """The next edge after ``at`` of the window ``window_id`` (None: no such window now, or
+        it never opens again)."""
+        entry = self._entries.get(window_id)
+        return None if entry is None else entry.edge_after(at)
+
+    def touches(self, monitor_id: int, tags: Sequence[str]) -> bool:
+        """Whether any window could apply to the monitor (by its id, or by one of its tags in
+        any account): a cheap test before ``window_at``, for sweeps over every monitor."""
+        return monitor_id in self._by_monitor or (bool(self._by_tag) and any(t in self._by_tag for t in tags))
+
+    def reach(self, window_id: int) -> tuple[frozenset[int], bool]:
+        """The monitor ids the window names, and whether it has tags too (empty, False: no
+        such window)."""
+        entry = self._entries.get(window_id)
+        return (frozenset(), False) if entry is None else (entry.monitor_ids, bool(entry.tags))
+
+    def covers(
+        self, window_id: int, monitor_id: int, tags: Sequence[str], account_id: int | None = None
+    ) -> bool:
+        """Whether the window applies to the monitor (by id, or by a tag in its account, the
+        account as ``window_at`` finds it)."""
+        entry = self._entries.get(window_id)
+        if entry is None:
+            return False
+        if monitor_id in entry.monitor_ids:
+            return True
+        if not entry.tags or entry.tags.isdisjoint(tags):
+            return False
+        account = account_id if account_id is not None else self._accounts.get(monitor_id)
+        return account == entry.account_id
 
     def _candidates(self, monitor_id: int, tags: Sequence[str], account_id: int | None) -> Iterable[_Entry]:
         yield from self._by_monitor.get(monitor_id, ())

@@ -4,7 +4,13 @@ windows, the monitors it depends on, and for a monitor checked from several loca
 other locations' views and the quorum: ``quorum.py``), and handing it to the writer.
 
 The tickers (``ticker.check``) and the heartbeat deadlines (``heartbeat.py``) both end here,
-so confirm_after, reminders, windows, dependencies and quorums work the same for both.
+so confirm_after, reminders, windows, dependencies and quorums work the same for both; so do a
+window's edges (``edges.py``), through :func:`cross`.
+
+The window a result falls in is read from the calendar at the check's time, or at the latest
+edge crossed if that is later (``TickerShared.edge_clock``): a check that started a moment
+before a window opened and is judged after the edge's timer put its monitor in the window must
+not take it out again (a stray "ended" and a second "started").
 """
 
 from __future__ import annotations
@@ -26,7 +32,18 @@ from monitor.scheduler.quorum import (
     seen_after,
     verdict,
 )
-from monitor.scheduler.state import NOTHING, UNKNOWN, Observation, Outcome, State, confirm, step
+from monitor.scheduler.state import (
+    NOTHING,
+    UNKNOWN,
+    Observation,
+    Outcome,
+    State,
+    Window,
+    confirm,
+    edge,
+    same_window,
+    step,
+)
 
 if TYPE_CHECKING:
     from monitor.scheduler.ticker import TickerShared
@@ -146,11 +163,7 @@ def observe(
             # Rounded: a 3-day certificate checked a second after issue expires "in 3 days".
             days = max(0, round((expiry - at).total_seconds() / 86400))
             degraded = f"certificate expires in {days} day{'s' if days != 1 else ''} ({expiry:%Y-%m-%d})"
-    window = (
-        shared.calendar.window_at(spec.id, spec.tags, at, spec.account_id)
-        if shared.calendar is not None
-        else None
-    )
+    window = window_of(spec, shared, at)
     blocked_by = None
     down = down_above(spec.depends_on, shared, {spec.id}) if spec.depends_on else None
     if down is not None:
@@ -161,6 +174,29 @@ def observe(
     if degraded is None and window is None and blocked_by is None:
         return Observation(result.ok, at)
     return Observation(result.ok, at, degraded, window, blocked_by)
+
+
+def window_of(spec: MonitorSpec, shared: TickerShared, at: datetime) -> Window | None:
+    """The maintenance window the monitor is in at ``at``, or at the latest edge crossed if
+    that is later (see the module docstring)."""
+    if shared.calendar is None:
+        return None
+    when = at if at >= shared.edge_clock else shared.edge_clock
+    return shared.calendar.window_at(spec.id, spec.tags, when, spec.account_id)
+
+
+def cross(spec: MonitorSpec, shared: TickerShared, at: datetime) -> tuple[State, Outcome] | None:
+    """The monitor's state after a window's edge at ``at`` (``state.edge``), or None when its
+    window did not change; nothing stored. A monitor checked from several locations is stepped
+    with the overall policy, as its primary steps the quorum's verdict."""
+    state = shared.states.get(spec.id, UNKNOWN)
+    window = window_of(spec, shared, at)
+    if same_window(state.window, window):
+        return None
+    down = down_above(spec.depends_on, shared, {spec.id}) if spec.depends_on else None
+    blocked_by = None if down is None else shared.names.get(down, f"monitor {down}")
+    policy = overall_policy(spec.policy) if spec.locations else spec.policy
+    return edge(state, Observation(state.status != "down", at, None, window, blocked_by), policy)
 
 
 def down_above(parents: Sequence[int], shared: TickerShared, seen: set[int]) -> int | None:

@@ -36,6 +36,7 @@ from monitor.scheduler import membership as cluster_membership
 from monitor.scheduler.calendar import Calendar
 from monitor.scheduler.cluster import Role, missed_ticks
 from monitor.scheduler.connectivity import Change, Guard, ReferenceProbe
+from monitor.scheduler.edges import Edges
 from monitor.scheduler.heartbeat import HeartbeatTicker, PingIntake
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
@@ -93,6 +94,8 @@ class Scheduler:
         self._calendar_stale = asyncio.Event()
         self._reference_probe: ReferenceProbe | None = None
         self.pings: PingIntake | None = None
+        # The timers at the windows' edges (edges.py), made with the shared parts.
+        self.edges: Edges | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -169,6 +172,7 @@ class Scheduler:
             may_start=member.may_check,
             location=s.location,
         )
+        self.edges = Edges(self.calendar, self._shared, lambda: self.tickers, self.writer.add_edge)
         self.metrics.monitors.set_function(lambda: len(self.tickers))
         # Bind the listener before any work starts: a port in use fails the start cleanly.
         self._probes = await probes.start(
@@ -180,6 +184,7 @@ class Scheduler:
         self.writer.start()
         self.relay.start()
         await self.calendar.load(self._pool)
+        self.edges.arm()
         await self._listen()
         # Before the monitors load: a heartbeat's deadline reads the stored pings before it fires.
         self.pings = PingIntake(self._pool, self.writer, self.tickers, owns=self.sharing.runs)
@@ -219,6 +224,8 @@ class Scheduler:
         return {"database": await ping_database(self._pool), "redis": await ping_redis(self._redis)}
 
     async def _stop_intake(self) -> None:
+        if self.edges is not None:
+            self.edges.close()
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -306,6 +313,11 @@ class Scheduler:
                 log.warning("scheduler.calendar_failed", error=str(exc) or type(exc).__name__)
                 await asyncio.sleep(1)
                 self._calendar_stale.set()
+                continue
+            if self.edges is not None:
+                # A window made, moved or deleted while open is an edge now.
+                self.edges.arm()
+                self.edges.sweep([t.spec for t in self.tickers.values()])
 
     def _on_pings(self, *_: Any) -> None:
         if self.pings is not None:
@@ -452,6 +464,7 @@ class Scheduler:
         found = set()
         missed = 0
         located: dict[int, MonitorSpec] = {}
+        started: list[MonitorSpec] = []
         for row in rows:
             found.add(row["id"])
             previous = self.tickers.get(row["id"])
@@ -496,6 +509,7 @@ class Scheduler:
                 ticker.start(since)
             self.tickers[spec.id] = ticker
             self.versions[spec.id] = row["updated_at"]
+            started.append(spec)
             if takeover and not isinstance(ticker, HeartbeatTicker):
                 missed += self._missed(spec, row["last_check_at"])
         for monitor_id in set(ids) - found:
@@ -517,6 +531,11 @@ class Scheduler:
                     waiting.start(since)
                 else:
                     self._stop(monitor_id)
+        if self.edges is not None:
+            # A window that opened or closed while nobody ran these monitors (or while they
+            # moved here) is said now, once, from their stored state (edges.py).
+            running = self.tickers
+            self.edges.sweep([s for s in started if (t := running.get(s.id)) is not None and t.spec is s])
         return missed
 
     # -- the division of the monitors among schedulers (sharing.py) -------------------

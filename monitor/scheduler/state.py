@@ -46,6 +46,12 @@ happened for a whole window ("flapping_end", with the status then, followed by w
 announcements above then say). Windows: a monitor entering or leaving a window whose owner
 asked for messages gets "maintenance_start" / "maintenance_end" (before any held alert).
 
+A window opens and closes at its own instants, not at a check: :func:`edge` is the step at such
+an instant. The status and its streaks stay as they are (nothing was checked); the window
+changes, and the announcements follow from it as after a check: at a window's end a held down
+is told ("Alert held while maintenance window 'Nightly' was open"), a reminder held by the
+window is sent if it is due, a held degraded is told.
+
 ``c`` failures in a row confirm an outage, so one lost packet never wakes anybody (no crying
 wolf) and a real outage is never missed. Likewise ``r`` successes in a row confirm a recovery
 (Gatus's success-threshold), so a site that answers once between failures does not send "up"
@@ -123,7 +129,7 @@ class State:
     told: Told = "up"
     told_at: datetime | None = None
     reminders: int = 0
-    # Why a down is not told yet ("maintenance window 'Nightly'", "Router was down").
+    # Why a down is not told yet ("maintenance window 'Nightly' was open", "Router was down").
     held: str | None = None
     # Times of changes between down and not down within the flap window; flapping now?
     flips: tuple[datetime, ...] = ()
@@ -171,21 +177,41 @@ NOTHING = Outcome()
 def step(state: State, obs: Observation, policy: Policy = DEFAULT_POLICY) -> tuple[State, Outcome]:
     """The state after one check, the changes it makes and the alerts they call for."""
     status, changes, fields = _judge(state, obs, policy)
-    at = obs.at
     quiet = (
         not changes
         and state.told == _told(status)
         and not state.flips
         and state.held is None
-        and _same_window(state.window, obs.window)
+        and same_window(state.window, obs.window)
         and not (policy.remind_every and status == "down")
     )
     if quiet:  # the common case, a monitor that stays as it was: no allocation beyond the state
         return (state if _same(state, status, fields) else replace(state, status=status, **fields)), NOTHING
+    return _after(state, obs, policy, status, changes, fields)
+
+
+def edge(state: State, obs: Observation, policy: Policy = DEFAULT_POLICY) -> tuple[State, Outcome]:
+    """The state at a window's edge (``obs.window``: the window open from ``obs.at`` on, or
+    None), without a check: the status and streaks stay, ``obs.ok`` is not read; the window's
+    notices and what the end of its hold lets out, as :func:`step` would say them."""
+    return _after(state, obs, policy, state.status, [], {})
+
+
+def _after(
+    state: State,
+    obs: Observation,
+    policy: Policy,
+    status: Status,
+    changes: list[Change],
+    fields: dict[str, Any],
+) -> tuple[State, Outcome]:
+    """What :func:`step` and :func:`edge` share once the status is known: the window, flapping
+    and the announcements."""
+    at = obs.at
     alerts: list[Alert] = []
     new = replace(state, status=status, **fields)
 
-    if not _same_window(new.window, obs.window):
+    if not same_window(new.window, obs.window):
         if new.window is not None and new.window.notify:
             alerts.append(Alert("maintenance_end", at, {"window": new.window.name}))
         if obs.window is not None and obs.window.notify:
@@ -277,13 +303,25 @@ def _same(state: State, status: Status, fields: dict[str, Any]) -> bool:
     return state.status == status and all(getattr(state, k) == v for k, v in fields.items())
 
 
-def _same_window(a: Window | None, b: Window | None) -> bool:
+def same_window(a: Window | None, b: Window | None) -> bool:
     """The same window, by its fields whatever the class: a state read back after a restart
     holds a plain ``Window``, a check finds the calendar's subclass, and dataclasses of two
     classes never compare equal (a restart inside a window would announce it again)."""
     if a is None or b is None:
         return a is b
     return (a.id, a.name, a.until, a.notify) == (b.id, b.name, b.until, b.notify)
+
+
+def held_by_window(name: str) -> str:
+    """Why a down is held in a window: the ``held`` of the state."""
+    return f"maintenance window '{name}' was open"
+
+
+def held_note(held: str) -> str:
+    """The note a held down carries when it is told at last, the one wording of it (the
+    channels show it as it is; docs/webhooks.md quotes it): "Alert held while maintenance
+    window 'Nightly' was open", "Alert held while Router was down"."""
+    return f"Alert held while {held}"
 
 
 def _told(status: Status) -> Told:
@@ -296,7 +334,7 @@ def _announce(
     at, status = obs.at, state.status
     if status == "unknown":
         return state
-    hold = f"maintenance window '{obs.window.name}'" if obs.window else None
+    hold = held_by_window(obs.window.name) if obs.window else None
     if hold is None and obs.blocked_by is not None:
         hold = f"{obs.blocked_by} was down"
     change_at = {c.kind: c.at for c in changes}
@@ -304,7 +342,7 @@ def _announce(
         if state.told != "down":
             if hold is not None:
                 return replace(state, held=state.held or hold)
-            details = {"note": f"Alert held while {state.held}"} if state.held else {}
+            details = {"note": held_note(state.held)} if state.held else {}
             alerts.append(Alert("down", change_at.get("down", at), details))
             return replace(state, told="down", told_at=at, reminders=0, held=None)
         due = (

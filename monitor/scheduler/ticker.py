@@ -61,6 +61,8 @@ class WindowFinder(Protocol):
     ) -> Window | None: ...
 
 
+# Before every instant: no edge crossed yet.
+NEVER = datetime.min.replace(tzinfo=UTC)
 # Beyond the check's own timeout, the most a check may take before it is cut off.
 HARD_TIMEOUT_MARGIN = 5.0
 
@@ -108,6 +110,9 @@ class TickerShared:
     # Each monitor's ``depends_on`` (set by its ticker), to find a monitor down further up a chain.
     parents: dict[int, tuple[int, ...]] = field(default_factory=dict)
     calendar: WindowFinder | None = None
+    # The latest window edge crossed (edges.py): a result judged after it reads its window no
+    # earlier than that (judging.window_of).
+    edge_clock: datetime = NEVER
     # Whether the checker itself is cut off (None: never asked, as in benchmarks).
     guard: Guard | None = None
     in_flight: set[asyncio.Task[None]] = field(default_factory=set)

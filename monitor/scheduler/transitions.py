@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import asyncpg
 
-from monitor.alerter import channels as channel_registry
+from monitor import channels as channel_registry
 from monitor.events import Event
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.quorum import Located
@@ -34,6 +34,9 @@ class Pending:
     event_ids: list[uuid.UUID] = field(default_factory=list)
     # A check from one of several locations: that location's changes (its own incidents).
     located: Located | None = None
+    # A window's edge, not a check (edges.py): ``result`` only holds the instant; the alerts'
+    # cause is the monitor's latest stored check.
+    edge: bool = False
 
     def __post_init__(self) -> None:
         if not self.event_ids:
@@ -45,6 +48,8 @@ async def apply(conn: asyncpg.Connection, pending: Pending) -> None:
     spec = pending.spec
     if not await conn.fetchval("SELECT 1 FROM monitors WHERE id = $1", spec.id):
         return  # deleted while the check ran: nothing to record, nobody to alert
+    if pending.edge:
+        pending = replace(pending, result=await _latest(conn, pending.result))
     for change in pending.outcome.changes:
         await _record_change(conn, spec.id, change, pending.result)
     if pending.located is not None:
@@ -52,6 +57,25 @@ async def apply(conn: asyncpg.Connection, pending: Pending) -> None:
             await _record_location_change(conn, spec.id, pending.located, change)
     for alert, event_id in zip(pending.outcome.alerts, pending.event_ids, strict=True):
         await _write_alert(conn, pending, alert, event_id)
+
+
+async def _latest(conn: asyncpg.Connection, edge: CheckResult) -> CheckResult:
+    """The monitor's latest stored check as a result (what an edge's alerts give as their cause:
+    a held down says what the check saw), at the edge's instant."""
+    row = await conn.fetchrow(
+        """SELECT last_ok, last_status_code, last_error, last_latency_ms FROM monitor_state
+           WHERE monitor_id = $1""",
+        edge.monitor_id,
+    )
+    if row is None or row["last_ok"] is None:
+        return edge
+    return replace(
+        edge,
+        ok=row["last_ok"],
+        status_code=row["last_status_code"],
+        error=row["last_error"],
+        latency_ms=row["last_latency_ms"],
+    )
 
 
 OPEN_INCIDENT = """

@@ -9,6 +9,11 @@ rows that were new), and the latest state of each monitor into ``monitor_state``
 database does the aggregation; the scheduler's CPU per check is its own work plus the
 COPY encoding.
 
+A window's edge steps a monitor without a check (``edges.py``): :meth:`Writer.add_edge` keeps
+the monitor's state after it, written with the next batch (:data:`WRITE_EDGE`: what was told,
+the window, the reminders) unless a check of the monitor judged after the edge brings a newer
+state first, and its alerts in order with the checks' (their cause is the latest check's).
+
 Checks never wait on the database: :meth:`Writer.add` only appends to memory.
 While the database is unreachable the batch grows up to ``max_buffered`` rows
 (the oldest check rows are dropped beyond it, with a log line; state changes are
@@ -29,9 +34,9 @@ from typing import Any, Protocol
 
 import asyncpg
 
+from monitor import channels as channel_registry
 from monitor import logging as mlog
 from monitor import rollups
-from monitor.alerter import channels as channel_registry
 from monitor.events import Event
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.metrics import SchedulerMetrics
@@ -166,6 +171,21 @@ ON CONFLICT (monitor_id) DO UPDATE SET
 WHERE s.last_check_at IS NULL OR s.last_check_at <= excluded.last_check_at"""
 
 
+# A monitor's state after a window's edge (the check columns stay the latest check's). Its
+# status and streaks are those the batch's checks wrote; a row is new only for a monitor never
+# checked yet (a window that opened before its first check). The window is JSON text, as staged
+# (a text parameter cast in SQL: the pool's jsonb codec would store it as a JSON string).
+_EDGE_COLUMNS = ("told", "told_at", "reminders", "held", "flips", "flapping", "maintenance")
+WRITE_EDGE = f"""
+INSERT INTO monitor_state AS s (
+    monitor_id, status, consecutive_failures, streak_started_at, consecutive_successes, recovering_since,
+    consecutive_slow, slow_since, told, told_at, reminders, held, flips, flapping, maintenance,
+    cert_not_after)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::text::jsonb, $16
+WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = $1)
+ON CONFLICT (monitor_id) DO UPDATE SET {", ".join(f"{c} = excluded.{c}" for c in _EDGE_COLUMNS)}"""
+
+
 async def prepare_connection(conn: asyncpg.Connection) -> None:
     """Pool ``init`` hook of a pool the writer uses: the session's staging table."""
     await conn.execute(CREATE_STAGE)
@@ -230,6 +250,9 @@ class Writer:
         # only the last counts, so a long outage of the database keeps one per monitor.
         self._located: dict[tuple[int, str], tuple[Any, ...]] = {}
         self._transitions: list[Pending | Notice] = []
+        # Each monitor's state after its latest window edge, until a later check or a write
+        # takes it (add, _flush): most of the time empty.
+        self._edges: dict[int, tuple[Any, ...]] = {}
         # Rows of ``pings`` made into results: deleted in the transaction that writes them.
         self._pings: list[int] = []
         self._wake = asyncio.Event()
@@ -259,6 +282,9 @@ class Writer:
                 self._transitions.append(Pending(spec, outcome, result))
         else:
             self._add_located(spec, result, state, outcome, located)
+        if self._edges and (located is None or located.primary):
+            # Judged after the edge, from the state the edge left: its state is the newer.
+            self._edges.pop(spec.id, None)
         overflow = len(self._rows) - self._max_buffered
         if overflow > 0:
             for _ in range(overflow):
@@ -292,6 +318,15 @@ class Writer:
                     result, error=located.cause, status_code=None if result.ok else result.status_code
                 )
             self._transitions.append(Pending(spec, outcome, told, located=located))
+
+    def add_edge(self, spec: MonitorSpec, state: State, outcome: Outcome, at: datetime) -> None:
+        """A monitor's state after a window's edge at ``at`` (no check), and its alerts; written
+        at once (the writer is woken), their cause read from the monitor's latest check."""
+        self._edges[spec.id] = (spec.id, *state_record(state))
+        if outcome:
+            placeholder = CheckResult(spec.id, at, ok=state.status != "down")
+            self._transitions.append(Pending(spec, outcome, placeholder, edge=True))
+        self._wake.set()
 
     def add_notice(self, notice: Notice) -> None:
         """An operator alert, written with the next batch (in order with the monitors' alerts)."""
@@ -334,7 +369,9 @@ class Writer:
         # arrive (a handover between schedulers waits for one), and the next one follows at
         # once if the buffer filled up again (``add`` wakes the writer).
         rows_left, transitions_left, pings_left = len(self._rows), len(self._transitions), len(self._pings)
-        while rows_left or transitions_left or pings_left:
+        # Taken with the transitions: an edge's state is never stored without its alerts.
+        edges_now = list(self._edges.items())
+        while rows_left or transitions_left or pings_left or edges_now:
             rows = list(itertools.islice(self._rows, min(self._batch_rows * 10, rows_left)))
             # Changes go with the batch that ends the backlog, after the states they follow;
             # so do the pings whose results are in it.
@@ -342,8 +379,9 @@ class Writer:
             transitions = self._transitions[:transitions_left] if last else []
             pings = self._pings[:pings_left] if last else []
             located = list(self._located.items()) if last else []
+            edges = edges_now if last else []
             try:
-                await self._write(rows, transitions, pings, [r for _, r in located])
+                await self._write(rows, transitions, pings, [r for _, r in located], [r for _, r in edges])
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
                 self.stats.failures += 1
                 self._metrics.write_failures.inc()
@@ -358,9 +396,13 @@ class Writer:
             for key, record in located:  # unless a newer check replaced it meanwhile
                 if self._located.get(key) is record:
                     del self._located[key]
+            for monitor_id, record in edges:  # unless a newer edge replaced it meanwhile
+                if self._edges.get(monitor_id) is record:
+                    del self._edges[monitor_id]
             rows_left -= len(rows)
             if last:
                 transitions_left = pings_left = 0
+                edges_now = []
             self.stats.rows_written += len(rows)
             self.stats.batches += 1
             self._metrics.batch_rows.observe(len(rows))
@@ -374,6 +416,7 @@ class Writer:
         transitions: list[Pending | Notice],
         pings: list[int],
         located: list[tuple[Any, ...]],
+        edges: list[tuple[Any, ...]],
     ) -> None:
         async with self._pool.acquire(timeout=5) as conn:
             try:
@@ -387,6 +430,8 @@ class Writer:
                             "location_batch", records=located, columns=LOCATION_COLUMNS
                         )
                         await conn.execute(WRITE_LOCATIONS)
+                    if edges:
+                        await conn.executemany(WRITE_EDGE, edges)
                     for pending in transitions:
                         if isinstance(pending, Notice):
                             await self._write_notice(conn, pending)
@@ -473,7 +518,7 @@ class Writer:
             kind=notice.kind,
             monitor_id=None,
             monitor_name="",
-            monitor_url="",
+            monitor_url=None,
             telegram_chat_id=None,
             incident_id=0,
             at=rfc3339(notice.at),

@@ -174,6 +174,7 @@ _STATUS = {
     "up": "brightgreen",
     "degraded": "yellow",
     "down": "red",
+    "maintenance": "blue",
     "paused": "lightgrey",
 }
 
@@ -215,10 +216,12 @@ def uptime_badge(percent: float | None) -> tuple[str, str]:
 _LATENCY_COLORS = ((200, "brightgreen"), (500, "green"), (1000, "yellow"), (2000, "orange"))
 
 
-def latency_badge(avg_ms: float | None) -> tuple[str, str]:
-    """(message, colour) for an average response time: "123 ms" or, from a second, "1.23 s"."""
+def latency_badge(avg_ms: float | None, checked: bool = False) -> tuple[str, str]:
+    """(message, colour) for an average response time: "123 ms" or, from a second, "1.23 s".
+    Without one (only successful checks have a response time): "none" when the monitor was
+    ``checked`` (it never answered), "no data" when it was not."""
     if avg_ms is None or not math.isfinite(avg_ms):
-        return "no data", "lightgrey"
+        return ("none" if checked else "no data"), "lightgrey"
     ms = math.floor(max(avg_ms, 0.0) + 0.5)  # whole ms, half up; the colour follows what is shown
     if ms < 1000:
         text = f"{ms} ms"

@@ -39,6 +39,7 @@ PAGE_FIELDS = (
     "title",
     "description",
     "logo_url",
+    "favicon_url",
     "domain",
     "show_urls",
     "groups",
@@ -239,6 +240,7 @@ def assemble(raw: Raw) -> PageData:
             for mid, hours in raw.latency.items()
         },
         maintenance=raw.maintenance,
+        maintenance_spans=found.maintenance,
     )
 
 

@@ -2,25 +2,24 @@
 
 Jinja2 with autoescaping on for every template (HTML and the Atom feed's XML): a monitor
 named ``<script>`` is text on the page. The HTML has no script and no inline style, so the
-page's Content-Security-Policy can forbid both; the stylesheet is one static file whose URL
-carries its hash, so it is cached for a year and changes with a new version.
+page's Content-Security-Policy can forbid both; the stylesheet and the default favicon are
+static files (``assets``) whose URLs carry their hash, so they are cached for a year and
+change with a new version.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import uuid
 from datetime import UTC, datetime
-from importlib import resources
 from typing import Any
 
 import jinja2
 from markupsafe import Markup, escape
 
 from monitor import times
-from monitor.status import badges
+from monitor.status import assets, badges
 from monitor.status.view import DAYS, NAMESPACE, OVERALL_TEXT, STATUS_TEXT, duration_text, level, spark_points
 
 WINDOW_TEXT = {"24h": "24 h", "7d": "7 days", "30d": "30 days", "90d": "90 days"}
@@ -60,6 +59,14 @@ def bars(days: list[dict[str, Any]]) -> Markup:
     return Markup("".join(out))
 
 
+def incident_text(incident: dict[str, Any]) -> str:
+    """What an incident was, after the monitor's name: an outage, or unavailable during
+    maintenance (not downtime)."""
+    if incident["kind"] == "maintenance":
+        return "is in maintenance" if incident["ongoing"] else "was unavailable during maintenance"
+    return "is down" if incident["ongoing"] else "was down"
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("monitor.status", "templates"),
@@ -72,21 +79,21 @@ def _environment() -> jinja2.Environment:
         when=_when,
         iso=_iso,
         pct=_pct,
-        ms=lambda v: badges.latency_badge(v)[0],
+        ms=lambda v, checked=False: badges.latency_badge(v, checked)[0],
         dur=duration_text,
     )
     env.globals.update(
         level=level, spark=spark_points, bars=bars, status_text=STATUS_TEXT, overall_text=OVERALL_TEXT,
-        window_text=WINDOW_TEXT, days=DAYS,
+        window_text=WINDOW_TEXT, days=DAYS, incident_text=incident_text,
     )  # fmt: skip
     return env
 
 
 ENV = _environment()
-CSS = resources.files("monitor.status").joinpath("static/status.css").read_bytes()
-CSS_HASH = hashlib.sha256(CSS).hexdigest()[:16]
-CSS_PATH = "/static/status.css"
-CSS_URL = f"{CSS_PATH}?v={CSS_HASH}"
+CSS_URL = assets.CSS.url
+# The default icon of a page that names none: SVG, and ICO for browsers without SVG icons.
+FAVICON_URL = assets.FAVICON_SVG.url
+FAVICON_ICO_URL = assets.FAVICON_ICO.url
 
 
 def html(model: dict[str, Any], base: str) -> str:
@@ -96,6 +103,8 @@ def html(model: dict[str, Any], base: str) -> str:
         page=model,
         base=base,
         css_url=CSS_URL,
+        favicon_url=FAVICON_URL,
+        favicon_ico_url=FAVICON_ICO_URL,
         active_maintenance=[m for m in maintenance if m["active"]],
         upcoming_maintenance=[m for m in maintenance if not m["active"]],
     )

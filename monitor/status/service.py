@@ -1,4 +1,4 @@
-"""The public side's memory: status pages and badges, each built at most once per period.
+"""The public side's memory: status pages and badges, each built about once per period.
 
 Three caches (``cache.Fresh``), each with its own key:
 - the directory: every page's row by slug and by custom domain, read in one query per
@@ -18,19 +18,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gzip
-import hashlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter
 
-from monitor.api.uptime import uptimes
+from monitor.api.uptime import maintenance_spans, uptimes
 from monitor.status import badges, data, render, view
+from monitor.status.bodies import Body, body
 from monitor.status.cache import Fresh
 
 # The pages kept in memory weigh at most this (HTML, JSON and Atom, with their gzip copies): a
@@ -38,25 +37,7 @@ from monitor.status.cache import Fresh
 PAGE_CACHE_BYTES = 256 * 1024 * 1024
 # Every badge of a token: (kind, window).
 BADGES = (("status", ""), *((kind, window) for kind in ("uptime", "response") for window in view.WINDOWS))
-# Smaller bodies are sent as they are: gzip's header would be most of the saving.
-GZIP_FROM = 1024
-
-
-@dataclass(frozen=True)
-class Body:
-    """One representation, ready to send."""
-
-    content: bytes
-    gzipped: bytes | None
-    etag: str
-    content_type: str
-
-
-def body(text: str, content_type: str) -> Body:
-    content = text.encode()
-    etag = '"' + hashlib.blake2b(content, digest_size=12).hexdigest() + '"'
-    gzipped = gzip.compress(content, compresslevel=6, mtime=0) if len(content) >= GZIP_FROM else None
-    return Body(content, gzipped, etag, content_type)
+MICROSECOND = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True)
@@ -176,28 +157,38 @@ class StatusDesk:
             )
             if monitor is None:
                 return None
-            if kind == "status":
-                return BadgeFigures(
-                    *badges.status_badge("paused" if monitor["paused"] else monitor["status"])
-                )
             now: datetime = await conn.fetchval("SELECT now()")
+            if kind == "status":
+                return BadgeFigures(*badges.status_badge(await _status(conn, monitor, now)))
             start = now - view.WINDOWS[window]
             if kind == "uptime":
                 found = await uptimes(conn, [(monitor["id"], monitor["created_at"])], start, now, now)
                 return BadgeFigures(*badges.uptime_badge(found[monitor["id"]].percent))
-            average = await conn.fetchval(
-                """SELECT sum(latency_sum) / nullif(sum(latency_n), 0) FROM checks_hourly
-                   WHERE monitor_id = $1 AND hour >= $2""",
+            # The average of the successful checks (the rollups' latencies are theirs only).
+            average, checks = await conn.fetchrow(
+                """SELECT sum(latency_sum) / nullif(sum(latency_n), 0), coalesce(sum(checks), 0)
+                   FROM checks_hourly WHERE monitor_id = $1 AND hour >= $2""",
                 monitor["id"],
                 start,
             )
-            return BadgeFigures(*badges.latency_badge(average))
+            return BadgeFigures(*badges.latency_badge(average, checks > 0))
+
+
+async def _status(conn: asyncpg.Connection, monitor: Mapping[str, Any], now: datetime) -> str:
+    """A badge's status as the monitor's status page shows it (``view.status_of``): paused, or
+    in maintenance while a window that covers it is open, else what its checks say."""
+    if monitor["paused"]:
+        return "paused"
+    spans = await maintenance_spans(conn, [monitor["id"]], now, now + MICROSECOND)
+    return view.status_of(
+        monitor, any(e is not None and s <= now < e for s, e in spans.get(monitor["id"], ()))
+    )
 
 
 def _weight(page: Page | None) -> int:
     if page is None:
         return 0
-    return sum(len(b.content) + len(b.gzipped or b"") for b in (page.html, page.json, page.atom))
+    return sum(len(b.content) + sum(len(c) for _, c in b.encoded) for b in (page.html, page.json, page.atom))
 
 
 def _page_of(raw: data.Raw) -> Page:

@@ -5,6 +5,12 @@ What is public is decided here too: a monitor's name, state, uptime, daily bars 
 times; its target only when the page's owner shows it; incidents with their times and
 durations, never the check's error text (it names hosts, addresses and status lines of the
 owner's network); no ids.
+
+Maintenance is not downtime, here as in the uptime figures (``api/uptime.py``) and on badges:
+an incident wholly inside the monitor's maintenance windows is listed (and in the feed) as
+maintenance, not as an outage, and a day's bar does not count it; one that runs past a window
+is an outage whose ``downtime_seconds`` is the part outside the windows. A monitor in an open
+window is shown as "Maintenance", whatever its checks say.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from monitor import times
-from monitor.api.uptime import Spans, Uptime
+from monitor.api.uptime import Interval, Spans, Uptime, subtract
 
 # Name-based UUIDs of status pages and their incidents (Atom ids) are made in this namespace.
 NAMESPACE = uuid.UUID("5b0f7c1e-2a55-4d39-9a3c-6d3e1f0b7a21")
@@ -59,6 +65,8 @@ class PageData:
     # it, the mean of the hourly averages.
     response_ms: Mapping[int, float] = field(default_factory=dict)
     maintenance: Sequence[Mapping[str, Any]] = ()  # name, from, to, active, monitor_ids
+    # Each monitor's maintenance spans over the days shown (to now): what is not downtime.
+    maintenance_spans: Spans = field(default_factory=dict)
 
 
 def days_until(now: datetime) -> list[datetime]:
@@ -121,15 +129,26 @@ def shown_target(url: str | None) -> str | None:
     return url.split("#", 1)[0].split("?", 1)[0] if url.startswith(("http://", "https://")) else url
 
 
-def _overlapping(spans: Sequence[Span], start: datetime, end: datetime) -> int:
-    return sum(1 for began, ended in spans if began < end and (ended is None or ended > start))
+def outside(span: Span, maintenance: Sequence[Span], now: datetime) -> list[Interval]:
+    """The parts of an incident (an open one to ``now``) outside the maintenance spans: its
+    downtime; none for an incident wholly inside them."""
+    began, ended = span
+    return subtract([(began, ended or now)], [(s, e or now) for s, e in maintenance])
+
+
+def _overlapping(spans: Sequence[Sequence[Interval]], start: datetime, end: datetime) -> int:
+    """How many of the incidents (each given by its parts outside maintenance) touch the day."""
+    return sum(1 for parts in spans if any(s < end and e > start for s, e in parts))
 
 
 def _monitor(data: PageData, monitor: Mapping[str, Any], in_maintenance: bool) -> dict[str, Any]:
     mid = monitor["id"]
     hours = data.latency.get(mid, ())
     windows = data.windows.get(mid, {})
-    by_day = per_day(data.incidents.get(mid, []), data.days, data.now)
+    incidents = data.incidents.get(mid, [])
+    by_day = per_day(incidents, data.days, data.now)
+    maintenance = data.maintenance_spans.get(mid, [])
+    parts = {span: outside(span, maintenance, data.now) for span in incidents} if maintenance else None
     return {
         "name": monitor["name"],
         "type": monitor["type"],
@@ -142,7 +161,11 @@ def _monitor(data: PageData, monitor: Mapping[str, Any], in_maintenance: bool) -
                 "date": day.date().isoformat(),
                 "uptime_percent": u.percent,
                 "downtime_seconds": u.downtime_seconds,
-                "incidents": _overlapping(touching, day, day + DAY),
+                "incidents": _overlapping(
+                    [parts[s] if parts is not None else [(s[0], s[1] or data.now)] for s in touching],
+                    day,
+                    day + DAY,
+                ),
             }
             for day, u, touching in zip(data.days, data.daily.get(mid, ()), by_day, strict=False)
         ],
@@ -182,22 +205,13 @@ def build(data: PageData) -> dict[str, Any]:
         ),
     )
     incidents = [
-        {
-            # Stable and unique (an Atom entry's id): the page, the monitor and the start,
-            # hashed, as names are neither unique nor fixed.
-            "ref": uuid.uuid5(NAMESPACE, f"{page['id']}/{mid}/{times.rfc3339(began)}").urn,
-            "monitor": name,
-            "started_at": began,
-            "ended_at": ended,
-            "ongoing": ended is None,
-            "duration_seconds": round(((ended or data.now) - began).total_seconds()),
-        }
-        for _, _, name, mid, began, ended in listed
+        _incident(data, page["id"], mid, name, began, ended) for _, _, name, mid, began, ended in listed
     ]
     return {
         "title": page["title"],
         "description": page["description"],
         "logo_url": page["logo_url"],
+        "favicon_url": page["favicon_url"],
         "updated_at": data.now,
         "status": overall([m["status"] for g in groups for m in g["monitors"]]),
         "groups": groups,
@@ -212,6 +226,27 @@ def build(data: PageData) -> dict[str, Any]:
             }
             for w in data.maintenance
         ],
+    }
+
+
+def _incident(
+    data: PageData, page_id: int, mid: int, name: str, began: datetime, ended: datetime | None
+) -> dict[str, Any]:
+    down = outside((began, ended), data.maintenance_spans.get(mid, []), data.now)
+    return {
+        # Stable and unique (an Atom entry's id): the page, the monitor and the start, hashed,
+        # as names are neither unique nor fixed. The same whether it is maintenance or not, so
+        # an entry's kind can change (a window ended with the monitor still down) in place.
+        "ref": uuid.uuid5(NAMESPACE, f"{page_id}/{mid}/{times.rfc3339(began)}").urn,
+        "monitor": name,
+        # "maintenance": wholly inside the monitor's maintenance windows, so no downtime.
+        "kind": "outage" if down else "maintenance",
+        "started_at": began,
+        "ended_at": ended,
+        "ongoing": ended is None,
+        "duration_seconds": round(((ended or data.now) - began).total_seconds()),
+        # The part outside maintenance: what counts against uptime.
+        "downtime_seconds": round(sum((e - s).total_seconds() for s, e in down)),
     }
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from support.connections import all_closed
+from support.h2server import H2Server
 
 # bench/ (whose nginx runner we reuse) is not an installed package: import it from the checkout.
 _REPO = str(Path(__file__).resolve().parents[2])
@@ -46,6 +47,8 @@ class Lab:
     bases: dict[str, Any]
     dns_server: str  # a resolver that never answers, for the "resolving" timeout
     client_tls: ssl.SSLContext
+    h2: H2Server  # offers ALPN h2 only
+    h2_both: H2Server  # offers h2 and http/1.1
 
     def url(self, template: str) -> str:
         return template.format(**self.bases)
@@ -87,6 +90,15 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         client_cert = BlockingTlsServer(contexts["client-cert"])
         stack.callback(client_cert.close)
         raw["tls-client-cert"] = f"https://127.0.0.1:{client_cert.port}"
+        h2_servers = []
+        for alpn in (["h2"], ["h2", "http/1.1"]):
+            context = pki.server_context()
+            context.set_alpn_protocols(alpn)
+            server = H2Server(context, http11="http/1.1" in alpn)
+            thread.run(server.start())
+            stack.callback(lambda server=server: thread.run(server.stop()))
+            h2_servers.append(server)
+        h2, h2_both = h2_servers
         stall_port = stack.enter_context(connect_stall())
         dns_server = stack.enter_context(silent_dns())
         bases: dict[str, Any] = {
@@ -103,8 +115,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             "raw_port": {name: base.rsplit(":", 1)[1] for name, base in raw.items()},
             "refused": f"http://127.0.0.1:{closed_port()}",
             "connect_stall": f"http://127.0.0.1:{stall_port}",
+            "h2": f"https://127.0.0.1:{h2.port}",
+            "h2_port": h2.port,
+            "h2_both": f"https://127.0.0.1:{h2_both.port}",
         }
-        yield Lab(pki, nginx, bases, dns_server, tls_context(ca_file=str(pki.ca_file)))
+        yield Lab(pki, nginx, bases, dns_server, tls_context(ca_file=str(pki.ca_file)), h2, h2_both)
 
 
 @dataclass

@@ -114,6 +114,7 @@ class Case:
     status: int | None = None  # the status the result must report, where it matters
     details: dict[str, Any] = field(default_factory=dict)  # must be a subset of the result's details
     min_ttfb_ms: float | None = None
+    http_version: str | None = None  # the protocol the check must have spoken ("1.1", "2")
 
     def settings(self) -> dict[str, Any]:
         stored: dict[str, Any] = {}
@@ -330,8 +331,10 @@ CASES: list[Case] = [
     up(
         "nginx-tls-alpn-h2-and-http11",
         "{nginx_tls}/",
-        "nginx over TLS offers ALPN h2 and http/1.1; the check asks for http/1.1 and gets it.",
+        "nginx over TLS offers ALPN h2 and http/1.1; the check asks for http/1.1 and gets it (had it "
+        "offered both, nginx would choose h2: it goes by its own order).",
         asserts=(keyword("Welcome to nginx!"),),
+        http_version="1.1",
     ),
     down(
         "nginx-http-to-tls-port",
@@ -872,23 +875,159 @@ CASES: list[Case] = [
         "nginx with ssl_verify_client on completes the handshake and answers 400 'No required SSL "
         "certificate was sent': what a browser without a certificate shows.",
     ),
-    down(
-        "tls-alpn-h2-only",
-        "{raw[tls-alpn-h2-only]}/",
-        r"the server answered in HTTP/2 only",
-        "TLS with ALPN h2 only, then HTTP/2 frames. The check speaks HTTP/1.1 only, and says so "
-        "rather than report garbage.",
-        curl="curl offers ALPN h2 as well and speaks HTTP/2 with a real h2-only server, which answers "
-        "it 200 as it does browsers (this fake one sends only SETTINGS and GOAWAY, so curl fails with "
-        "'(16) Error in the HTTP2 framing layer'). The check speaks HTTP/1.1 only (issue 10): this "
-        "down is the check's limit, and its message says so.",
-    ),
     up(
         "tls-verify-off-self-signed",
         "{raw[tls-self-signed]}/",
         "tls_verify false (where the operator allows it): encrypted, not verified, and the result says so.",
         tls_verify=False,
         details={"tls_verified": False},
+    ),
+    # -- HTTP/2: servers that speak nothing else (ALPN h2 only) ---------------------------
+    up(
+        "h2-only",
+        "{h2}/",
+        "TLS with ALPN h2 only, a real HTTP/2 server (the h2 library's): browsers and curl load the "
+        "page in HTTP/2, and so does the check, after the server refuses HTTP/1.1.",
+        asserts=(WELCOME,),
+        http_version="2",
+    ),
+    up(
+        "h2-only-by-name",
+        "https://tls.localhost:{h2_port}/",
+        "The same by name: SNI and the certificate check use the name on the HTTP/2 connection too.",
+        http_version="2",
+    ),
+    down("h2-only-500", "{h2}/status/500", r"^unexpected status 500$", "A server error in HTTP/2 is down."),
+    up(
+        "h2-only-redirect-followed",
+        "{h2}/redirect",
+        "A 302 in HTTP/2, followed: the next hop is vetted and dialled afresh, in HTTP/2 again.",
+        follow=True,
+        asserts=(WELCOME,),
+        http_version="2",
+    ),
+    up(
+        "h2-only-post-json",
+        "{h2}/echo",
+        "A POST with a body in HTTP/2: the server sees the method, the type and the body.",
+        method="POST",
+        body='{"ping": 1}',
+        content_type="application/json",
+        asserts=(json_at("$.method", "==", "POST"), json_at("$.body", "==", '{"ping": 1}')),
+    ),
+    up(
+        "h2-only-gzip-unasked",
+        "{h2}/gzip",
+        "A gzip body sent unasked over HTTP/2 is decoded for the keyword, as over HTTP/1.1.",
+        asserts=(WELCOME,),
+    ),
+    up(
+        "h2-only-early-hints",
+        "{h2}/early-hints",
+        "103 Early Hints, then the 200, in HTTP/2: the interim head is skipped.",
+        asserts=(WELCOME,),
+        status=200,
+    ),
+    down(
+        "h2-only-keyword-past-cap",
+        "{h2}/big",
+        r'keyword "END-OF-BIG-BODY" not found in the first 64 KiB',
+        "A 2 MiB body in HTTP/2, read up to the monitor's cap (64 KiB) and no further.",
+        asserts=(keyword("END-OF-BIG-BODY"),),
+        max_body_bytes=64 * 1024,
+        details={"body_truncated": True, "body_bytes": 64 * 1024},
+        curl=CURL_NO_ASSERTIONS,
+    ),
+    down(
+        "h2-only-head-over-256k",
+        "{h2}/huge-head",
+        r"^invalid response: the response head exceeds 262144 bytes$",
+        "300 KiB of header fields in HTTP/2: the same bound as HTTP/1.1 (and Chrome).",
+    ),
+    down(
+        "h2-only-1001-fields",
+        "{h2}/1001-fields",
+        r"^invalid response: more than 1000 header fields$",
+        "1001 header fields in HTTP/2: the same bound as HTTP/1.1.",
+        curl="curl accepts them, as over HTTP/1.1.",
+    ),
+    down(
+        "h2-bad-frame",
+        "{h2}/bad-frame",
+        r"^invalid response: HTTP/2 protocol error \(",
+        "A DATA frame on stream 0, which HTTP/2 forbids (RFC 9113 6.1): browsers fail the page "
+        "(ERR_HTTP2_PROTOCOL_ERROR), and the check says it was a protocol error.",
+    ),
+    down(
+        "h2-goaway-before-response",
+        "{h2}/goaway",
+        r"^the server closed the HTTP/2 connection before answering "
+        r"\(GOAWAY ENHANCE_YOUR_CALM: too many requests\)$",
+        "GOAWAY (ENHANCE_YOUR_CALM, last stream 0) instead of an answer: the request was not "
+        "processed, and a server that does so to every fresh connection serves no visitor.",
+    ),
+    up(
+        "h2-goaway-after-response",
+        "{h2}/goaway-after-response",
+        "The whole page, then GOAWAY NO_ERROR (a server closing the connection politely): the "
+        "visitor has the page.",
+        asserts=(WELCOME,),
+    ),
+    down(
+        "h2-reset-stream",
+        "{h2}/reset",
+        r"^the server reset the request \(HTTP/2 RST_STREAM REFUSED_STREAM\)$",
+        "RST_STREAM instead of an answer.",
+    ),
+    up(
+        "h2-truncated-body-status-only",
+        "{h2}/short-body",
+        "Content-Length 4096, 56 bytes, then the end of the stream: the head was whole, and a "
+        "status check reads no more.",
+        curl="curl reads the body and fails: '(92) HTTP/2 stream 1 was not closed cleanly'.",
+    ),
+    down(
+        "h2-truncated-body-keyword",
+        "{h2}/short-body",
+        r"^invalid response body: HTTP/2 protocol error \(InvalidBodyLengthError",
+        "A keyword check needs the body, which is short of its Content-Length.",
+        asserts=(WELCOME,),
+    ),
+    up(
+        "h2-body-stalls-status-only",
+        "{h2}/body-stalls",
+        "200 and part of the body in HTTP/2, then silence: a status check has its answer at the head.",
+        curl="curl waits for the rest of the body: '(28) Operation timed out', exit 28.",
+    ),
+    down(
+        "h2-timeout-reading-body",
+        "{h2}/body-stalls",
+        r"^timed out after 1s reading the body \(after a 200 response head, \d+ bytes read\)$",
+        "The same with a keyword check: the error says the body stalled, as over HTTP/1.1.",
+        asserts=(WELCOME,),
+    ),
+    down(
+        "h2-timeout-waiting-for-head",
+        "{h2}/silent",
+        r"^timed out after 1s waiting for the response head \(nothing received\)$",
+        "Connected in HTTP/2, request sent, no answer.",
+    ),
+    down(
+        "h2-settings-then-goaway",
+        "{raw[tls-alpn-h2-only]}/",
+        r"^the server closed the HTTP/2 connection before answering "
+        r"\(GOAWAY PROTOCOL_ERROR: invalid preface\)$",
+        "ALPN h2 only, then a SETTINGS frame and a GOAWAY for any request: asked again in HTTP/2, "
+        "it answers that too with a GOAWAY, and the check names it.",
+    ),
+    up(
+        "h2-and-http11-offered",
+        "{h2_both}/",
+        "A server offering ALPN h2 and http/1.1 is checked in HTTP/1.1: the check offers http/1.1 "
+        "only, so the server's preference for h2 does not apply.",
+        asserts=(keyword("Served in HTTP/1.1"),),
+        http_version="1.1",
+        curl="curl offers h2 first and gets HTTP/2; both are up.",
     ),
 ]
 
@@ -919,6 +1058,9 @@ async def test_conformance(case: Case, client: Client, lab: Lab) -> None:
         assert result.status_code == case.status, seen
     for key, value in case.details.items():
         assert (result.details or {}).get(key) == value, f"details[{key!r}] != {value!r}; {seen}"
+    if case.http_version is not None:
+        spoken = (result.details or {}).get("http_version", "1.1")
+        assert spoken == case.http_version, f"spoke HTTP/{spoken}; {seen}"
     if case.min_ttfb_ms is not None:
         ttfb = result.timings.get("ttfb_ms")
         assert ttfb is not None and ttfb >= case.min_ttfb_ms, f"ttfb_ms={ttfb}; {seen}"
@@ -966,3 +1108,29 @@ async def test_the_operators_body_cap_bounds_every_monitor(client: Client, lab: 
     )
     assert not result.ok and "not found in the first 64 KiB" in (result.error or ""), result
     assert (result.details or {}).get("body_bytes") == 64 * 1024, result
+
+
+async def test_an_h2_only_server_is_asked_for_h2_at_once_after_its_first_check(
+    client: Client, lab: Lab
+) -> None:
+    """The first check learns the server is h2-only (an HTTP/1.1 handshake it answers with
+    HTTP/2 frames, then one in h2); the next checks of the URL ask for h2 at once: one
+    handshake a check, as for HTTP/1.1."""
+    url = lab.url("{h2}/")
+    before = dict(lab.h2.alpn)
+    for _ in range(3):
+        result = await check(client, url)
+        assert result.ok and (result.details or {}).get("http_version") == "2", result
+    seen = {alpn: lab.h2.alpn[alpn] - before.get(alpn, 0) for alpn in (None, "h2")}
+    assert seen == {None: 1, "h2": 3}, seen
+
+
+async def test_a_server_that_stops_choosing_h2_is_checked_in_http11_again(client: Client, lab: Lab) -> None:
+    """A URL remembered as h2-only whose server now chooses no h2 (it speaks HTTP/1.1 only):
+    the check falls back to HTTP/1.1 at once, and forgets."""
+    url = lab.url("{raw[tls-valid]}/")
+    target = client.ctx.session.target(url)
+    target.h2_only = True
+    result = await check(client, url)
+    assert result.ok and "http_version" not in (result.details or {}), result
+    assert not target.h2_only

@@ -350,7 +350,7 @@ async def test_reminders_and_a_recurring_window_survive_a_scheduler_kill(
     billing_events = await outbox_of(db, billing["id"])
     held_down = billing_events[2][2]
     assert window[0] <= parse_time(held_down["started_at"]) < window[1], held_down
-    note = f"Alert held while maintenance window '{WINDOW_NAME}'"
+    note = f"Alert held while maintenance window '{WINDOW_NAME}' was open"
     assert held_down["details"].get("note") == note, held_down
     (down_text,) = texts_of(fake_telegram, CHAT_BILLING, "DOWN")
     if len(said(down_text)) == 1:  # a message of its own (a combined one has a line per alert)

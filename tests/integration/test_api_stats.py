@@ -1,10 +1,11 @@
 """History and statistics through the API, against figures worked out here by hand.
 
 The fixtures are rows written straight into the database: monitors, their checks, the hourly
-rollups of those checks (built here, with this file's own histogram code), incidents, pauses and
-state rows. Checks older than eight days exist only as rollups, as after raw-check retention.
-Every expected figure below is plain arithmetic on the fixture, written out in the comments; the
-only thing taken from ``monitor/`` is the bucket layout, which is the storage contract.
+rollups of those checks (built here, with this file's own histogram code: every check counted,
+the latencies of the successful ones only), incidents, pauses and state rows. Checks older than
+eight days exist only as rollups, as after raw-check retention. Every expected figure below is
+plain arithmetic on the fixture, written out in the comments; the only thing taken from
+``monitor/`` is the bucket layout, which is the storage contract.
 
 Times hang off ``T0``, the database's ``now()`` when the fixture is written; the API's ``now``
 comes a little later, and every uptime answer says which it used (``to``), so figures that run
@@ -82,7 +83,8 @@ async def write_checks(db: asyncpg.Connection, monitor_id: int, checks: list[Che
         hours.setdefault(c.at.replace(minute=0, second=0, microsecond=0), []).append(c)
     rows = []
     for hour, group in hours.items():
-        latencies = [c.latency_ms for c in group if c.latency_ms is not None]
+        # A failed check's duration is not a response time.
+        latencies = [c.latency_ms for c in group if c.ok and c.latency_ms is not None]
         rows.append(
             (
                 monitor_id, hour, len(group), sum(c.ok for c in group), len(latencies),
@@ -333,9 +335,9 @@ async def test_stats_per_hour(api: ApiClient, fleet: Fleet) -> None:
         # 30, 40 in (25, 50]; 60, 70 in (50, 75]. p50: rank 2, the 2nd of 2 in (25, 50] -> 50.
         # p95: rank 3.8, 1.8 of 2 into (50, 75] -> 72.5, capped at the maximum 70.
         stat(day1 + 10 * H, 4, 1.0, 200 / 4, 50.0, 70.0, 70),
-        # Ten checks, eight up; nine latencies: 8 in (100, 150], 740 in (500, 750].
-        # p50: rank 4.5 -> 100 + 50 x 4.5/8 = 128.125. p95: rank 8.55 -> 500 + 250 x 0.55 = 637.5.
-        stat(day1 + 11 * H, 10, 0.8, (1000 + 740) / 9, 128.125, 637.5, 740),
+        # Ten checks, eight up: their latencies, 8 in (100, 150] (the 500 after 740 ms is not one).
+        # p50: rank 4 -> 100 + 50 x 4/8 = 125. p95: rank 7.6 -> 100 + 50 x 7.6/8 = 147.5, capped at 140.
+        stat(day1 + 11 * H, 10, 0.8, 1000 / 8, 125.0, 140.0, 140),
         # (12:00 had no checks: no item.) 3 in (0, 5], 8 in (5, 10].
         # p50: rank 1 -> 0 + 5 x 1/1 = 5. p95: rank 1.9 -> 5 + 5 x 0.9 = 9.5, capped at 8.
         stat(day1 + 13 * H, 2, 1.0, 11 / 2, 5.0, 8.0, 8),
@@ -360,11 +362,11 @@ async def test_stats_per_hour(api: ApiClient, fleet: Fleet) -> None:
 
 async def test_stats_per_day(api: ApiClient, fleet: Fleet) -> None:
     want = [
-        # day1 = the three hours above: 16 checks, 14 up; 15 latencies summing to 200 + 1740 + 11.
-        # Buckets: (0,5] 1, (5,10] 1, (25,50] 2, (50,75] 2, (100,150] 8, (500,750] 1.
-        # p50: rank 7.5, 6 below (100, 150] -> 100 + 50 x 1.5/8 = 109.375.
-        # p95: rank 14.25, 14 below (500, 750] -> 500 + 250 x 0.25 = 562.5.
-        stat(fleet.day1, 16, 14 / 16, 1951 / 15, 109.375, 562.5, 740),
+        # day1 = the three hours above: 16 checks, 14 up; their 14 latencies sum to 200 + 1000 + 11.
+        # Buckets: (0,5] 1, (5,10] 1, (25,50] 2, (50,75] 2, (100,150] 8.
+        # p50: rank 7, 6 below (100, 150] -> 100 + 50 x 1/8 = 106.25.
+        # p95: rank 13.3, 6 below (100, 150] -> 100 + 50 x 7.3/8 = 145.625, capped at 140.
+        stat(fleet.day1, 16, 14 / 16, 1211 / 14, 106.25, 140.0, 140),
         # day2: 200 in (150, 200], 250 in (200, 300], one timeout. p50: rank 1 -> 200.
         # p95: rank 1.9 -> 200 + 100 x 0.9 = 290, capped at 250.
         stat(fleet.day2, 3, 2 / 3, 450 / 2, 200.0, 250.0, 250),

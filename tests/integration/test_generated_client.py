@@ -47,11 +47,11 @@ def generated(api_server: MonitorProcess, tmp_path_factory: pytest.TempPathFacto
 
     document.write_bytes(asyncio.run(fetch()))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
-    # The generator knows no SVG or Atom: a user's client reads those answers as bytes.
+    # The generator knows no SVG, ICO or Atom: a user's client reads those answers as bytes.
     config = root / "config.yaml"
     config.write_text(
         "content_type_overrides:\n  image/svg+xml: application/octet-stream\n"
-        "  application/atom+xml: application/octet-stream\n"
+        "  image/x-icon: application/octet-stream\n  application/atom+xml: application/octet-stream\n"
     )
     done = subprocess.run(
         [GENERATOR, "generate", "--path", str(document), "--output-path", str(root / "monitor_client"),
@@ -170,6 +170,9 @@ async def test_every_operation_through_the_generated_client(
         await call("public.get_status_page_feed", "generated")
         await call("public.get_domain_page", status=404)
         await call("public.get_status_css")
+        await call("public.get_favicon_svg")
+        await call("public.get_favicon")
+        await call("public.get_robots_txt")
         badge = (await call("monitors.rotate_badge_token", target.id)).badge_url.rsplit("/", 1)[1]
         await call("public.get_status_badge", badge)
         await call("public.get_window_badge", badge, "uptime", "30d")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -20,7 +21,8 @@ from structlog.testing import capture_logs
 from support import free_port, wait_for
 from support.tcpproxy import TcpProxy
 
-from monitor.alerter.pacing import PREFIX, Bucket, SharedPacer
+from monitor.alerter.pacing import PREFIX, SharedPacer
+from monitor.channels.base import Bucket
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -63,7 +65,8 @@ def admin(connect: Connect) -> aioredis.Redis:
 
 
 async def _keys(client: aioredis.Redis) -> list[str]:
-    return sorted([k async for k in client.scan_iter(match=PREFIX + "*")])
+    """The pacing keys that expire (all but the epoch, which stays)."""
+    return sorted([k async for k in client.scan_iter(match=PREFIX + "*") if k != PREFIX + "epoch"])
 
 
 # -- N pacers, one limit ------------------------------------------------------------------
@@ -335,3 +338,121 @@ async def _shared_again(pacer: SharedPacer, other: SharedPacer, bucket: Bucket) 
         await asyncio.sleep(wait)
         return False
     return pacer.redis_available and await other.reserve([bucket]) > 0
+
+
+async def test_without_redis_the_pacer_remembers_what_redis_granted_it(connect: Connect) -> None:
+    upstream = urlsplit(_pacing_url())
+    proxy = await TcpProxy(upstream.hostname or "127.0.0.1", upstream.port or 6379).start()
+    try:
+        through = urlunsplit(upstream._replace(netloc=f"127.0.0.1:{proxy.port}"))
+        pacer = SharedPacer(connect(through), timeout=0.5, retry_interval=0.2)
+        bucket = Bucket("test:remembered", 2, 5.0)
+        assert await pacer.reserve([bucket]) == 0.0
+        assert await pacer.reserve([bucket]) == 0.0
+        assert pacer.redis_available
+        proxy.cut()
+        # In-process now, from this pacer's own two messages, not from an empty window.
+        assert 4.0 < await pacer.reserve([bucket]) <= 5.0
+        assert not pacer.redis_available
+    finally:
+        await proxy.close()
+
+
+# -- Redis without its data -------------------------------------------------------------------
+
+
+class Sent:
+    """What went where, as the deliveries table tells it (monitor/alerter/history.py): the
+    test records each message it had a grant for. ``asked``: how often it was asked."""
+
+    def __init__(self) -> None:
+        self.messages: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        self.known = True
+        self.asked = 0
+
+    def record(self, destination: str) -> None:
+        self.messages[destination].append((f"m{len(self.messages[destination])}", time.monotonic()))
+
+    def ids(self, destination: str) -> list[str]:
+        return [f"seed:{destination}:{message}" for message, _ in self.messages[destination]]
+
+    async def __call__(self, destination: str, seconds: float) -> list[tuple[str, float]] | None:
+        self.asked += 1
+        if not self.known:
+            return None
+        now = time.monotonic()
+        return [(message, now - at) for message, at in self.messages[destination] if now - at < seconds]
+
+
+async def test_a_window_lost_with_redis_data_is_seeded_before_the_next_message(
+    connect: Connect, admin: aioredis.Redis
+) -> None:
+    sent = Sent()
+    one, other = SharedPacer(connect(), history=sent), SharedPacer(connect(), history=sent)
+    bucket = Bucket("test:seeded", 3, 5.0)
+    for pacer in (one, other, one):
+        assert await pacer.reserve([bucket], destination="chat") == 0.0
+        sent.record("chat")
+
+    await admin.flushdb()  # as a restart of a Redis that keeps nothing
+    with capture_logs() as logs:
+        waits = await asyncio.gather(*(p.reserve([bucket], destination="chat") for p in (one, other)))
+
+    # Both know the three messages again, from the history, and neither sends a fourth.
+    assert all(4.0 < wait <= 5.0 for wait in waits), waits
+    assert sorted(await admin.zrange(one.window_key(bucket.key), 0, -1)) == sent.ids("chat")
+    assert [e["event"] for e in logs].count("pacing.redis_data_lost") == 2, logs
+
+
+async def test_seeding_adds_each_message_once_and_none_sent_since(
+    connect: Connect, admin: aioredis.Redis
+) -> None:
+    sent = Sent()
+    one = SharedPacer(connect(), history=sent)
+    bucket = Bucket("test:once", 10, 30.0)
+    for _ in range(2):
+        assert await one.reserve([bucket], destination="chat") == 0.0
+        sent.record("chat")
+
+    await admin.flushdb()
+    asked = sent.asked
+    assert await one.reserve([bucket], destination="chat") == 0.0  # seeds, then sends
+    sent.record("chat")
+    assert sent.asked == asked + 1
+    # A pacer that comes later seeds too: the two lost messages are there already, and the one
+    # sent since holds its own grant, so nothing is added twice.
+    late = SharedPacer(connect(), history=sent)
+    assert await late.reserve([bucket], destination="chat") == 0.0
+    members = await admin.zrange(one.window_key(bucket.key), 0, -1)
+    assert len(members) == 4, members
+    assert sorted(m for m in members if m.startswith("seed:")) == sent.ids("chat")[:2]
+    # Once seeded, a destination's messages cost no history query.
+    asked = sent.asked
+    for pacer in (one, late, one):
+        assert await pacer.reserve([bucket], destination="chat") == 0.0
+    assert sent.asked == asked
+
+
+async def test_a_destination_whose_history_is_unknown_waits(connect: Connect, admin: aioredis.Redis) -> None:
+    sent = Sent()
+    sent.known = False  # the database is away
+    pacer = SharedPacer(connect(), history=sent)
+    bucket = Bucket("test:unknown", 5, 10.0)
+    # A new epoch (the first reservation makes it): what went there in the last 10 s must be
+    # known first.
+    assert await pacer.reserve([bucket], destination="chat") > 0
+    assert await admin.zcard(pacer.window_key(bucket.key)) == 0
+    sent.known = True
+    assert await pacer.reserve([bucket], destination="chat") == 0.0
+
+
+async def test_blocks_are_set_again_after_redis_lost_its_data(
+    connect: Connect, admin: aioredis.Redis
+) -> None:
+    one, other = SharedPacer(connect()), SharedPacer(connect())
+    blocked, elsewhere = Bucket("test:held", 5, 1.0), Bucket("test:other", 5, 1.0)
+    assert await one.reserve([elsewhere]) == 0.0
+    await one.block(blocked.key, 3.0)
+    await admin.flushdb()
+    assert await one.reserve([elsewhere]) == 0.0  # one learns of the loss, and holds again
+    assert 2.0 < await other.reserve([blocked]) <= 3.0

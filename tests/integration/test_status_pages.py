@@ -252,7 +252,9 @@ async def test_incidents_are_listed_with_their_durations(site: Clients, shop: Sh
             for i in listed[1:]
         ),
     ]
-    assert [li.classes for li in items] == [{"ongoing"}] + [{"resolved"}] * 5
+    outage = {"incident-outage"}
+    assert [li.classes for li in items] == [{"ongoing", *outage}] + [{"resolved", *outage}] * 5
+    assert {(i["kind"], i["downtime_seconds"] == i["duration_seconds"]) for i in listed} == {("outage", True)}
 
 
 async def test_groups_by_tag_paused_and_maintenance(site: Clients, shop: Shop) -> None:

@@ -53,8 +53,9 @@ async def test_a_page_is_created_read_listed_changed_and_deleted(
     page = made.json
     assert made.headers["Location"] == f"/api/v1/status-pages/{page['id']}"
     assert {k: v for k, v in page.items() if k not in ("id", "created_at", "updated_at")} == {
-        "slug": "acme", "title": "Acme", "description": None, "logo_url": None, "domain": None,
-        "show_urls": False, "groups": [{"name": "Web", "monitor_ids": [monitor["id"]], "tags": []}],
+        "slug": "acme", "title": "Acme", "description": None, "logo_url": None, "favicon_url": None,
+        "domain": None, "show_urls": False,
+        "groups": [{"name": "Web", "monitor_ids": [monitor["id"]], "tags": []}],
         "url": f"{site.served.base_url}/status/acme",
     }  # fmt: skip
     assert (await site.api.get(f"/api/v1/status-pages/{page['id']}")).json == page
@@ -77,23 +78,23 @@ async def test_a_page_is_created_read_listed_changed_and_deleted(
     changed = await site.api.patch(
         f"/api/v1/status-pages/{page['id']}",
         json={"title": "Acme status", "description": "Line one\nline two", "logo_url": "https://cdn.example.com/l.png",
-              "domain": "Status.Example.COM.", "show_urls": True},
+              "favicon_url": "https://cdn.example.com/icon.svg", "domain": "Status.Example.COM.",
+              "show_urls": True},
     )  # fmt: skip
     assert changed.status == 200, changed
     body = changed.json
-    assert (body["title"], body["description"], body["logo_url"], body["domain"], body["show_urls"]) == (
-        "Acme status", "Line one\nline two", "https://cdn.example.com/l.png", "status.example.com", True,
+    assert (body["title"], body["description"], body["logo_url"], body["favicon_url"], body["domain"],
+            body["show_urls"]) == (
+        "Acme status", "Line one\nline two", "https://cdn.example.com/l.png", "https://cdn.example.com/icon.svg",
+        "status.example.com", True,
     )  # fmt: skip
     assert body["groups"] == page["groups"] and body["updated_at"] > page["updated_at"]
     # null removes what may be absent.
     cleared = await site.api.patch(
-        f"/api/v1/status-pages/{page['id']}", json={"description": None, "logo_url": None, "domain": None}
+        f"/api/v1/status-pages/{page['id']}",
+        json={"description": None, "logo_url": None, "favicon_url": None, "domain": None},
     )
-    assert (cleared.json["description"], cleared.json["logo_url"], cleared.json["domain"]) == (
-        None,
-        None,
-        None,
-    )
+    assert [cleared.json[f] for f in ("description", "logo_url", "favicon_url", "domain")] == [None] * 4
     assert cleared.json["title"] == "Acme status"
 
     assert (await site.api.delete(f"/api/v1/status-pages/{page['id']}")).status == 204
@@ -121,6 +122,10 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
     ("logo adding a source", {"logo_url": "https://a.example,img-src"}, "logo_url"),
     ("logo as a wildcard", {"logo_url": "https://*"}, "logo_url"),
     ("logo with a bad port", {"logo_url": "https://a.example:99999/l.png"}, "logo_url"),
+    # A favicon is held to the same rules (its origin joins the CSP's img-src too).
+    ("favicon over http", {"favicon_url": "http://cdn.example.com/icon.svg"}, "favicon_url"),
+    ("favicon adding a source", {"favicon_url": "https://a.example,img-src"}, "favicon_url"),
+    ("favicon with credentials", {"favicon_url": "https://u:p@cdn.example.com/i.png"}, "favicon_url"),
     ("domain with a scheme", {"domain": "https://status.example.com"}, "domain"),
     ("domain with a port", {"domain": "status.example.com:8080"}, "domain"),
     ("domain with a path", {"domain": "status.example.com/x"}, "domain"),

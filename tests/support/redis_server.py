@@ -3,7 +3,9 @@
 For tests that take Redis away from the processes under test without touching the shared
 server other tests use. The data lives in an append-only file under ``data_dir``
 (``--appendonly yes``, no RDB snapshots), so a stop and a start keep every stream, consumer
-group and pending entry, as a production Redis with AOF does across a restart.
+group and pending entry, as a production Redis with AOF does across a restart; with
+``keep_data=False`` nothing is written, and every start is an empty Redis (a cache-only
+server, or one whose disk was lost).
 """
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ from .waiting import wait_for
 
 
 class RedisServer:
-    def __init__(self, data_dir: Path, *, port: int | None = None, binary: str | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, *, port: int | None = None, binary: str | None = None, keep_data: bool = True
+    ) -> None:
         self.data_dir = data_dir
+        self.keep_data = keep_data
         self.port = port or free_port()
         found = binary or shutil.which("redis-server") or "/usr/bin/redis-server"
         self.binary = found
@@ -61,7 +66,7 @@ class RedisServer:
             "--bind", "127.0.0.1",
             "--dir", str(self.data_dir),
             "--save", "",
-            "--appendonly", "yes",
+            "--appendonly", "yes" if self.keep_data else "no",
             "--daemonize", "no",
             "--logfile", str(self.log_path),
         ]  # fmt: skip

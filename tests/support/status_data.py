@@ -29,23 +29,16 @@ async def hours_of_checks(
     latency_ms: float = 100.0,
 ) -> None:
     """One hourly rollup per hour in ``hours``: ``checks`` checks, ``up`` of them up (all by
-    default), each ``latency_ms`` long; then the monitor's daily rollups made from its hours."""
+    default), each of those ``latency_ms`` long (the rollups hold successful checks' latencies
+    only); then the monitor's daily rollups made from its hours."""
+    up = checks if up is None else up
     hist = [0] * rollups.N_BUCKETS
-    hist[rollups.bucket_of(latency_ms)] = checks
+    hist[rollups.bucket_of(latency_ms)] = up
     await db.executemany(
         """INSERT INTO checks_hourly (monitor_id, hour, checks, checks_up, latency_n, latency_sum,
                                       latency_max, latency_hist) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)""",
         [
-            (
-                monitor_id,
-                hour,
-                checks,
-                checks if up is None else up,
-                checks,
-                latency_ms * checks,
-                latency_ms,
-                hist,
-            )
+            (monitor_id, hour, checks, up, up, latency_ms * up, latency_ms if up else None, hist)
             for hour in hours
         ],
     )

@@ -36,6 +36,7 @@ def visible_texts(root: ET.Element) -> list[str]:
         ("degraded", ("degraded", "yellow")),
         ("down", ("down", "red")),
         ("paused", ("paused", "lightgrey")),
+        ("maintenance", ("maintenance", "blue")),
         (None, ("unknown", "lightgrey")),
         ("unknown", ("unknown", "lightgrey")),
         ("<b>", ("unknown", "lightgrey")),
@@ -99,6 +100,20 @@ def test_uptime_badge(percent: float | None, expected: tuple[str, str]) -> None:
 )
 def test_latency_badge(avg_ms: float | None, expected: tuple[str, str]) -> None:
     assert latency_badge(avg_ms) == expected
+
+
+@pytest.mark.parametrize(
+    ("avg_ms", "checked", "expected"),
+    [
+        (None, True, ("none", "lightgrey")),  # checked, never answered: no response time
+        (None, False, ("no data", "lightgrey")),  # not checked yet
+        (123.0, True, ("123 ms", "brightgreen")),
+    ],
+)
+def test_latency_badge_without_a_successful_check(
+    avg_ms: float | None, checked: bool, expected: tuple[str, str]
+) -> None:
+    assert latency_badge(avg_ms, checked) == expected
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
 """The scheduler's maintenance calendar (monitor/scheduler/calendar.py): which window a monitor
 is in, by id and by tag within its account, the one that closes last when several are open,
-spans that move with the clock; and ``load`` from the real table."""
+spans that move with the clock, each window's next edge and whom it covers; and ``load`` from
+the real table."""
 
 from __future__ import annotations
 
@@ -106,6 +107,38 @@ def test_replace_drops_what_it_no_longer_holds_and_skips_a_bad_rule() -> None:
     assert cal.replace([once(2, T0, T0 + H, monitor_ids=[8]), bad]) == 1
     assert cal.window_at(7, (), T0) is None
     assert cal.window_at(8, (), T0) is not None
+
+
+EDGES: list[tuple[str, dict[str, Any], datetime, datetime | None]] = [
+    # name, window, after, its next edge
+    ("once, before it", once(1, T0, T0 + H), T0 - H, T0),
+    ("once, at its start", once(1, T0, T0 + H), T0, T0 + H),
+    ("once, inside", once(1, T0, T0 + H), T0 + H / 2, T0 + H),
+    ("once, at its end: never again", once(1, T0, T0 + H), T0 + H, None),
+    ("daily, inside", daily(1, 12, 30), T0 + timedelta(minutes=10), T0 + timedelta(minutes=30)),
+    ("daily, after today's", daily(1, 12, 30), T0 + H, T0 + timedelta(days=1)),
+    ("daily, far past the horizon", daily(1, 12, 30), T0 + 3 * H, T0 + timedelta(days=1)),
+]
+
+
+@pytest.mark.parametrize(("row", "after", "expected"), [c[1:] for c in EDGES], ids=[c[0] for c in EDGES])
+def test_a_windows_next_edge(row: dict[str, Any], after: datetime, expected: datetime | None) -> None:
+    cal = calendar({**row, "monitor_ids": [7]})
+    assert cal.edge_after(1, after) == expected
+    assert cal.edges_after(after) == ({} if expected is None else {1: expected})
+
+
+def test_whom_a_window_covers() -> None:
+    cal = calendar(once(1, T0, T0 + H, monitor_ids=[7]), once(2, T0, T0 + H, tags=["db"]), accounts={8: A})
+    assert cal.reach(1) == (frozenset({7}), False) and cal.reach(2) == (frozenset(), True)
+    assert cal.reach(99) == (frozenset(), False)
+    assert cal.covers(1, 7, ()) and not cal.covers(1, 8, ["db"])
+    assert cal.covers(2, 9, ["db"], A) and not cal.covers(2, 9, ["db"], B)
+    assert cal.covers(2, 8, ["db"])  # its account read at load
+    assert not cal.covers(2, 9, ["db"])  # no account known
+    assert not cal.covers(2, 8, ["web"]) and not cal.covers(99, 7, ())
+    assert cal.touches(7, ()) and cal.touches(9, ["web", "db"])
+    assert not cal.touches(8, ["web"]) and not Calendar().touches(7, ["db"])
 
 
 async def test_load_reads_every_window_and_the_accounts_its_tags_reach(db: asyncpg.Connection) -> None:

@@ -14,9 +14,8 @@ import pytest
 from pydantic import SecretStr, ValidationError
 from support.fake_channels import _discord_errors
 
-from monitor.alerter.channels import REGISTRY, discord
-from monitor.alerter.channels.base import DeliveryError, Reply, SendContext, config_values
-from monitor.alerter.pacing import Bucket
+from monitor.channels import REGISTRY, discord
+from monitor.channels.base import Bucket, DeliveryError, Reply, SendContext, config_values
 from monitor.events import Event
 
 URL = "https://discord.com/api/webhooks/123456789012345678/XXXXsecretXXXX-token_abc"
@@ -367,7 +366,7 @@ def test_limits_five_per_two_seconds_and_thirty_a_minute() -> None:
 
 # -- the other kinds of events ----------------------------------------------------------------
 
-CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": "", "incident_id": 0, "cause": {}}
+CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": None, "incident_id": 0, "cause": {}}
 UNTIL = "<t:1767268800:f> (<t:1767268800:R>)"  # 2026-01-01T12:00:00Z
 
 

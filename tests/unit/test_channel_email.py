@@ -16,9 +16,9 @@ from pydantic import ValidationError
 from support import FakeSmtp
 from support.dns import DNSServer, dns_fixture  # noqa: F401  (the ``dns`` fixture)
 
-from monitor.alerter.channels import REGISTRY, email
-from monitor.alerter.channels import smtp as transport
-from monitor.alerter.channels.base import DeliveryError, SendContext
+from monitor.channels import REGISTRY, email
+from monitor.channels import smtp as transport
+from monitor.channels.base import DeliveryError, SendContext
 from monitor.events import Event
 from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver
@@ -600,6 +600,6 @@ def test_other_kinds(
 def test_a_sentence_the_first_line_says_is_not_repeated() -> None:
     mail = email.render(event("flapping", details={"changes": 6, "window_minutes": 20}))
     assert mail.text.count("alerts paused") == 1 and mail.html.count("alerts paused") == 1
-    held = email.render(event(details={"note": "Held during maintenance window 'Nightly'"}))
-    assert "\n\nHeld during maintenance window 'Nightly'\n\n" in held.text
-    assert "<p>Held during maintenance window &#x27;Nightly&#x27;</p>" in held.html
+    held = email.render(event(details={"note": "Alert held while maintenance window 'Nightly' was open"}))
+    assert "\n\nAlert held while maintenance window 'Nightly' was open\n\n" in held.text
+    assert "<p>Alert held while maintenance window &#x27;Nightly&#x27; was open</p>" in held.html

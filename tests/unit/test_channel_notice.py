@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 from support.fake_channels import _discord_errors, _slack_problem
 
-from monitor.alerter.channels import discord, email, ntfy, pagerduty, slack, telegram, webhook
-from monitor.alerter.channels.notice import KINDS, most_urgent, notice, summarize, tally
-from monitor.alerter.channels.text import Name, Time, escaper, plain, write
+from monitor.channels import discord, email, ntfy, pagerduty, slack, telegram, webhook
+from monitor.channels.notice import KINDS, most_urgent, notice, summarize, tally
+from monitor.channels.text import Name, Time, escaper, plain, write
 from monitor.events import SCHEMA_VERSION, Event, EventFormatError
+from monitor.scheduler.state import held_by_window, held_note
 
 START = "2026-01-01T10:00:00Z"
 AT = "2026-01-01T11:00:00Z"
@@ -60,10 +61,10 @@ def event(kind: str = "down", **overrides: Any) -> Event:
         "details": DETAILS.get(kind, {}),
     }
     if kind in CHECKER:
-        data.update(monitor_id=None, monitor_name="", monitor_url="", incident_id=0, cause={}, seq=None)
+        data.update(monitor_id=None, monitor_name="", monitor_url=None, incident_id=0, cause={}, seq=None)
         data.update(started_at=None, duration_seconds=180.0 if kind == "connectivity_restored" else None)
     if kind == "test":
-        data.update(monitor_id=None, monitor_url="", incident_id=0, started_at=None, cause={}, seq=None)
+        data.update(monitor_id=None, monitor_url=None, incident_id=0, started_at=None, cause={}, seq=None)
     data.update(overrides)
     return Event(**data)
 
@@ -200,11 +201,10 @@ def test_reminders_count(reminder: int, reminder_max: int | None, line: str, asi
     ],
 )
 def test_a_down_names_the_monitors_it_covers(covers: list[str], shown: str) -> None:
-    said = notice(
-        event("down", details={"covers": covers, "note": "Held during maintenance window 'Nightly'"})
-    )
+    note = held_note(held_by_window("Nightly"))
+    said = notice(event("down", details={"covers": covers, "note": note}))
     sentences = [plain(line.sentence()) for line in said.lines]
-    assert sentences[2:] == [shown, "Held during maintenance window 'Nightly'"]
+    assert sentences[2:] == [shown, "Alert held while maintenance window 'Nightly' was open"]
 
 
 def test_an_up_carries_its_note() -> None:

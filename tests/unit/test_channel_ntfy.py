@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from monitor.alerter.channels import REGISTRY, ntfy
-from monitor.alerter.channels.base import DeliveryError, Reply, SendContext
+from monitor.channels import REGISTRY, ntfy
+from monitor.channels.base import DeliveryError, Reply, SendContext
 from monitor.events import Event
 
 URL = "https://ntfy.example/alerts-Ops_1"
@@ -36,7 +36,7 @@ def event(kind: str = "down", **overrides: Any) -> Event:
         "seq": 4,
     }
     if kind == "test":
-        data.update(monitor_id=None, monitor_url="", incident_id=0, started_at=None, cause={}, seq=None)
+        data.update(monitor_id=None, monitor_url=None, incident_id=0, started_at=None, cause={}, seq=None)
     data.update(overrides)
     return Event(**data)
 

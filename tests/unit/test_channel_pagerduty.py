@@ -10,9 +10,9 @@ from typing import Any, cast
 import pytest
 from pydantic import ValidationError
 
-from monitor.alerter import channels as registry
-from monitor.alerter.channels import REGISTRY, pagerduty
-from monitor.alerter.channels.base import DeliveryError, Reply, SendContext
+from monitor import channels as registry
+from monitor.channels import REGISTRY, pagerduty
+from monitor.channels.base import DeliveryError, Reply, SendContext
 from monitor.events import Event
 
 KEY = "R0123456789abcdefABCDEF012345678"
@@ -45,7 +45,7 @@ def event(kind: str = "down", **overrides: Any) -> Event:
             seq=2,
         )
     if kind == "test":
-        data.update(monitor_id=None, monitor_url="", incident_id=0, started_at=None, cause={}, seq=None)
+        data.update(monitor_id=None, monitor_url=None, incident_id=0, started_at=None, cause={}, seq=None)
     data.update(overrides)
     return Event(**data)
 
@@ -110,7 +110,7 @@ def test_down_triggers_and_up_resolves_the_same_key() -> None:
             "shop.example",
         ),
         ({"monitor_url": "not a url"}, "HTTP 500", "<shop> & co"),
-        ({"monitor_url": ""}, "HTTP 500", "<shop> & co"),
+        ({"monitor_url": None}, "HTTP 500", "<shop> & co"),
     ],
 )
 def test_summary_and_source_limits(overrides: dict[str, Any], summary: str, source: str) -> None:
@@ -262,7 +262,7 @@ async def test_invalid_stored_settings_are_permanent_and_quiet() -> None:
 
 # -- the other kinds of events ----------------------------------------------------------------
 
-CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": "", "incident_id": 0, "cause": {}}
+CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": None, "incident_id": 0, "cause": {}}
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,8 @@ import pytest
 from pydantic import SecretStr, ValidationError
 from support.fake_channels import _slack_problem
 
-from monitor.alerter.channels import REGISTRY, slack
-from monitor.alerter.channels.base import DeliveryError, Reply, SendContext, config_values
-from monitor.alerter.pacing import Bucket
+from monitor.channels import REGISTRY, slack
+from monitor.channels.base import Bucket, DeliveryError, Reply, SendContext, config_values
 from monitor.events import Event
 
 URL = "https://hooks.slack.com/services/T0001/B0001/XXXXsecretXXXX"
@@ -335,7 +334,7 @@ def test_limits_one_message_a_second_per_webhook() -> None:
 
 # -- the other kinds of events ----------------------------------------------------------------
 
-CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": "", "incident_id": 0, "cause": {}}
+CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": None, "incident_id": 0, "cause": {}}
 
 
 @pytest.mark.parametrize(

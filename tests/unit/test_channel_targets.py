@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from monitor.alerter.channels import REGISTRY
-from monitor.alerter.channels.base import target_hosts
+from monitor.channels import REGISTRY
+from monitor.channels.base import target_hosts
 
 # Field names that say where a send goes, whatever the kind.
 WHERE = ("url", "host", "server", "endpoint", "api_base", "base_url")

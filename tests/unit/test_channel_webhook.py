@@ -14,9 +14,9 @@ import pytest
 from pydantic import ValidationError
 from support import sign_webhook
 
-from monitor.alerter.channels import REGISTRY, webhook
-from monitor.alerter.channels.base import DeliveryError, Reply, SendContext, config_values
-from monitor.alerter.channels.notice import KINDS
+from monitor.channels import REGISTRY, webhook
+from monitor.channels.base import DeliveryError, Reply, SendContext, config_values
+from monitor.channels.notice import KINDS
 from monitor.events import Event
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -40,7 +40,7 @@ def event(kind: str = "down", **overrides: Any) -> Event:
         "seq": 4,
     }
     if kind == "test":
-        data.update(monitor_id=None, monitor_url="", incident_id=0, started_at=None, cause={}, seq=None)
+        data.update(monitor_id=None, monitor_url=None, incident_id=0, started_at=None, cause={}, seq=None)
     data.update(overrides)
     return Event(**data)
 
@@ -319,7 +319,7 @@ async def test_send_posts_the_body_signed_and_retries_keep_the_id() -> None:
 CHECKER = {
     "monitor_id": None,
     "monitor_name": "",
-    "monitor_url": "",
+    "monitor_url": None,
     "incident_id": 0,
     "cause": {},
     "seq": None,

@@ -6,11 +6,10 @@ import time
 import pytest
 from support import wait_for
 
-from monitor.alerter.channels import telegram
-from monitor.alerter.channels.base import DeliveryError
 from monitor.alerter.dispatch import DestinationSender, Item, RetryPolicy, bounded_wait
-from monitor.alerter.pacing import Bucket
 from monitor.alerter.ratelimit import SlidingWindow
+from monitor.channels import telegram
+from monitor.channels.base import Bucket, DeliveryError
 from monitor.events import Event
 
 

@@ -28,7 +28,8 @@ OPERATIONS = {
 }
 PUBLIC = {("GET", p) for p in ("/api/v1/openapi.json", "/healthz", "/readyz", "/metrics")} | {
     (m, p) for m in ("GET", "POST") for p in ("/ping/{token}", "/ping/{token}/{kind}")
-} | {("GET", p) for p in ("/", "/static/status.css", "/status/{slug}", "/status/{slug}.json",
+} | {("GET", p) for p in ("/", "/static/status.css", "/static/favicon.svg", "/favicon.ico", "/robots.txt",
+                          "/status/{slug}", "/status/{slug}.json",
                           "/status/{slug}/feed.atom", "/badge/{token}/status.svg",
                           "/badge/{token}/{kind}/{window}.svg")}  # fmt: skip
 BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.MonitorUpdate,

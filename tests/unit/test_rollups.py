@@ -5,20 +5,22 @@ import pytest
 from monitor import rollups
 
 
-def test_add_counts_checks_and_latencies() -> None:
+def test_add_counts_every_check_and_the_latencies_of_successful_ones() -> None:
     r = rollups.Rollup()
     r.add(True, 12.0)
     r.add(False, None)
-    assert (r.checks, r.checks_up, r.latency_n, r.latency_sum, r.latency_max) == (2, 1, 1, 12.0, 12.0)
+    r.add(False, 0.4)  # a refused connection: how long it took to fail, not a response time
+    assert (r.checks, r.checks_up, r.latency_n, r.latency_sum, r.latency_max) == (3, 1, 1, 12.0, 12.0)
     assert sum(r.hist) == 1 and r.hist[rollups.bucket_of(12.0)] == 1
 
 
 def test_merge_adds_histograms() -> None:
     a, b = rollups.Rollup(), rollups.Rollup()
     a.add(True, 4.0)
-    b.add(False, 40.0)
+    b.add(True, 40.0)
+    b.add(False, 900.0)
     a.merge(b)
-    assert (a.checks, a.checks_up, a.latency_n, a.latency_max) == (2, 1, 2, 40.0)
+    assert (a.checks, a.checks_up, a.latency_n, a.latency_max) == (3, 2, 2, 40.0)
     assert sum(a.hist) == 2
 
 

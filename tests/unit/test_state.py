@@ -1,5 +1,6 @@
 """The state machine, row by row of the tables in its docstring, then scenarios of each rule
-and of each combination of maintenance, dependency and degraded with down and up."""
+and of each combination of maintenance, dependency and degraded with down and up; and the step
+at a window's edge, without a check (``edge``)."""
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -16,6 +17,8 @@ from monitor.scheduler.state import (
     Policy,
     State,
     Window,
+    edge,
+    held_note,
     step,
 )
 
@@ -270,3 +273,79 @@ def test_a_window_read_back_after_a_restart_is_the_same_window() -> None:
     for obs in (fail(window=active), ok(window=active)):
         _, outcome = step(restored, obs, Policy(confirm_after=2))
         assert not [a for a in outcome.alerts if a.kind.startswith("maintenance")], outcome
+
+
+# -- a window's edge, without a check --------------------------------------------------------
+
+HELD = "maintenance window 'Upgrade' was open"
+REMIND = Policy(confirm_after=2, remind_every=timedelta(minutes=10))
+LONG_AGO = T0 - timedelta(hours=1)
+
+
+@pytest.mark.parametrize(
+    ("before", "window", "policy", "told", "alerts"),
+    [
+        pytest.param(State("up"), ANNOUNCED, Policy(), "up",
+                     [Alert("maintenance_start", T1, {"window": "Upgrade", "until": "2026-01-01T01:00:00Z"})],
+                     id="opens-announced"),
+        pytest.param(State("up"), NIGHTLY, Policy(), "up", [], id="opens-quietly"),
+        pytest.param(State(), ANNOUNCED, Policy(), "up",
+                     [Alert("maintenance_start", T1, {"window": "Upgrade", "until": "2026-01-01T01:00:00Z"})],
+                     id="opens-before-a-first-check"),
+        pytest.param(State("up", window=ANNOUNCED), None, Policy(), "up",
+                     [Alert("maintenance_end", T1, {"window": "Upgrade"})], id="closes-announced"),
+        pytest.param(State("down", 2, T0, held=HELD, window=ANNOUNCED), None, Policy(), "down",
+                     [Alert("maintenance_end", T1, {"window": "Upgrade"}),
+                      Alert("down", T1, {"note": "Alert held while maintenance window 'Upgrade' was open"})],
+                     id="closes-with-the-held-down-told"),
+        pytest.param(State("down", 2, T0, held=HELD, window=NIGHTLY), None, Policy(), "down",
+                     [Alert("down", T1, {"note": "Alert held while maintenance window 'Upgrade' was open"})],
+                     id="closes-quietly-held-down-told"),
+        pytest.param(State("up", 1, T0, window=NIGHTLY), None, Policy(confirm_after=2), "up", [],
+                     id="closes-on-an-unconfirmed-failure"),
+        pytest.param(State("down", 2, T0, told="down", told_at=LONG_AGO, window=NIGHTLY), None, REMIND,
+                     "down", [Alert("remind", T1, {"reminder": 1, "reminder_max": None})],
+                     id="closes-with-a-held-reminder-due"),
+        pytest.param(State("down", 2, T0, told="down", told_at=T1, window=NIGHTLY), None, REMIND, "down", [],
+                     id="closes-before-a-reminder-is-due"),
+        pytest.param(State("degraded", slow=2, slow_since=T0, told="up", window=NIGHTLY), None, Policy(),
+                     "degraded", [Alert("degraded", T1, {"reason": None})], id="closes-with-a-held-degraded"),
+        pytest.param(State("down", 2, T0, told="down", told_at=T0), NIGHTLY, REMIND, "down", [],
+                     id="opens-on-a-told-down"),
+    ],
+)  # fmt: skip
+def test_edge_table(
+    before: State, window: Window | None, policy: Policy, told: str, alerts: list[Alert]
+) -> None:
+    state, outcome = edge(before, Observation(before.status != "down", T1, window=window), policy)
+    assert list(outcome.alerts) == alerts
+    assert outcome.changes == ()
+    # Nothing was checked: the status and its streaks stay.
+    kept = ("status", "failures", "streak_started_at", "successes", "recovering_since", "slow", "slow_since")
+    assert {k: getattr(state, k) for k in kept} == {k: getattr(before, k) for k in kept}
+    assert state.told == told and state.window == window
+    if told == "down" and before.told != "down":
+        assert state.held is None
+
+
+def test_an_edge_then_the_checks_tell_nothing_twice() -> None:
+    # Down inside an announced window: the window's edges say start, then end and the held
+    # down; the checks around them, which see the same windows, add nothing.
+    policy = Policy(confirm_after=2)
+    state, told = State("up"), []
+    state, outcome = edge(state, Observation(True, T0, window=ANNOUNCED), policy)
+    told += [a.kind for a in outcome.alerts]
+    for m in (1, 2, 3):
+        state, outcome = step(state, fail(T0 + timedelta(minutes=m), window=ANNOUNCED), policy)
+        told += [a.kind for a in outcome.alerts]
+    assert state.held == HELD
+    state, outcome = edge(state, Observation(False, T0 + timedelta(minutes=4)), policy)
+    told += [a.kind for a in outcome.alerts]
+    state, outcome = step(state, fail(T0 + timedelta(minutes=5)), policy)
+    told += [a.kind for a in outcome.alerts]
+    assert told == ["maintenance_start", "maintenance_end", "down"]
+
+
+def test_one_wording_of_a_held_alert() -> None:
+    assert held_note(HELD) == "Alert held while maintenance window 'Upgrade' was open"
+    assert held_note("Router was down") == "Alert held while Router was down"

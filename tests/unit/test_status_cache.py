@@ -1,6 +1,8 @@
-"""``Fresh``: one build per key at a time, served from cache for ``ttl``, stale while a
-background build runs for ``stale`` more, errors to waiters only when nothing can be served,
-``forget``, least recently used eviction, ``close``.
+"""``Fresh``: one build per key at a time, served from cache for ``ttl`` and never past it while
+the database answers (the next build begun ahead of the period's end, and waited for after
+it), the value before only while builds fail (for ``stale`` more) or one takes ``patience``,
+errors to waiters only when nothing can be served, ``forget``, least recently used eviction,
+``remaining``, ``close``.
 
 The clock is a fake one (a list of readings); builds are held on events and observed through
 queues, and every wait has a deadline: no test sleeps.
@@ -135,9 +137,10 @@ async def test_keys_build_apart(make: Make) -> None:
     [
         (0.0, "cached"),
         (TTL - 0.001, "cached"),
-        (TTL, "stale"),
-        (TTL + 1, "stale"),
-        (TTL + STALE - 0.001, "stale"),
+        # A period old: the new build is waited for, whatever the age (a quiet spell included).
+        (TTL, "waits"),
+        (TTL + 1, "waits"),
+        (TTL + STALE - 0.001, "waits"),
         (TTL + STALE, "waits"),
         (10 * (TTL + STALE), "waits"),
     ],
@@ -153,23 +156,89 @@ async def test_by_age(make: Make, age: float, expected: str) -> None:
         assert builder.calls == ["k"]
         return
     assert await next_of(builder.started) == 2
-    if expected == "stale":
-        # Answered at once with the old value while the one rebuild is held.
-        assert await within(asyncio.gather(*gets)) == ["k#1"] * 100
-        assert builder.calls == ["k", "k"]
-        assert await within(fresh.get("k")) == "k#1"
-        builder.release(2)
-        assert await next_of(builder.finished) == 2
-        assert await within(fresh.get("k")) == "k#2"
-    else:
-        assert not any(g.done() for g in gets)
-        builder.release(2)
-        assert await within(asyncio.gather(*gets)) == ["k#2"] * 100
+    assert not any(g.done() for g in gets)
+    builder.release(2)
+    assert await within(asyncio.gather(*gets)) == ["k#2"] * 100
     assert builder.calls == ["k", "k"]
     # The new value is fresh for another ttl.
     clock.advance(TTL - 0.001)
     assert await within(fresh.get("k")) == "k#2"
     assert builder.calls == ["k", "k"]
+
+
+async def held_build(fresh: Fresh[str, str], builder: Builder, clock: Clock, key: str, took: float) -> str:
+    """A first value of ``key`` whose build took ``took`` seconds of the clock."""
+    builder.hold = True
+    waiter = asyncio.create_task(fresh.get(key))
+    n = await next_of(builder.started)
+    clock.advance(took)
+    builder.release(n)
+    value = await within(waiter)
+    assert await next_of(builder.finished) == n
+    builder.hold = False
+    return value
+
+
+@pytest.mark.parametrize(
+    ("took", "age", "ahead"),
+    [
+        (1.0, TTL - 2.001, False),  # more than twice the last build's time before the end
+        (1.0, TTL - 2.0, True),
+        (1.0, TTL - 0.001, True),
+        (0.0, TTL - 0.001, False),  # a build that took no time is not begun ahead
+        (4.0, TTL / 2 - 0.001, False),  # never more than half the period ahead
+        (4.0, TTL / 2, True),
+    ],
+)
+async def test_the_next_build_begins_ahead_of_the_periods_end(
+    make: Make, took: float, age: float, ahead: bool
+) -> None:
+    fresh, builder, clock = make()
+    assert await held_build(fresh, builder, clock, "k", took) == "k#1"
+    clock.advance(age)
+    builder.hold = True
+    # Answered at once with the value of the period still running, whatever is begun.
+    assert await within(asyncio.gather(*(fresh.get("k") for _ in range(10)))) == ["k#1"] * 10
+    if not ahead:
+        assert builder.calls == ["k"]
+        return
+    assert await next_of(builder.started) == 2 and builder.calls == ["k", "k"]  # one, for them all
+    builder.release(2)
+    assert await next_of(builder.finished) == 2
+    assert await within(fresh.get("k")) == "k#2"
+    # Fresh for a period from its own end: past the old one's, no build, no wait.
+    clock.advance(TTL - age)
+    assert await within(fresh.get("k")) == "k#2" and builder.calls == ["k", "k"]
+
+
+async def test_a_build_is_waited_for_no_longer_than_patience(make: Make) -> None:
+    # A database that hangs: the request waits `patience` (real seconds here: 0.05), then is
+    # answered with the value before; so is every request once the build has run that long.
+    fresh, builder, clock = make(patience=0.05)
+    assert await first_value(fresh, builder, "k") == "k#1"
+    clock.advance(TTL)
+    builder.hold = True
+    assert await within(fresh.get("k")) == "k#1"
+    assert await next_of(builder.started) == 2
+    clock.advance(0.05)
+    gets = [asyncio.create_task(fresh.get("k")) for _ in range(10)]
+    assert await within(asyncio.gather(*gets)) == ["k#1"] * 10
+    assert builder.calls == ["k", "k"]
+    builder.release(2)
+    assert await next_of(builder.finished) == 2
+    assert await within(fresh.get("k")) == "k#2"
+
+
+@pytest.mark.parametrize(
+    ("age", "left"),
+    [(0.0, TTL), (2.5, TTL - 2.5), (TTL - 0.001, 0.001), (TTL, 0.0), (TTL + STALE + 1, 0.0)],
+)
+async def test_remaining_is_what_is_left_of_the_period(make: Make, age: float, left: float) -> None:
+    fresh, builder, clock = make()
+    assert fresh.remaining("k") == 0.0  # nothing built
+    assert await first_value(fresh, builder, "k") == "k#1"
+    clock.advance(age)
+    assert fresh.remaining("k") == pytest.approx(left)
 
 
 async def test_failure_reaches_waiters_when_nothing_is_cached(make: Make) -> None:
@@ -197,13 +266,18 @@ async def test_stale_value_served_when_refresh_fails(make: Make, caplog: pytest.
     assert await first_value(fresh, builder, "k") == "k#1"
     clock.advance(TTL)
     builder.fail = "database down"
+    # The build is waited for; it fails: the value before.
     assert await within(fresh.get("k")) == "k#1"
     assert await next_of(builder.finished) == 2
     # Still served; within `retry` of the failure without a new build, after it with one.
     assert await within(fresh.get("k")) == "k#1"
     assert len(builder.calls) == 2
+    # After it, a build is begun, and not waited for while the last one failed.
     clock.advance(RETRY)
+    builder.hold = True
     assert await within(fresh.get("k")) == "k#1"
+    builder.release(3)
+    builder.hold = False
     assert await next_of(builder.finished) == 3
     clock.advance(STALE - RETRY - 0.001)
     assert await within(fresh.get("k")) == "k#1"
@@ -295,10 +369,10 @@ async def test_least_recently_used_evicted(make: Make, max_keys: int, asked: str
 
 async def test_close_cancels_running_builds(make: Make) -> None:
     fresh, builder, clock = make()
-    assert await first_value(fresh, builder, "stale") == "stale#1"
-    clock.advance(TTL)
+    assert await held_build(fresh, builder, clock, "ahead", 1.0) == "ahead#1"
+    clock.advance(TTL - 0.001)  # the next build is begun ahead
     builder.hold = True
-    assert await within(fresh.get("stale")) == "stale#1"  # its rebuild runs in the background
+    assert await within(fresh.get("ahead")) == "ahead#1"  # its rebuild runs in the background
     assert await next_of(builder.started) == 2
     waiter = asyncio.create_task(fresh.get("k"))
     assert await next_of(builder.started) == 3

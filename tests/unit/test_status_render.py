@@ -18,7 +18,7 @@ import pytest
 
 from monitor import times
 from monitor.api.uptime import Uptime
-from monitor.status.render import CSS_URL, as_json, atom, html
+from monitor.status.render import CSS_URL, FAVICON_ICO_URL, FAVICON_URL, as_json, atom, html
 from monitor.status.view import DAY, DAYS, WINDOWS, PageData, build, days_until
 
 H = timedelta(hours=1)
@@ -63,6 +63,7 @@ def page_data(now: datetime = NOW, incidents: bool = True) -> PageData:
             "title": TITLE,
             "description": DESCRIPTION,
             "logo_url": LOGO,
+            "favicon_url": None,
             "show_urls": False,
             "groups": [{"name": GROUP, "monitor_ids": [API], "tags": ["edge"]}],
         },
@@ -174,6 +175,11 @@ def test_nothing_executable_nothing_inline() -> None:
     # The only image is the logo, and the only stylesheet the static one.
     assert [n.attrs["src"] for n in tree().all("img")] == [LOGO]
     assert [n.attrs["href"] for n in tree().all("link") if n.attrs["rel"] == "stylesheet"] == [CSS_URL]
+    # A page that names no favicon has the default one, as ICO and SVG.
+    assert [n.attrs["href"] for n in tree().all("link") if n.attrs["rel"] == "icon"] == [
+        FAVICON_ICO_URL,
+        FAVICON_URL,
+    ]
 
 
 @pytest.mark.parametrize(
@@ -212,6 +218,13 @@ def having(tag: str, attr: str, value: str) -> Node:
 )  # fmt: skip
 def test_hostile_attributes_are_whole(select: Callable[[], Node], attr: str, expected: str) -> None:
     assert select().attrs[attr] == expected
+
+
+def test_a_page_without_a_description_is_described_by_its_title() -> None:
+    # What search engines show under the link (Lighthouse counts a page without one a failure).
+    plain = parse(html({**MODEL, "description": None}, BASE))
+    [meta] = [n for n in plain.all("meta") if n.attrs.get("name") == "description"]
+    assert meta.attrs["content"] == f"{TITLE} status: whether each service is up, its uptime and incidents"
 
 
 def test_hostile_names_elsewhere() -> None:

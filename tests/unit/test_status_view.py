@@ -195,6 +195,7 @@ def page_data(
             "title": "Acme",
             "description": "Our services",
             "logo_url": None,
+            "favicon_url": None,
             "show_urls": show_urls,
             "groups": groups
             if groups is not None

@@ -8,8 +8,8 @@ import pytest
 from aioresponses import aioresponses
 from pydantic import SecretStr
 
-from monitor.alerter.channels import telegram
-from monitor.alerter.channels.base import DeliveryError
+from monitor.channels import telegram
+from monitor.channels.base import DeliveryError
 from monitor.events import Event
 
 TOKEN = "123456:SECRET-token"

@@ -32,7 +32,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from yarl import URL
 
-from monitor.alerter.channels.base import (
+from monitor.channels.base import (
+    Bucket,
     ChannelKind,
     DeliveryError,
     Reply,
@@ -41,9 +42,8 @@ from monitor.alerter.channels.base import (
     retry_after,
     secret_url,
 )
-from monitor.alerter.channels.notice import notice
-from monitor.alerter.channels.text import clip, describe_cause, plain, when
-from monitor.alerter.pacing import Bucket
+from monitor.channels.notice import notice
+from monitor.channels.text import clip, describe_cause, plain, when
 from monitor.events import Event
 
 DEFAULT_URL = "https://events.pagerduty.com/v2/enqueue"
@@ -147,7 +147,7 @@ def _source(event: Event) -> str:
 
 
 def _links(event: Event) -> list[dict[str, str]]:
-    if event.monitor_url.startswith(("http://", "https://")):
+    if event.monitor_url and event.monitor_url.startswith(("http://", "https://")):
         return [{"href": event.monitor_url, "text": "Monitored URL"}]
     return []
 
@@ -158,7 +158,9 @@ def trigger(event: Event, route: Route) -> dict[str, Any]:
     said = notice(event)
     details: dict[str, Any] = {}
     if event.monitor_id is not None:
-        details.update(monitor=event.monitor_name, url=event.monitor_url)
+        details["monitor"] = event.monitor_name
+        if event.monitor_url:
+            details["url"] = event.monitor_url
     if event.cause:
         details.update(
             cause=describe_cause(event.cause),

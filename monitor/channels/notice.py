@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from monitor.alerter.channels.text import (
+from monitor.channels.text import (
     Name,
     Text,
     Time,
@@ -67,9 +67,10 @@ class Notice:
     a PagerDuty summary); ``brief``: the event as one line of a combined message, without icon;
     ``state``: how things stand after it, for a summary of old alerts ("DOWN since ...");
     ``tag``: a word or two in capitals for a subject ("DOWN"); ``aside``: a figure a subject may
-    add ("after 5m"); ``url``: the monitor's URL when the event is about a monitor (None: a
-    test message, the checker); ``incident``: the event's ``incident_id`` names an outage (a
-    down, its reminders, its up), rather than nothing or another record (a degradation's).
+    add ("after 5m"); ``url``: the monitor's URL when the event is about a monitor that has one
+    (None: a heartbeat, a test message, the checker); ``incident``: the event's ``incident_id``
+    names an outage (a down, its reminders, its up), rather than nothing or another record (a
+    degradation's).
     """
 
     kind: str

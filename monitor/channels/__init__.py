@@ -1,7 +1,7 @@
 """Alert channels: one module per kind, each registered here.
 
 A kind is one module with a settings model, a pure renderer and a send function
-(:class:`~monitor.alerter.channels.base.ChannelKind`); adding one is that module and one
+(:class:`~monitor.channels.base.ChannelKind`); adding one is that module and one
 line in ``_KINDS``. The API validates channels against the registry's models, the
 scheduler names each event's destinations with it, and the alerter sends through it.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from monitor.alerter.channels import discord, email, ntfy, pagerduty, slack, telegram, webhook
-from monitor.alerter.channels.base import ChannelKind
+from monitor.channels import discord, email, ntfy, pagerduty, slack, telegram, webhook
+from monitor.channels.base import ChannelKind
 
 _KINDS: tuple[ChannelKind, ...] = (
     telegram.KIND,

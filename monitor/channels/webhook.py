@@ -31,7 +31,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from monitor import __version__
-from monitor.alerter.channels.base import (
+from monitor.channels.base import (
+    Bucket,
     ChannelKind,
     DeliveryError,
     Reply,
@@ -39,8 +40,7 @@ from monitor.alerter.channels.base import (
     classify,
     without_url,
 )
-from monitor.alerter.channels.notice import notice
-from monitor.alerter.pacing import Bucket
+from monitor.channels.notice import notice
 from monitor.events import Event
 from monitor.net.policy import InvalidTarget, parse_target_url
 from monitor.net.target import FRAMING_HEADERS
@@ -206,7 +206,6 @@ def event_body(event: Event) -> dict[str, Any]:
     figures (a reminder's number, a degradation's reason...), ``{}`` for none.
     """
     test = event.kind == "test"
-    about_monitor = not test and event.monitor_id is not None
     body: dict[str, Any] = {
         "type": TYPES.get(event.kind, f"monitor.{event.kind}"),
         "version": PAYLOAD_VERSION,
@@ -214,7 +213,7 @@ def event_body(event: Event) -> dict[str, Any]:
         "seq": event.seq,
         "at": event.at,
         "monitor": {"id": event.monitor_id, "name": event.monitor_name, "url": event.monitor_url}
-        if about_monitor
+        if event.about_monitor
         else None,
         "incident_id": event.incident_id if notice(event).incident and event.incident_id else None,
         "started_at": event.started_at,

@@ -39,7 +39,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, field_validator
 
 from monitor import __version__
-from monitor.alerter.channels.base import (
+from monitor.channels.base import (
+    Bucket,
     ChannelKind,
     DeliveryError,
     Reply,
@@ -48,9 +49,8 @@ from monitor.alerter.channels.base import (
     retry_after,
     without_url,
 )
-from monitor.alerter.channels.notice import Level, Notice, most_urgent, notice, summarize, tally
-from monitor.alerter.channels.text import clip, format_duration, lead, plain, when
-from monitor.alerter.pacing import Bucket
+from monitor.channels.notice import Level, Notice, most_urgent, notice, summarize, tally
+from monitor.channels.text import clip, format_duration, lead, plain, when
 from monitor.events import Event
 from monitor.net.policy import InvalidTarget, parse_target_url
 

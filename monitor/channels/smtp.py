@@ -18,7 +18,7 @@ from email.message import EmailMessage
 
 import aiosmtplib
 
-from monitor.alerter.channels.base import DeliveryError
+from monitor.channels.base import DeliveryError
 from monitor.net.client import clip_error
 from monitor.net.policy import BlockedTarget, InvalidTarget, IPAddress
 from monitor.net.resolver import ResolutionError, VettedResolver

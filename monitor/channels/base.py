@@ -11,6 +11,7 @@ for every kind.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,7 +24,6 @@ from pydantic import BaseModel, SecretStr
 from monitor.net.policy import InvalidTarget, parse_target_url
 
 if TYPE_CHECKING:
-    from monitor.alerter.pacing import Bucket
     from monitor.config import Settings
     from monitor.net.client import HttpSession
     from monitor.net.policy import AddressPolicy
@@ -51,6 +51,32 @@ class DestinationMoved(DeliveryError):
     def __init__(self, message: str, *, moved_to: str) -> None:
         super().__init__(message, permanent=False)
         self.moved_to = moved_to
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """At most ``count`` messages in any ``per`` seconds for ``key``.
+
+    E.g. a Telegram chat: ``Bucket("telegram:chat:<id>", 1, 1.05)``; a Telegram group:
+    ``Bucket("telegram:group:<id>", 20, 61)``; a bot: ``Bucket("telegram:bot:<id>", 30, 1)``;
+    a Discord webhook: 5 per 2 s; a Slack webhook: 1 per 1 s.
+    """
+
+    key: str
+    count: int
+    per: float
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            raise ValueError("a bucket needs a key")
+        if self.count < 1:
+            raise ValueError(f"bucket {self.key!r}: count must be at least 1, not {self.count}")
+        if not self.per > 0:
+            raise ValueError(f"bucket {self.key!r}: per must be positive, not {self.per}")
+
+    @property
+    def window_us(self) -> int:
+        return math.ceil(self.per * 1_000_000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +171,7 @@ Send = Callable[[SendContext, Mapping[str, Any], Any], Awaitable[float | None]]
 
 @dataclass(frozen=True)
 class ChannelKind:
-    """One kind of alert channel on the registry (``monitor.alerter.channels.REGISTRY``).
+    """One kind of alert channel on the registry (``monitor.channels.REGISTRY``).
 
     ``config``: the settings the API validates and stores (fields named in ``secrets`` are
     sealed at rest and masked in answers). ``compose(events, *, max_age, now)``: the payload for

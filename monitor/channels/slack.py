@@ -27,7 +27,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-from monitor.alerter.channels.base import (
+from monitor.channels.base import (
+    Bucket,
     ChannelKind,
     Reply,
     SendContext,
@@ -35,8 +36,8 @@ from monitor.alerter.channels.base import (
     secret_url,
     without_url,
 )
-from monitor.alerter.channels.notice import Notice, notice, summarize, tally
-from monitor.alerter.channels.text import (
+from monitor.channels.notice import Notice, notice, summarize, tally
+from monitor.channels.text import (
     clip,
     escaper,
     format_duration,
@@ -46,7 +47,6 @@ from monitor.alerter.channels.text import (
     when,
     write,
 )
-from monitor.alerter.pacing import Bucket
 from monitor.events import Event
 
 MAX_BLOCKS = 50
@@ -155,7 +155,7 @@ def render(event: Event) -> dict[str, Any]:
     blocks = [_header(_headline(said))]
     if text or fields:
         blocks.append(_section(text, fields))
-    if said.url is not None and event.monitor_id is not None:
+    if event.about_monitor:
         incident = f" · incident #{event.incident_id}" if said.incident and event.incident_id else ""
         blocks.append(_context(f"Monitor #{event.monitor_id}{incident}"))
     fallback = f"{said.icon} " + write(said.gist, escape, limit=MAX_FALLBACK - len(said.icon) - 1)

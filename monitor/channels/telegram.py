@@ -17,12 +17,11 @@ from typing import Any, ClassVar
 import aiohttp
 from pydantic import BaseModel, ConfigDict, SecretStr, field_validator
 
-from monitor.alerter.channels.base import ChannelKind, DeliveryError, DestinationMoved, SendContext
-from monitor.alerter.channels.notice import notice, summarize, tally
-from monitor.alerter.channels.text import clip as _clip
-from monitor.alerter.channels.text import escaper, format_duration, lead, write
-from monitor.alerter.channels.text import when as _when
-from monitor.alerter.pacing import Bucket
+from monitor.channels.base import Bucket, ChannelKind, DeliveryError, DestinationMoved, SendContext
+from monitor.channels.notice import notice, summarize, tally
+from monitor.channels.text import clip as _clip
+from monitor.channels.text import escaper, format_duration, lead, write
+from monitor.channels.text import when as _when
 from monitor.events import Event
 
 MAX_MESSAGE = 4096

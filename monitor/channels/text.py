@@ -2,7 +2,7 @@
 text whose names and times are marked (:data:`Text`), which each kind writes in its own
 markup (HTML, mrkdwn, Markdown, plain text) with :func:`write`, escaping every piece itself.
 
-What an event says is :mod:`monitor.alerter.channels.notice`.
+What an event says is :mod:`monitor.channels.notice`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Email over SMTP: settings, a pure renderer (event to subject, plain text and HTML), and a
-thin send through :mod:`monitor.alerter.channels.smtp`.
+thin send through :mod:`monitor.channels.smtp`.
 
 The SMTP host is the user's, so it is a target like a monitor's URL: resolved and judged by
 the alerter's ``VettedResolver`` (the SSRF policy, ``MONITOR_ALLOW_CIDRS``), the vetted
@@ -42,11 +42,10 @@ from pydantic import (
 )
 
 from monitor import logging as mlog
-from monitor.alerter.channels import smtp
-from monitor.alerter.channels.base import ChannelKind, DeliveryError, SendContext
-from monitor.alerter.channels.notice import Level, notice, summarize
-from monitor.alerter.channels.text import clip, format_duration, lead, plain, stale_count, when
-from monitor.alerter.pacing import Bucket
+from monitor.channels import smtp
+from monitor.channels.base import Bucket, ChannelKind, DeliveryError, SendContext
+from monitor.channels.notice import Level, notice, summarize
+from monitor.channels.text import clip, format_duration, lead, plain, stale_count, when
 from monitor.events import Event
 from monitor.names import name_problem
 from monitor.net.policy import InvalidTarget, literal_address, parse_target_url

@@ -32,7 +32,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from yarl import URL
 
-from monitor.alerter.channels.base import (
+from monitor.channels.base import (
+    Bucket,
     ChannelKind,
     DeliveryError,
     Reply,
@@ -42,9 +43,8 @@ from monitor.alerter.channels.base import (
     secret_url,
     without_url,
 )
-from monitor.alerter.channels.notice import Level, Line, Notice, notice, summarize, tally
-from monitor.alerter.channels.text import format_duration, link_target, stale_count, when, write
-from monitor.alerter.pacing import Bucket
+from monitor.channels.notice import Level, Line, Notice, notice, summarize, tally
+from monitor.channels.text import format_duration, link_target, stale_count, when, write
 from monitor.events import Event
 
 MAX_EMBEDS = 10
@@ -144,7 +144,7 @@ def _timestamp(value: str | None) -> str:
 
 
 def _footer(event: Event, said: Notice) -> dict[str, str] | None:
-    if said.url is None or event.monitor_id is None:
+    if not event.about_monitor:
         return None
     incident = f" · incident #{event.incident_id}" if said.incident and event.incident_id else ""
     return {"text": f"Monitor #{event.monitor_id}{incident}"}

@@ -1,0 +1,161 @@
+"""``monitor accounts`` and ``monitor keys``: accounts made, listed and deleted, API keys made,
+listed and revoked (monitor/accounts.py does the work)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import click
+
+from monitor.cli_support import JSON_OPTION, load_settings, print_rows, time_text, with_connection
+
+
+@click.group("accounts")
+def accounts_group() -> None:
+    """Manage accounts (every monitor, channel and key belongs to one)."""
+
+
+@accounts_group.command("create")
+@click.argument("name")
+def accounts_create(name: str) -> None:
+    """Create the account NAME."""
+    from monitor import accounts
+
+    settings = load_settings("database_url")
+
+    try:
+        account_id = asyncio.run(with_connection(settings, lambda conn: accounts.create_account(conn, name)))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"database unreachable: {exc}") from None
+    click.echo(f"created account {name!r} (id {account_id})")
+
+
+@accounts_group.command("delete")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Really delete it: without this flag, only say what would go.")
+def accounts_delete(name: str, yes: bool) -> None:
+    """Delete the account NAME and everything in it, for good.
+
+    Its monitors (with their state, incidents and rollups), alert channels, API keys, status
+    pages and maintenance windows go in one transaction, and the schedulers stop checking its
+    monitors at once. Raw checks age out with MONITOR_RETENTION_DAYS. Refused without --yes,
+    saying what it would delete.
+    """
+    from monitor import accounts
+
+    settings = load_settings("database_url")
+
+    async def work(conn: Any) -> accounts.Contents | None:
+        if not yes:
+            return await accounts.account_contents(conn, name)
+        return await accounts.delete_account(conn, name)
+
+    try:
+        held = asyncio.run(with_connection(settings, work))
+    except OSError as exc:
+        raise click.ClickException(f"database unreachable: {exc}") from None
+    if held is None:
+        raise click.ClickException(f"no account named {name!r}")
+    if not yes:
+        raise click.ClickException(
+            f"account {name!r} (id {held.id}) holds {held.summary()}; "
+            "nothing was deleted: add --yes to delete it and all of that for good"
+        )
+    click.echo(f"deleted account {name!r} (id {held.id}) and {held.summary()}")
+
+
+@accounts_group.command("list")
+@JSON_OPTION
+def accounts_list(as_json: bool) -> None:
+    """List accounts: id, name, created, monitors, active keys."""
+    from monitor import accounts
+
+    settings = load_settings("database_url")
+    try:
+        found = asyncio.run(with_connection(settings, accounts.list_accounts))
+    except OSError as exc:
+        raise click.ClickException(f"database unreachable: {exc}") from None
+    columns = {"id": "ID", "name": "NAME", "created_at": "CREATED", "monitors": "MONITORS",
+               "active_keys": "ACTIVE KEYS"}  # fmt: skip
+    print_rows(found, columns, as_json=as_json, none="no accounts (monitor accounts create NAME)")
+
+
+@click.group("keys")
+def keys_group() -> None:
+    """Manage API keys (the API manages further keys of the same account: /api/v1/keys)."""
+
+
+@keys_group.command("create")
+@click.option("--account", "account_name", required=True, help="Name of the account the key acts for.")
+@click.option("--name", "key_name", default="", help="A label to recognise the key by.")
+def keys_create(account_name: str, key_name: str) -> None:
+    """Create an API key and print it once (only its hash is stored)."""
+    from monitor import accounts
+
+    settings = load_settings("database_url")
+
+    async def work(conn: Any) -> accounts.NewKey:
+        account_id = await accounts.account_id_by_name(conn, account_name)
+        if account_id is None:
+            raise click.ClickException(f"no account named {account_name!r} (monitor accounts create NAME)")
+        return await accounts.create_key(conn, account_id, key_name)
+
+    try:
+        new = asyncio.run(with_connection(settings, work))
+    except OSError as exc:
+        raise click.ClickException(f"database unreachable: {exc}") from None
+    click.echo(new.key)
+    click.echo(f"(key id {new.id} of account {account_name!r}; it is shown only this once)", err=True)
+
+
+@keys_group.command("list")
+@click.option("--account", "account_name", default=None, help="Only the keys of this account.")
+@JSON_OPTION
+def keys_list(account_name: str | None, as_json: bool) -> None:
+    """List API keys, revoked ones too: id, account, name, prefix, created, last used, revoked.
+
+    Keys are stored as SHA-256 hashes: a key itself is shown only when it is created.
+    """
+    from monitor import accounts
+
+    settings = load_settings("database_url")
+
+    async def work(conn: Any) -> list[accounts.Key]:
+        account_id = None
+        if account_name is not None:
+            account_id = await accounts.account_id_by_name(conn, account_name)
+            if account_id is None:
+                raise click.ClickException(f"no account named {account_name!r} (monitor accounts list)")
+        return await accounts.list_keys(conn, account_id)
+
+    try:
+        found = asyncio.run(with_connection(settings, work))
+    except OSError as exc:
+        raise click.ClickException(f"database unreachable: {exc}") from None
+    columns = {"id": "ID", "account": "ACCOUNT", "name": "NAME", "prefix": "PREFIX", "created_at": "CREATED",
+               "last_used_at": "LAST USED", "revoked_at": "REVOKED"}  # fmt: skip
+    print_rows(found, columns, as_json=as_json, none="no keys (monitor keys create --account NAME)")
+
+
+@keys_group.command("revoke")
+@click.argument("key_id", metavar="ID", type=click.IntRange(1, 2**63 - 1))
+def keys_revoke(key_id: int) -> None:
+    """Revoke the API key ID (see monitor keys list): requests with it get 401 from now on."""
+    from monitor import accounts
+
+    settings = load_settings("database_url")
+    try:
+        found = asyncio.run(with_connection(settings, lambda conn: accounts.revoke_key(conn, key_id)))
+    except OSError as exc:
+        raise click.ClickException(f"database unreachable: {exc}") from None
+    if found is None:
+        raise click.ClickException(f"no key with id {key_id} (monitor keys list)")
+    key, newly = found
+    what = f"key {key.id} ({key.prefix}, {key.name!r} of account {key.account!r})"
+    if newly:
+        click.echo(f"revoked {what}")
+    else:
+        click.echo(f"{what} was revoked already, at {time_text(key.revoked_at)}")

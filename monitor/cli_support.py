@@ -1,0 +1,90 @@
+"""What the ``monitor`` commands share: the settings (a bad or missing one stops the command
+with a message naming it), the stores one command opens and closes, and rows printed as a
+table or as JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Coroutine, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from monitor import config
+
+
+def load_settings(*required: str) -> config.Settings:
+    try:
+        settings = config.load()
+        settings.require(*required)
+        return settings
+    except config.ConfigError as exc:
+        raise click.ClickException(f"configuration: {exc}") from None
+
+
+async def with_connection(settings: config.Settings, work: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
+    from monitor import db
+
+    conn = await db.connect(settings.dsn)
+    try:
+        return await work(conn)
+    finally:
+        await conn.close()
+
+
+async def with_redis(settings: config.Settings, work: Callable[..., Coroutine[Any, Any, Any]]) -> Any:
+    from monitor import redisconn
+
+    redis = redisconn.from_settings(settings, socket_timeout=10, socket_connect_timeout=5)
+    try:
+        return await work(redis)
+    finally:
+        await redis.aclose()
+
+
+async def with_stores(settings: config.Settings, work: Callable[..., Coroutine[Any, Any, Any]]) -> Any:
+    from monitor import db
+
+    pool = await db.create_pool(settings.dsn, min_size=0, max_size=2)
+    try:
+        return await with_redis(settings, lambda redis: work(redis, pool))
+    finally:
+        await pool.close()
+
+
+def time_text(value: datetime | None, *, precise: bool = False) -> str | None:
+    """RFC 3339 in UTC: whole seconds for a table, as stored for JSON."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat(timespec="auto" if precise else "seconds").replace("+00:00", "Z")
+
+
+def print_rows(items: Sequence[Any], columns: dict[str, str], *, as_json: bool, none: str) -> None:
+    """Dataclass ``items`` as a JSON array (every field; times RFC 3339) or a table of ``columns``
+    (field -> heading; an absent value shows as "-")."""
+    if as_json:
+        plain = [dataclasses.asdict(item) for item in items]
+        click.echo(json.dumps([{k: time_text(v, precise=True) if isinstance(v, datetime) else v
+                                for k, v in fields.items()} for fields in plain], indent=2))  # fmt: skip
+        return
+    if not items:
+        click.echo(none)
+        return
+    cells = [list(columns.values())]
+    for item in items:
+        values = [getattr(item, field) for field in columns]
+        cells.append([_cell(v) for v in values])
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    for row in cells:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, datetime):
+        return time_text(value) or "-"
+    return "-" if value is None else str(value)
+
+
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print a JSON array instead of a table.")

@@ -1,0 +1,141 @@
+"""The house's floors: which packages of ``monitor/`` may import which.
+
+Arrows point down only. From the bottom:
+
+- **ground**: modules that know no process (``config``, ``models``, ``events``, ``db``,
+  ``secrets``, ``names``, ``times``, ...), and the plugins and the network guard every process
+  shares (``checks/``, ``channels/``, ``net/``);
+- **domain** (``domain/``): what a user may do with a resource, for every face;
+- **processes** (``scheduler/``, ``alerter/``, ``worker/``): each on its own, none imports another;
+- **faces** (``api/``, ``status/``, ``dashboard/``): what people and scripts see; ``status/`` (the
+  public pages) and ``dashboard/`` are served by the api but know nothing of its handlers;
+- **entry points** (``cli``, its command groups ``cli_*``, ``__main__``): may import anything.
+
+An AST walk of every module (imports inside functions count too: they are arrows all the same)
+checks each import against these rules. ``KNOWN`` holds the arrows that broke the rules when the
+test was written; each is mended by issue 27 and then taken out of the list, and the test also
+fails on an entry that no longer occurs, so the list can only shrink.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2] / "monitor"
+
+# Top-level names under monitor/ by floor; a module not named here is ground.
+PROCESSES = frozenset({"scheduler", "alerter", "worker"})
+FACES = frozenset({"api", "status", "dashboard"})
+ENTRY = frozenset({"cli", "__main__"})
+DOMAIN = frozenset({"domain"})
+# What each face may import besides the floors below it: the api serves the public pages and
+# the dashboard.
+FACE_MAY_USE = {"api": frozenset({"status", "dashboard"})}
+
+# Arrows that broke the rules when this test was written (importing module -> imported module).
+KNOWN: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("monitor.config", "monitor.scheduler.connectivity"),
+        ("monitor.models", "monitor.scheduler.state"),
+        ("monitor.status.data", "monitor.api.maintenance"),
+        ("monitor.status.data", "monitor.api.uptime"),
+        ("monitor.status.service", "monitor.api.uptime"),
+        ("monitor.status.view", "monitor.api.uptime"),
+    }
+)
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports(path: Path) -> Iterator[str]:
+    """Every module ``path`` imports, absolute, wherever in the file the import is."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                yield ".".join(base + ([node.module] if node.module else []))
+            elif node.module:
+                yield node.module
+
+
+def floor(module: str) -> tuple[str, str]:
+    """(floor, top-level package) of a ``monitor.*`` module."""
+    top = module.split(".")[1] if "." in module else ""
+    if top in ENTRY or top.startswith("cli_"):  # cli.py and the modules of its command groups
+        return "entry", top
+    if top in FACES:
+        return "face", top
+    if top in PROCESSES:
+        return "process", top
+    if top in DOMAIN:
+        return "domain", top
+    return "ground", top
+
+
+RANK = {"ground": 0, "domain": 1, "process": 2, "face": 2, "entry": 3}
+
+
+def allowed(importer: str, imported: str) -> bool:
+    (floor_a, top_a), (floor_b, top_b) = floor(importer), floor(imported)
+    if top_a == top_b or floor_a == "entry":
+        return True
+    if floor_b in ("process", "face"):
+        # Processes and faces are each on their own: none imports another, but for what a face
+        # is allowed to serve.
+        return floor_a == "face" and top_b in FACE_MAY_USE.get(top_a, frozenset())
+    return RANK[floor_b] <= RANK[floor_a]
+
+
+def arrows() -> set[tuple[str, str]]:
+    found = set()
+    for path in sorted(ROOT.rglob("*.py")):
+        importer = module_name(path)
+        for imported in imports(path):
+            if imported == "monitor" or imported.startswith("monitor."):
+                found.add((importer, imported))
+    return found
+
+
+def test_no_arrow_points_up_or_across() -> None:
+    broken = sorted(a for a in arrows() if not allowed(*a) and a not in KNOWN)
+    assert not broken, "imports against the floors (see this module's docstring):\n" + "\n".join(
+        f"  {a} -> {b}" for a, b in broken
+    )
+
+
+def test_known_breaks_are_taken_out_once_mended() -> None:
+    gone = sorted(KNOWN - arrows())
+    assert not gone, "mended: take these out of KNOWN:\n" + "\n".join(f"  {a} -> {b}" for a, b in gone)
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported", "ok"),
+    [
+        ("monitor.config", "monitor.models", True),
+        ("monitor.config", "monitor.scheduler.state", False),
+        ("monitor.domain.monitors", "monitor.checks", True),
+        ("monitor.domain.monitors", "monitor.api.errors", False),
+        ("monitor.scheduler.writer", "monitor.alerter", False),
+        ("monitor.scheduler.writer", "monitor.domain.monitors", True),
+        ("monitor.api.public", "monitor.status.service", True),
+        ("monitor.status.data", "monitor.api.uptime", False),
+        ("monitor.api.monitors", "monitor.scheduler.cluster", False),
+        ("monitor.cli", "monitor.scheduler.service", True),
+        ("monitor.checks.http", "monitor.net.client", True),
+    ],
+)
+def test_rules(importer: str, imported: str, ok: bool) -> None:
+    assert allowed(importer, imported) is ok
