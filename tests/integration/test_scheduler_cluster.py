@@ -62,11 +62,13 @@ async def test_two_schedulers_share_and_take_over(
     assert [(m["name"], m["state"]) for m in status] == [("sched-a", "live"), ("sched-b", "live")], status
     assert sum(m["monitors"] for m in status) == 40 and all(m["lease_left_s"] > 0 for m in status)
 
-    # SIGKILL a: its share moves to b once its lease lapsed.
+    # SIGKILL a: its share moves to b once its lease lapsed. How soon is a figure of
+    # bench/reactions.py (takeover_after_kill_s, about a lease and a renewal); the bound here
+    # is ten leases, room for a loaded machine, short of the 30 s of a periodic reconcile.
     a.send_signal(signal.SIGKILL)
     killed = time.time()
-    await wait_for(lambda: _all_checked(db, ids, killed + float(LEASE)), timeout=20, message=lambda: b.tail())
-    assert time.time() - killed < 2 * float(LEASE) + 8
+    await wait_for(lambda: _all_checked(db, ids, killed + float(LEASE)), timeout=30, message=lambda: b.tail())
+    assert time.time() - killed < 10 * float(LEASE)
 
     # A new member started, then stopped by SIGTERM: it hands its share back at once.
     c = await procs.start("scheduler", env={**CLUSTER_ENV, "MONITOR_SCHEDULER_NAME": "sched-c"})
