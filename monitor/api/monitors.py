@@ -44,9 +44,9 @@ from monitor.api.schemas import (
     validate_create,
 )
 from monitor.api.schemas_locations import patch_problem
-from monitor.api.uptime import uptimes
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks.heartbeat import new_token
+from monitor.domain.uptime import uptimes
 from monitor.secrets import SecretBox, open_monitor_secrets, seal_monitor_secrets
 
 log = mlog.get(__name__)

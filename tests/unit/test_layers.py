@@ -42,9 +42,6 @@ KNOWN: frozenset[tuple[str, str]] = frozenset(
         ("monitor.config", "monitor.scheduler.connectivity"),
         ("monitor.models", "monitor.scheduler.state"),
         ("monitor.status.data", "monitor.api.maintenance"),
-        ("monitor.status.data", "monitor.api.uptime"),
-        ("monitor.status.service", "monitor.api.uptime"),
-        ("monitor.status.view", "monitor.api.uptime"),
     }
 )
 
