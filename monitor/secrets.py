@@ -34,6 +34,8 @@ import asyncpg
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 MARK: Final = "enc:v1:"
+# What a secret reads as in any answer. Sent back in a change where a secret is stored, it keeps it.
+MASK: Final = "********"
 SETTING: Final = "MONITOR_SECRET_KEY"
 HOW_TO_MAKE_ONE: Final = "make one with `monitor secrets generate-key`"
 # 32 bytes in url-safe base64, as Fernet.generate_key() writes them. Fernet itself takes more

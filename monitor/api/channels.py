@@ -5,7 +5,7 @@ kind names as secrets (webhook URLs that are credentials, signing secrets, passw
 are sealed with ``MONITOR_SECRET_KEY`` before they are stored and read back as ``********``;
 a secret the API generates (a webhook's signing secret) is shown once, in the answer that
 created it. Where a channel sends (a webhook's URL, an SMTP host: its kind's ``targets``) is
-judged when it is made or changed, exactly as a monitor's target is (``monitor.api.targets``):
+judged when it is made or changed, exactly as a monitor's target is (``monitor.domain.targets``):
 400 ``target_blocked`` naming ``config.<field>``, nothing written.
 """
 
@@ -18,15 +18,15 @@ import asyncpg
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from monitor.api.context import POOL, SECRET_BOX
+from monitor.api.context import POOL, RESOLVER, SECRET_BOX
 from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
 from monitor.api.params import decode_cursor, int_param, json_object, next_page, path_id, rfc3339
 from monitor.api.schemas import ChannelCreate, ChannelPatch
 from monitor.api.schemas_http import MASK
-from monitor.api.targets import vet_host
 from monitor.channels import REGISTRY as CHANNEL_KINDS
 from monitor.channels.base import ChannelKind, config_values, target_hosts
+from monitor.domain.targets import vet_host
 from monitor.events import SCHEMA_VERSION
 
 SELECT = """
@@ -154,7 +154,7 @@ def _stored(
 
 async def _vet(request: web.Request, targets: list[tuple[str, str]]) -> None:
     for name, host in targets:
-        await vet_host(request, host, f"config.{name}")
+        await vet_host(request.app[RESOLVER], host, f"config.{name}")
 
 
 def _patched(

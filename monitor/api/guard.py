@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from monitor import accounts
 from monitor.api.context import POOL, SETTINGS
 from monitor.api.errors import ApiError
+from monitor.domain.context import Actor
 from monitor.probes import new_registry
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -25,6 +26,12 @@ KEY = "key_id"
 
 def account_id(request: web.Request) -> int:
     return int(request[ACCOUNT])
+
+
+def actor(request: web.Request) -> Actor:
+    """Who asks, for the domain's operations: the authenticated key, acting for its account (as
+    its owner, until keys carry a role of their own)."""
+    return Actor(account_id(request), key_id=request[KEY], address=request.remote)
 
 
 @web.middleware

@@ -32,6 +32,8 @@ PROCESSES = frozenset({"scheduler", "alerter", "worker"})
 FACES = frozenset({"api", "status", "dashboard"})
 ENTRY = frozenset({"cli", "__main__"})
 DOMAIN = frozenset({"domain"})
+# What the domain layer never imports (its operations take plain values, not requests).
+WEB_FRAMEWORKS = frozenset({"aiohttp", "jinja2"})
 # What each face may import besides the floors below it: the api serves the public pages and
 # the dashboard.
 FACE_MAY_USE = {"api": frozenset({"status", "dashboard"})}
@@ -116,6 +118,18 @@ def test_no_arrow_points_up_or_across() -> None:
 def test_known_breaks_are_taken_out_once_mended() -> None:
     gone = sorted(KNOWN - arrows())
     assert not gone, "mended: take these out of KNOWN:\n" + "\n".join(f"  {a} -> {b}" for a, b in gone)
+
+
+def test_the_domain_imports_no_web_framework() -> None:
+    """Every face calls the domain; none of them may be assumed by it (the CLI has no aiohttp
+    request, the dashboard no JSON API)."""
+    found = sorted(
+        (module_name(path), name)
+        for path in sorted((ROOT / "domain").rglob("*.py"))
+        for name in imports(path)
+        if name.split(".")[0] in WEB_FRAMEWORKS
+    )
+    assert not found, found
 
 
 @pytest.mark.parametrize(
