@@ -20,7 +20,6 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 from monitor import __version__
 from monitor.api import responses as out
 from monitor.api import schemas
-from monitor.api import schemas_maintenance as maint
 from monitor.api import schemas_status as pages
 from monitor.api.context import SETTINGS
 from monitor.api.history import BUCKETS
@@ -30,6 +29,7 @@ from monitor.api.schemas_http import DEFAULT_HTTP_MAX_BODY_BYTES
 from monitor.api.schemas_locations import LOCATION as LOCATION_NAME
 from monitor.checks.heartbeat import MAX_BODY_BYTES as MAX_PING_BODY_BYTES
 from monitor.config import Settings
+from monitor.domain.schemas import maintenance as maint
 
 REF = "#/components/schemas/{model}"
 JSON = "application/json"

@@ -42,6 +42,14 @@ def path_id(request: web.Request, name: str = "id", what: str = "monitor") -> in
     return int(raw)
 
 
+def body_target_id(request: web.Request, name: str = "id") -> int:
+    """The path's id for an operation that judges its body before it looks the object up (a
+    PATCH): 0, which no object has, for an id that cannot exist, so the operation answers a bad
+    body first and then 404, as it does for an id that does not exist."""
+    raw = request.match_info[name]
+    return int(raw) if _digits(raw) and 0 < int(raw) <= MAX_ID else 0
+
+
 async def json_object(request: web.Request) -> dict[str, Any]:
     try:
         body = await request.json()

@@ -17,9 +17,9 @@ from pydantic.json_schema import SkipJsonSchema
 
 from monitor.api.schemas_http import MASK, Method
 from monitor.api.schemas_locations import LOCATIONS_DOC, QUORUM_DOC
-from monitor.api.schemas_maintenance import MonitorWindow, SummaryMaintenance
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks.assertions import Assertion
+from monitor.domain.schemas.maintenance import MonitorWindow, SummaryMaintenance
 
 
 class _Out(BaseModel):
@@ -137,7 +137,7 @@ class _MonitorBase(_Out):
     last_check: LastCheck | None
     created_at: datetime
     updated_at: datetime
-    # Maintenance windows (monitor/api/maintenance.py): in the answers about one monitor.
+    # Maintenance windows (monitor/domain/maintenance.py): in the answers about one monitor.
     maintenance: list[MonitorWindow] | SkipJsonSchema[None] = Field(
         None, description="the maintenance windows that apply to it by id or tag (not in lists)"
     )

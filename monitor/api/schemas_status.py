@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field, StrictBool, field_validator
 
 from monitor.api.schemas import TagName, _Body
-from monitor.api.schemas_maintenance import MonitorId, _Out
+from monitor.domain.schemas.common import MonitorId
+from monitor.domain.schemas.common import Out as _Out
 
 MAX_GROUPS = 20
 MAX_GROUP_MONITORS = 200

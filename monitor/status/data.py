@@ -21,7 +21,7 @@ from typing import Any
 
 import asyncpg
 
-from monitor.api.maintenance import rule_of
+from monitor.domain.maintenance import rule_of
 from monitor.domain.uptime import HOUR, Records, ceil_hour, uptime_of, window_spans
 from monitor.maintenance import active_at, next_after
 from monitor.status.view import DAY, WINDOWS, PageData, days_until, per_day

@@ -43,7 +43,6 @@ KNOWN: frozenset[tuple[str, str]] = frozenset(
     {
         ("monitor.config", "monitor.scheduler.connectivity"),
         ("monitor.models", "monitor.scheduler.state"),
-        ("monitor.status.data", "monitor.api.maintenance"),
     }
 )
 
