@@ -29,6 +29,7 @@ from monitor.api.schemas_http import DEFAULT_HTTP_MAX_BODY_BYTES
 from monitor.api.schemas_locations import LOCATION as LOCATION_NAME
 from monitor.checks.heartbeat import MAX_BODY_BYTES as MAX_PING_BODY_BYTES
 from monitor.config import Settings
+from monitor.domain.schemas import channels as chan
 from monitor.domain.schemas import maintenance as maint
 
 REF = "#/components/schemas/{model}"
@@ -38,14 +39,14 @@ JSON = "application/json"
 
 _PATCHES: list[type[BaseModel]] = list(schemas.PATCH_BODIES.values())
 _REQUESTS: list[type[BaseModel]] = [
-    schemas.MonitorCreate, schemas.MonitorUpdate, *_PATCHES, schemas.ChannelCreate, schemas.ChannelPatch,
+    schemas.MonitorCreate, schemas.MonitorUpdate, *_PATCHES, chan.ChannelCreate, chan.ChannelPatch,
     schemas.KeyCreate,
 ]  # fmt: skip
 MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     *((m, "validation") for m in _REQUESTS),
     *((m, "serialization") for m in (out.Error, out.Health, out.Monitor, out.MonitorList, out.CheckList,
                                      out.IncidentList, out.Uptime, out.UptimeWindows, out.Stats,
-                                     out.Summary, out.Channel, out.ChannelList, out.Accepted, out.Key,
+                                     out.Summary, chan.Channel, chan.ChannelList, chan.Accepted, out.Key,
                                      out.NewKey, out.KeyList)),
     (maint.MaintenanceCreate, "validation"), (maint.MaintenancePatch, "validation"),
     (maint.MaintenanceWindow, "serialization"), (maint.MaintenanceWindowList, "serialization"),
@@ -93,7 +94,7 @@ def _components(limits: Limits) -> tuple[dict[str, Any], dict[str, dict[str, Any
     found = top["$defs"]
     patches: list[type[BaseModel]] = [
         *_PATCHES,
-        schemas.ChannelPatch,
+        chan.ChannelPatch,
         maint.MaintenancePatch,
         pages.StatusPagePatch,
     ]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
-from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import SkipJsonSchema
@@ -351,29 +350,6 @@ class Summary(_Out):
     by_status: ByStatus
     down: list[DownMonitor] = Field(description="longest down first, at most 100")
     maintenance: SummaryMaintenance = Field(description="windows open now, and the next to open")
-
-
-class Channel(_Out):
-    id: int
-    kind: str = Field(description="the channel's kind: one of ChannelCreate's")
-    name: str
-    config: dict[str, Any] = Field(
-        description="the kind's settings (see ChannelCreate); secrets read back as ********, "
-        "except a generated one in the answer that created the channel"
-    )
-    monitors: int = Field(description="how many monitors the channel is attached to")
-    created_at: datetime
-    updated_at: datetime
-
-
-class ChannelList(_Out):
-    items: list[Channel]
-    next_cursor: str | None
-
-
-class Accepted(_Out):
-    event_id: UUID
-    status: Literal["queued"]
 
 
 class Key(_Out):

@@ -39,8 +39,6 @@ from monitor.api.schemas_http import (
     TlsVerify,
 )
 from monitor.api.schemas_locations import QUORUM_DOC, Locations, Quorum, check_quorum, unlocated
-from monitor.channels import REGISTRY as CHANNEL_KINDS
-from monitor.channels.base import ChannelKind
 from monitor.channels.telegram import parse_chat_id
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks import Check
@@ -421,43 +419,6 @@ class MonitorUpdate(RootModel[Any]):
     each optional. Documentation only: the handler validates against the monitor's own type."""
 
     root: Union[tuple(PATCH_BODIES.values())]  # type: ignore[valid-type]  # noqa: UP007
-
-
-def _channel_create(kind: ChannelKind) -> type[BaseModel]:
-    """The body that creates a channel of one kind: its ``kind`` tag, a name, its settings."""
-    model: type[BaseModel] = create_model(
-        f"{kind.config.__name__.removesuffix('Settings')}ChannelCreate",
-        __base__=_Body,
-        __doc__=f"A channel of kind {kind.name!r} ({kind.title}).",
-        kind=(Literal[kind.name], ...),  # type: ignore[arg-type]
-        name=(Name, ...),
-        config=(kind.config, ...),
-    )
-    return model
-
-
-_CHANNEL_BODIES = tuple(_channel_create(kind) for kind in CHANNEL_KINDS.values())
-
-
-class ChannelCreate(RootModel[Any]):
-    """An alert channel: ``kind`` selects the shape of ``config``."""
-
-    root: Annotated[Union[_CHANNEL_BODIES], Field(discriminator="kind")]  # type: ignore[valid-type]  # noqa: UP007
-
-
-class ChannelPatch(_Body):
-    """``config`` replaces the channel's settings, checked against its kind; a secret sent back
-    as ``********`` or left out keeps the stored one."""
-
-    name: Name | None = None
-    config: dict[str, Any] | None = None
-
-    @field_validator("name", "config", mode="before")
-    @classmethod
-    def _not_null(cls, value: Any) -> Any:
-        if value is None:
-            raise ValueError("may not be null")
-        return value
 
 
 class KeyCreate(_Body):

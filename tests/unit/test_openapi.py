@@ -17,6 +17,7 @@ from monitor.api import openapi, schemas, schemas_status
 from monitor.api.app import create_app
 from monitor.api.schemas_http import MASK
 from monitor.config import Settings
+from monitor.domain.schemas import channels as channel_schemas
 from monitor.domain.schemas import maintenance as schemas_maintenance
 
 MIN_INTERVAL = 30.0
@@ -35,7 +36,7 @@ PUBLIC = {("GET", p) for p in ("/api/v1/openapi.json", "/healthz", "/readyz", "/
                           "/badge/{token}/{kind}/{window}.svg")}  # fmt: skip
 BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.MonitorUpdate,
           **{m.__name__: m for m in (*schemas.CREATE_BODIES.values(), *schemas.PATCH_BODIES.values())},
-          "ChannelCreate": schemas.ChannelCreate, "ChannelPatch": schemas.ChannelPatch,
+          "ChannelCreate": channel_schemas.ChannelCreate, "ChannelPatch": channel_schemas.ChannelPatch,
           "KeyCreate": schemas.KeyCreate, "MaintenanceCreate": schemas_maintenance.MaintenanceCreate,
           "MaintenancePatch": schemas_maintenance.MaintenancePatch,
           "StatusPageCreate": schemas_status.StatusPageCreate,
