@@ -19,14 +19,12 @@ from monitor.api.errors import from_validation
 from monitor.api.schemas import render_status_ranges
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks import Check
+from monitor.domain.status_pages import BADGE_PATH as BADGE_PATH  # the monitors' handlers read it here
 from monitor.domain.targets import vet_host
 from monitor.net.policy import parse_target_url
 
 # Where a heartbeat monitor's pings go (monitor/api/pings.py): this and its token.
 PING_PATH = "/ping/"
-# Where a monitor's badges are (monitor/api/public.py): this, its badge token, then
-# /status.svg, /uptime/<window>.svg or /response/<window>.svg.
-BADGE_PATH = "/badge/"
 
 
 def public_base(request: web.Request) -> str:

@@ -20,7 +20,6 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 from monitor import __version__
 from monitor.api import responses as out
 from monitor.api import schemas
-from monitor.api import schemas_status as pages
 from monitor.api.context import SETTINGS
 from monitor.api.history import BUCKETS
 from monitor.api.monitors import STATUSES, UPTIME_INCLUDES
@@ -31,6 +30,7 @@ from monitor.checks.heartbeat import MAX_BODY_BYTES as MAX_PING_BODY_BYTES
 from monitor.config import Settings
 from monitor.domain.schemas import channels as chan
 from monitor.domain.schemas import maintenance as maint
+from monitor.domain.schemas import status_pages as pages
 
 REF = "#/components/schemas/{model}"
 JSON = "application/json"

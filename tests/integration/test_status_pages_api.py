@@ -20,7 +20,7 @@ from support.inprocess import (  # noqa: F401
 )
 
 from monitor import accounts
-from monitor.api import status_pages
+from monitor.domain import status_pages
 from monitor.status.service import PUBLIC
 
 pytestmark = pytest.mark.timeout(60)
