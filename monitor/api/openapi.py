@@ -29,6 +29,7 @@ from monitor.api.schemas_locations import LOCATION as LOCATION_NAME
 from monitor.checks.heartbeat import MAX_BODY_BYTES as MAX_PING_BODY_BYTES
 from monitor.config import Settings
 from monitor.domain.schemas import channels as chan
+from monitor.domain.schemas import keys as key_models
 from monitor.domain.schemas import maintenance as maint
 from monitor.domain.schemas import status_pages as pages
 
@@ -40,14 +41,14 @@ JSON = "application/json"
 _PATCHES: list[type[BaseModel]] = list(schemas.PATCH_BODIES.values())
 _REQUESTS: list[type[BaseModel]] = [
     schemas.MonitorCreate, schemas.MonitorUpdate, *_PATCHES, chan.ChannelCreate, chan.ChannelPatch,
-    schemas.KeyCreate,
+    key_models.KeyCreate,
 ]  # fmt: skip
 MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     *((m, "validation") for m in _REQUESTS),
     *((m, "serialization") for m in (out.Error, out.Health, out.Monitor, out.MonitorList, out.CheckList,
                                      out.IncidentList, out.Uptime, out.UptimeWindows, out.Stats,
-                                     out.Summary, chan.Channel, chan.ChannelList, chan.Accepted, out.Key,
-                                     out.NewKey, out.KeyList)),
+                                     out.Summary, chan.Channel, chan.ChannelList, chan.Accepted,
+                                     key_models.Key, key_models.NewKey, key_models.KeyList)),
     (maint.MaintenanceCreate, "validation"), (maint.MaintenancePatch, "validation"),
     (maint.MaintenanceWindow, "serialization"), (maint.MaintenanceWindowList, "serialization"),
     (pages.StatusPageCreate, "validation"), (pages.StatusPagePatch, "validation"),

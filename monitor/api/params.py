@@ -10,7 +10,6 @@ from typing import Any
 from aiohttp import web
 
 from monitor import times
-from monitor.api.context import POOL
 from monitor.api.errors import ApiError
 from monitor.domain import paging
 from monitor.domain.paging import MAX_ID
@@ -136,18 +135,6 @@ def decode_cursor(request: web.Request, shape: tuple[type, ...]) -> list[Any] | 
 def limit_param(request: web.Request) -> int:
     """``?limit=``: how many items a page of a listing holds."""
     return int_param(request, "limit", paging.DEFAULT_LIMIT, 1, paging.MAX_LIMIT)
-
-
-async def account_page(request: web.Request, table: str, account: int) -> tuple[Sequence[Any], str | None]:
-    """One page (``?limit=``, ``?cursor=``) of ``table``'s rows of ``account``, by id: the
-    rows, and the cursor of the next page (None on the last)."""
-    return await paging.account_page(
-        request.app[POOL],
-        f"SELECT * FROM {table} t",
-        account,
-        limit_param(request),
-        request.query.get("cursor"),
-    )
 
 
 rfc3339 = times.rfc3339_or_none

@@ -350,20 +350,3 @@ class Summary(_Out):
     by_status: ByStatus
     down: list[DownMonitor] = Field(description="longest down first, at most 100")
     maintenance: SummaryMaintenance = Field(description="windows open now, and the next to open")
-
-
-class Key(_Out):
-    id: int
-    name: str
-    prefix: str = Field(description="the key's first characters, to tell keys apart")
-    created_at: datetime
-    revoked_at: datetime | None
-
-
-class NewKey(Key):
-    key: str = Field(description="the secret, shown only in this answer")
-
-
-class KeyList(_Out):
-    items: list[Key]
-    next_cursor: str | None

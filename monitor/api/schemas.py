@@ -419,7 +419,3 @@ class MonitorUpdate(RootModel[Any]):
     each optional. Documentation only: the handler validates against the monitor's own type."""
 
     root: Union[tuple(PATCH_BODIES.values())]  # type: ignore[valid-type]  # noqa: UP007
-
-
-class KeyCreate(_Body):
-    name: str = Field("", max_length=100)
