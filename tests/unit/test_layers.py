@@ -20,6 +20,7 @@ fails on an entry that no longer occurs, so the list can only shrink.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -117,6 +118,23 @@ def test_no_arrow_points_up_or_across() -> None:
 def test_known_breaks_are_taken_out_once_mended() -> None:
     gone = sorted(KNOWN - arrows())
     assert not gone, "mended: take these out of KNOWN:\n" + "\n".join(f"  {a} -> {b}" for a, b in gone)
+
+
+# Faces whose resources have their domain module: they parse, call an operation and answer.
+THIN = ("api/channels.py", "api/maintenance.py", "api/status_pages.py", "api/keys.py", "cli_accounts.py")
+_SQL = re.compile(r"\b(SELECT\s.+\sFROM|INSERT INTO|UPDATE\s+\w+\s.*SET|DELETE FROM)\b", re.S)
+
+
+@pytest.mark.parametrize("path", THIN)
+def test_a_thin_face_holds_no_sql(path: str) -> None:
+    tree = ast.parse((ROOT / path).read_text())
+    found = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _SQL.search(node.value)
+    ]
+    drivers = [name for name in imports(ROOT / path) if name.split(".")[0] == "asyncpg"]
+    assert not found and not drivers, (found, drivers)
 
 
 def test_the_domain_imports_no_web_framework() -> None:
