@@ -103,7 +103,7 @@ def keys_group() -> None:
 
 @keys_group.command("create")
 @click.option("--account", "account_name", required=True, help="Name of the account the key acts for.")
-@click.option("--name", "key_name", default="", help="A label to recognise the key by.")
+@click.option("--name", "key_name", default="", help="A label to know the key by (at most 100 characters).")
 def keys_create(account_name: str, key_name: str) -> None:
     """Create an API key and print it once (only its hash is stored)."""
     from monitor.domain import accounts, keys
