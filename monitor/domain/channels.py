@@ -24,7 +24,7 @@ from monitor.channels import REGISTRY as CHANNEL_KINDS
 from monitor.channels.base import ChannelKind, config_values, target_hosts
 from monitor.domain import paging
 from monitor.domain.context import Actor, Deps
-from monitor.domain.errors import DomainError, from_validation, not_found
+from monitor.domain.errors import DomainError, from_validation, not_found, validated
 from monitor.domain.roles import authorize
 from monitor.domain.schemas.channels import ChannelCreate, ChannelPatch
 from monitor.domain.targets import vet_host
@@ -91,17 +91,13 @@ async def listing(
     deps: Deps, actor: Actor, *, limit: int = paging.DEFAULT_LIMIT, cursor: str | None = None
 ) -> dict[str, Any]:
     authorize(actor, RESOURCE, "read")
-    page, next_cursor = await paging.account_page(deps.pool, SELECT, actor.account_id, limit, cursor)
-    return {"items": [render(r) for r in page], "next_cursor": next_cursor}
+    return await paging.account_listing(deps.pool, SELECT, actor.account_id, limit, cursor, render)
 
 
 async def update(deps: Deps, actor: Actor, channel_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
     """A new name, or new settings checked against the channel's kind (``patched``)."""
     authorize(actor, RESOURCE, "write")
-    try:
-        patch = ChannelPatch.model_validate(body)
-    except ValidationError as exc:
-        raise from_validation(exc, ChannelPatch) from None
+    patch = validated(ChannelPatch, body)
     vetted: list[tuple[str, str]] | None = None
     if patch.config is not None:
         # Vetted before the transaction: a lookup may take seconds.

@@ -20,11 +20,10 @@ from datetime import datetime
 from typing import Any
 
 import asyncpg
-from pydantic import ValidationError
 
 from monitor.domain import paging
 from monitor.domain.context import Actor, Deps
-from monitor.domain.errors import from_validation, not_found
+from monitor.domain.errors import not_found, validated
 from monitor.domain.roles import authorize
 from monitor.domain.schemas.keys import KeyCreate
 from monitor.times import rfc3339_or_none
@@ -115,10 +114,7 @@ async def account_for_key(conn: asyncpg.Connection | asyncpg.Pool, key: str) -> 
 async def create(deps: Deps, actor: Actor, body: Mapping[str, Any]) -> dict[str, Any]:
     """A new key of the caller's account; the answer is the only place the key itself is shown."""
     authorize(actor, RESOURCE, "write")
-    try:
-        spec = KeyCreate.model_validate(body)
-    except ValidationError as exc:
-        raise from_validation(exc) from None
+    spec = validated(KeyCreate, body)
     new = await create_key(deps.pool, actor.account_id, spec.name)
     row = await deps.pool.fetchrow("SELECT * FROM api_keys WHERE id = $1", new.id)
     return {**render(row), "key": new.key}
@@ -129,8 +125,7 @@ async def listing(
 ) -> dict[str, Any]:
     authorize(actor, RESOURCE, "read")
     select = "SELECT * FROM api_keys t"
-    page, next_cursor = await paging.account_page(deps.pool, select, actor.account_id, limit, cursor)
-    return {"items": [render(r) for r in page], "next_cursor": next_cursor}
+    return await paging.account_listing(deps.pool, select, actor.account_id, limit, cursor, render)
 
 
 async def revoke(deps: Deps, actor: Actor, key_id: int) -> Revoked:

@@ -17,12 +17,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
-from pydantic import ValidationError
 
 from monitor import logging as mlog
 from monitor.domain import paging
 from monitor.domain.context import Actor, Deps
-from monitor.domain.errors import DomainError, from_validation, not_found
+from monitor.domain.errors import DomainError, not_found, validated
 from monitor.domain.roles import authorize
 from monitor.domain.schemas.maintenance import (
     MaintenanceCreate,
@@ -106,10 +105,7 @@ def render(row: Mapping[str, Any], now: datetime) -> dict[str, Any]:
 
 async def create(deps: Deps, actor: Actor, body: Mapping[str, Any]) -> dict[str, Any]:
     authorize(actor, RESOURCE, "write")
-    try:
-        spec = MaintenanceCreate.model_validate(body)
-    except ValidationError as exc:
-        raise from_validation(exc, MaintenanceCreate) from None
+    spec = validated(MaintenanceCreate, body)
     values = await _schedule(spec.once, spec.recurring)
     monitor_ids, tags = list(dict.fromkeys(spec.monitor_ids)), list(dict.fromkeys(spec.tags))
     async with deps.pool.acquire() as conn, conn.transaction():
@@ -134,19 +130,16 @@ async def listing(
     deps: Deps, actor: Actor, *, limit: int = paging.DEFAULT_LIMIT, cursor: str | None = None
 ) -> dict[str, Any]:
     authorize(actor, RESOURCE, "read")
-    select = "SELECT * FROM maintenance_windows t"
-    page, next_cursor = await paging.account_page(deps.pool, select, actor.account_id, limit, cursor)
-    now = datetime.now(UTC)
-    return {"items": [render(r, now) for r in page], "next_cursor": next_cursor}
+    select, now = "SELECT * FROM maintenance_windows t", datetime.now(UTC)
+    return await paging.account_listing(
+        deps.pool, select, actor.account_id, limit, cursor, lambda row: render(row, now)
+    )
 
 
 async def update(deps: Deps, actor: Actor, window_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
     """Only the fields given change; ``once`` or ``recurring`` replaces the whole schedule."""
     authorize(actor, RESOURCE, "write")
-    try:
-        patch = MaintenancePatch.model_validate(body)
-    except ValidationError as exc:
-        raise from_validation(exc, MaintenancePatch) from None
+    patch = validated(MaintenancePatch, body)
     given = patch.model_fields_set
     if {"once", "recurring"} <= given:
         raise DomainError(422, "invalid", "once: give once or recurring, not both", "once")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import asyncpg
@@ -73,3 +73,17 @@ async def account_page(
         limit + 1,
     )
     return next_page(rows, limit)
+
+
+async def account_listing(
+    conn: asyncpg.Connection | asyncpg.Pool,
+    select: str,
+    account: int,
+    limit: int,
+    cursor: str | None,
+    render: Callable[[Mapping[str, Any]], dict[str, Any]],
+) -> dict[str, Any]:
+    """A listing's answer, ``{"items", "next_cursor"}``: one page of ``account_page``'s rows,
+    each as ``render`` shows it."""
+    page, next_cursor = await account_page(conn, select, account, limit, cursor)
+    return {"items": [render(row) for row in page], "next_cursor": next_cursor}

@@ -16,11 +16,10 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import asyncpg
-from pydantic import ValidationError
 
 from monitor.domain import paging
 from monitor.domain.context import Actor, Deps
-from monitor.domain.errors import DomainError, from_validation, not_found
+from monitor.domain.errors import DomainError, not_found, validated
 from monitor.domain.roles import authorize
 from monitor.domain.schemas.status_pages import Group, StatusPageCreate, StatusPagePatch
 from monitor.times import rfc3339_or_none
@@ -73,10 +72,7 @@ async def create(
     deps: Deps, actor: Actor, body: Mapping[str, Any], *, base: str, published: Published | None = None
 ) -> dict[str, Any]:
     authorize(actor, RESOURCE, "write")
-    try:
-        spec = StatusPageCreate.model_validate(body)
-    except ValidationError as exc:
-        raise from_validation(exc, StatusPageCreate) from None
+    spec = validated(StatusPageCreate, body)
     values: dict[str, Any] = spec.model_dump(include=set(FIELDS) - {"groups"})
     values["groups"] = groups_of(spec.groups)
     check_domain(spec.domain, deps.settings.public_url)
@@ -111,8 +107,9 @@ async def listing(
 ) -> dict[str, Any]:
     authorize(actor, RESOURCE, "read")
     select = "SELECT * FROM status_pages t"
-    page, next_cursor = await paging.account_page(deps.pool, select, actor.account_id, limit, cursor)
-    return {"items": [render(r, base) for r in page], "next_cursor": next_cursor}
+    return await paging.account_listing(
+        deps.pool, select, actor.account_id, limit, cursor, lambda row: render(row, base)
+    )
 
 
 async def update(
@@ -126,10 +123,7 @@ async def update(
 ) -> dict[str, Any]:
     """Only the fields given change; ``groups`` replaces every group."""
     authorize(actor, RESOURCE, "write")
-    try:
-        patch = StatusPagePatch.model_validate(body)
-    except ValidationError as exc:
-        raise from_validation(exc, StatusPagePatch) from None
+    patch = validated(StatusPagePatch, body)
     given = patch.model_fields_set
     values: dict[str, Any] = {
         name: getattr(patch, name) for name in FIELDS if name in given and name != "groups"
