@@ -60,8 +60,8 @@ from support.redis_sentinel import RedisSentinels
 from support.redis_server import RedisServer
 from support.target import FlappingTarget
 
-from monitor import accounts
 from monitor import db as monitor_db
+from monitor.domain import keys as api_keys
 
 _PHASES = pytest.StashKey[dict[str, pytest.TestReport]]()
 
@@ -274,7 +274,7 @@ def api_server(
 @pytest.fixture
 async def api_key(db: asyncpg.Connection) -> str:
     """A key of the "test" account (the account ``monitor_factory`` rows belong to)."""
-    new = await accounts.create_key(db, await ensure_account(db), "tests")
+    new = await api_keys.create_key(db, await ensure_account(db), "tests")
     return new.key
 
 

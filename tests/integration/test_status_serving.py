@@ -36,8 +36,8 @@ from support.markup import parse
 from support.status_data import D, H, add_incident, hours_of_checks, set_state
 from support.tcpproxy import TcpProxy
 
-from monitor import accounts
 from monitor.checks import security_headers
+from monitor.domain import keys as api_keys
 from monitor.status.service import PUBLIC, StatusDesk
 
 pytestmark = pytest.mark.timeout(60)
@@ -95,7 +95,7 @@ async def open_site(db: asyncpg.Connection, inprocess_api: InProcessFactory) -> 
 
         async def make(cache_seconds: float = 2, env: dict[str, str] | None = None, **fields: Any) -> Site:
             served = await inprocess_api(MONITOR_STATUS_CACHE_SECONDS=str(cache_seconds), **(env or {}))
-            key = await accounts.create_key(db, await ensure_account(db), "tests")
+            key = await api_keys.create_key(db, await ensure_account(db), "tests")
             api = await stack.enter_async_context(ApiClient(served.base_url, key=key.key))
             raw = await stack.enter_async_context(
                 aiohttp.ClientSession(
