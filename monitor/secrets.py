@@ -148,6 +148,33 @@ class SecretBox:
         return _map_fields(data, names, self.open)
 
 
+class NoSecretBox(SecretBox):
+    """The box of a command run without ``MONITOR_SECRET_KEY`` that seals and opens nothing
+    (``monitor accounts``, ``monitor keys``): whatever would seal or open raises ``error``,
+    the one that names the setting."""
+
+    __slots__ = ("_error",)
+
+    def __init__(self, error: Exception) -> None:
+        self._error = error
+        self.key_count = 0
+
+    def __repr__(self) -> str:
+        return "<NoSecretBox>"
+
+    def seal(self, text: str) -> str:
+        raise self._error
+
+    def open(self, value: str) -> str:
+        raise self._error
+
+    def is_current(self, value: str) -> bool:
+        raise self._error
+
+    def rotate(self, value: str) -> str:
+        raise self._error
+
+
 _CANNOT_OPEN = (
     f"a sealed secret opens with none of the keys in {SETTING}: the key that sealed it is "
     "missing from the setting (keep the old key after the new one until `monitor secrets rotate` "

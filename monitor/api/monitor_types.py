@@ -14,18 +14,16 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 from yarl import URL
 
-from monitor.api.context import SETTINGS
+from monitor.api.context import RESOLVER, SETTINGS
 from monitor.api.errors import ApiError, from_validation
-from monitor.api.targets import vet_host
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks import Check
 from monitor.checks.base import SettingsError
+from monitor.domain.status_pages import BADGE_PATH as BADGE_PATH  # the monitors' handlers read it here
+from monitor.domain.targets import vet_host
 
 # Where a heartbeat monitor's pings go (monitor/api/pings.py): this and its token.
 PING_PATH = "/ping/"
-# Where a monitor's badges are (monitor/api/public.py): this, its badge token, then
-# /status.svg, /uptime/<window>.svg or /response/<window>.svg.
-BADGE_PATH = "/badge/"
 
 
 def public_base(request: web.Request) -> str:
@@ -51,7 +49,7 @@ async def vet_hosts(request: web.Request, check: Check, settings: Any, given: se
             (n for n in type(settings).model_fields if _holds(getattr(settings, n, None), host)), "host"
         )
         if given is None or field in given:
-            await vet_host(request, host, field)
+            await vet_host(request.app[RESOLVER], host, field)
 
 
 def _holds(value: Any, host: str) -> bool:
