@@ -10,16 +10,8 @@ from typing import Any
 
 from monitor.scheduler.state import DEFAULT_POLICY, Policy
 
-# Most monitors share a few expected-status lists: keep one tuple of each (memory per
+# Most monitors share a handful of combinations of alert rules: keep one of each (memory per
 # monitor matters when one scheduler carries 100,000 of them).
-_STATUS_RANGES: dict[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] = {}
-
-
-def _shared_ranges(ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-    return _STATUS_RANGES.setdefault(ranges, ranges)
-
-
-# Likewise the alert rules: most monitors share a handful of combinations.
 _POLICIES: dict[Policy, Policy] = {DEFAULT_POLICY: DEFAULT_POLICY}
 
 
@@ -44,9 +36,7 @@ class MonitorSpec:
     url: str
     interval_seconds: float
     timeout_seconds: float
-    expected_status: tuple[tuple[int, int], ...]
     confirm_after: int
-    follow_redirects: bool
     paused: bool
     recover_after: int = 1
     policy: Policy = DEFAULT_POLICY
@@ -58,8 +48,9 @@ class MonitorSpec:
     tags: tuple[str, ...] = ()
     # The owner: a tag window applies only to its own account's monitors.
     account_id: int | None = None
-    # The check type's runtime options (``Check.options``: for http, ``HttpOptions``); None
-    # for a monitor with default settings, so 100,000 plain monitors pay nothing for them.
+    # The check type's runtime options (``Check.options``: for http, ``HttpOptions``, which holds
+    # its expected statuses); None for a monitor with default settings, so 100,000 plain
+    # monitors pay nothing for them.
     options: Any = None
     # Where it is checked (sql/015): each of these locations checks it and confirms its own
     # streak, and it goes down when ``quorum`` of the live ones agree (None: a majority).
@@ -76,9 +67,7 @@ class MonitorSpec:
             url=row["url"],
             interval_seconds=float(row["interval_seconds"]),
             timeout_seconds=float(row["timeout_seconds"]),
-            expected_status=_shared_ranges(tuple((int(lo), int(hi)) for lo, hi in row["expected_status"])),
             confirm_after=int(row["confirm_after"]),
-            follow_redirects=bool(row["follow_redirects"]),
             paused=bool(row["paused"]),
             recover_after=int(row.get("recover_after") or 1),
             policy=_policy(row),
@@ -91,12 +80,6 @@ class MonitorSpec:
             locations=tuple(sys.intern(x) for x in row.get("locations") or ()),
             quorum=row.get("quorum"),
         )
-
-    def expects(self, status: int) -> bool:
-        for lo, hi in self.expected_status:
-            if lo <= status <= hi:
-                return True
-        return False
 
 
 @dataclass

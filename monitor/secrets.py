@@ -20,7 +20,8 @@ key), then drop the old key.
 
 What is sealed in ``monitor_secrets.secrets`` (sql/006): ``auth.password``, ``auth.token`` and
 the value of each ``headers`` pair; ``auth.type``, ``auth.username`` and the header names stay
-readable, since the API shows them (``schemas_http.SECRET_VIEW``).
+readable, since the API shows them (``SECRET_VIEW``). A check type whose fields hold secrets
+(``Check.secrets``) keeps them in that shape (``checks/http_stored.py`` for http's).
 """
 
 from __future__ import annotations
@@ -197,6 +198,14 @@ def _map_fields(
 
 # -- monitor_secrets.secrets ------------------------------------------------------------------
 
+# The readable part of a monitor's secrets, for a query over ``monitors m``: what no key opens
+# and the API may show (auth's type and username, the secret headers' names).
+SECRET_VIEW = """(SELECT jsonb_build_object(
+        'auth', (x.secrets -> 'auth') - 'password' - 'token',
+        'header_names', coalesce(
+            (SELECT jsonb_agg(h -> 0) FROM jsonb_array_elements(x.secrets -> 'headers') h), '[]'::jsonb))
+    FROM monitor_secrets x WHERE x.monitor_id = m.id) AS secret_view"""
+
 
 def map_monitor_secrets(secrets: Mapping[str, Any], change: Callable[[str], str]) -> dict[str, Any]:
     """A copy of a ``monitor_secrets.secrets`` value with ``change`` applied to each secret
@@ -218,8 +227,8 @@ def _map_header(pair: Any, change: Callable[[str], str]) -> Any:
 
 
 def seal_monitor_secrets(box: SecretBox, secrets: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The stored form of a monitor's secrets (plaintext, as ``schemas_http.to_stored`` makes
-    them), every secret string sealed."""
+    """The stored form of a monitor's secrets (plaintext, as its type's ``Check.to_stored``
+    makes them), every secret string sealed."""
     return None if secrets is None else map_monitor_secrets(secrets, box.seal)
 
 

@@ -1,8 +1,8 @@
 """What the monitors' handlers do by the monitor's type: the fields a type shows, the hosts it
 dials vetted (the first of the two SSRF layers), its settings as a PATCH changes them.
 
-http's request options have their own module (``schemas_http.py``); every other type is
-described by its ``Check.Settings`` (``monitor/checks/base.py``), so nothing here names a type.
+Every type is described by its ``Check`` (``monitor/checks/base.py``): its ``Settings``, how it
+stores and shows them, which of them are secrets. So nothing here names a type.
 """
 
 from __future__ import annotations
@@ -11,17 +11,16 @@ from typing import Any
 
 import asyncpg
 from aiohttp import web
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from yarl import URL
 
-from monitor.api import schemas_http as http
 from monitor.api.context import RESOLVER, SETTINGS
-from monitor.api.errors import from_validation
-from monitor.api.schemas import render_status_ranges
+from monitor.api.errors import ApiError, from_validation
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks import Check
+from monitor.checks.base import SettingsError
 from monitor.domain.status_pages import BADGE_PATH as BADGE_PATH  # the monitors' handlers read it here
 from monitor.domain.targets import vet_host
-from monitor.net.policy import parse_target_url
 
 # Where a heartbeat monitor's pings go (monitor/api/pings.py): this and its token.
 PING_PATH = "/ping/"
@@ -35,44 +34,29 @@ def public_base(request: web.Request) -> str:
 
 
 def type_fields(row: asyncpg.Record, base: str) -> dict[str, Any]:
-    if row["type"] == "http":
-        return {
-            "url": row["url"],
-            "expected_status": render_status_ranges(row["expected_status"]),
-            "follow_redirects": row["follow_redirects"],
-            **http.render(row["settings"], row["secret_view"]),
-        }
-    check = CHECKS.get(row["type"])
-    assert check.Settings is not None
-    fields: dict[str, Any] = {"url": row["url"] or None}
-    # Stored settings were valid when stored: read them back with every choice allowed (a
-    # tls_verify false stored while the operator allowed it still reads, and the check says
-    # what it does with it), and, should a type's rules have tightened since, as stored.
-    try:
-        fields.update(check.stored(row["settings"]).model_dump(mode="json"))
-    except ValueError:
-        fields.update(row["settings"] or {})
+    """``url`` and the fields of the monitor's type, as the API shows them."""
+    fields = CHECKS.get(row["type"]).shown(row["url"], row["settings"], row["secret_view"])
     if row["ping_token"] is not None:
         fields["ping_url"] = f"{base}{PING_PATH}{row['ping_token']}"
     return fields
 
 
-async def vet_target(request: web.Request, url: str) -> None:
-    """First of the two SSRF layers: refuse a target that is denied right now."""
-    await vet_host(request.app[RESOLVER], parse_target_url(url).raw_host or "", "url")
-
-
-async def vet_hosts(request: web.Request, check: Check, settings: Any) -> None:
-    """The hosts a monitor of a type with ``Settings`` dials, vetted as a URL's host is."""
+async def vet_hosts(request: web.Request, check: Check, settings: Any, given: set[str] | None = None) -> None:
+    """The hosts a monitor with these ``Settings`` dials, vetted as a URL's host is; with
+    ``given`` (a PATCH's fields), only those held by a field it sets."""
     for host in check.hosts(settings):
         field = next(
             (n for n in type(settings).model_fields if _holds(getattr(settings, n, None), host)), "host"
         )
-        await vet_host(request.app[RESOLVER], host, field)
+        if given is None or field in given:
+            await vet_host(request.app[RESOLVER], host, field)
 
 
 def _holds(value: Any, host: str) -> bool:
-    if isinstance(value, str):  # a host, "host:port" or "[v6]:port"
+    if isinstance(value, str):
+        if "://" in value:  # a URL: its host
+            return URL(value).raw_host == host
+        # a host, "host:port" or "[v6]:port"
         return value == host or value.startswith((f"{host}:", f"[{host}]"))
     return isinstance(value, list | tuple) and any(_holds(v, host) for v in value)
 
@@ -86,12 +70,21 @@ def validation_context(request: web.Request) -> dict[str, Any]:
     }
 
 
-def changed_settings(request: web.Request, check: Check, stored: Any, patch: Any) -> Any:
-    """A typed monitor's settings as the PATCH changes them, validated whole (rules between the
-    type's fields hold whichever changed)."""
-    assert check.Settings is not None
-    given = patch.model_dump(include=patch.model_fields_set & set(check.Settings.model_fields))
+def unmasked(check: Check, given: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
+    """``given`` with the secrets sent back masked replaced by the ``stored`` ones (a 422 naming
+    the field where there is none to keep)."""
     try:
-        return check.Settings.model_validate({**(stored or {}), **given}, context=validation_context(request))
+        return check.unmask(given, stored)
+    except SettingsError as exc:
+        raise ApiError(422, "invalid", f"{exc.field}: {exc}", exc.field) from None
+
+
+def changed_settings(request: web.Request, check: Check, whole: dict[str, Any], patch: BaseModel) -> Any:
+    """A monitor's settings as the PATCH changes its ``whole`` (``Check.whole``), validated whole
+    (rules between the type's fields hold whichever changed)."""
+    given = patch.model_dump(include=patch.model_fields_set & set(check.Settings.model_fields), mode="json")
+    merged = {**whole, **unmasked(check, given, whole)}
+    try:
+        return check.Settings.model_validate(merged, context=validation_context(request))
     except ValidationError as exc:
         raise from_validation(exc, check.Settings) from None

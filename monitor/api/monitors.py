@@ -9,7 +9,6 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from monitor import logging as mlog
-from monitor.api import schemas_http as http
 from monitor.api.context import POOL, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
@@ -19,9 +18,9 @@ from monitor.api.monitor_types import (
     changed_settings,
     public_base,
     type_fields,
+    unmasked,
     validation_context,
     vet_hosts,
-    vet_target,
 )
 from monitor.api.params import (
     decode_cursor,
@@ -33,21 +32,14 @@ from monitor.api.params import (
     rfc3339,
     window_param,
 )
-from monitor.api.schemas import (
-    PATCH_BODIES,
-    TAG,
-    MonitorCreate,
-    MonitorPatch,
-    check_timeout,
-    parse_status_ranges,
-    validate_create,
-)
+from monitor.api.schemas import PATCH_BODIES, TAG, MonitorCreate, check_timeout, validate_create
 from monitor.api.schemas_locations import patch_problem
 from monitor.checks import REGISTRY as CHECKS
+from monitor.checks import Check
 from monitor.checks.heartbeat import new_token
 from monitor.domain.maintenance import monitor_windows
 from monitor.domain.uptime import uptimes
-from monitor.secrets import SecretBox, open_monitor_secrets, seal_monitor_secrets
+from monitor.secrets import SECRET_VIEW, SecretBox, open_monitor_secrets, seal_monitor_secrets
 
 log = mlog.get(__name__)
 
@@ -57,7 +49,6 @@ COLUMNS = (
     "url",
     "interval_seconds",
     "timeout_seconds",
-    "expected_status",
     "confirm_after",
     "recover_after",
     "remind_every_minutes",
@@ -67,7 +58,6 @@ COLUMNS = (
     "depends_on",
     "flap_threshold",
     "flap_window_minutes",
-    "follow_redirects",
     "paused",
     "tags",
     "locations",
@@ -75,7 +65,7 @@ COLUMNS = (
 )
 SELECT = f"""
 SELECT m.*, s.status, s.last_check_at, s.last_ok, s.last_error, s.last_status_code,
-       s.last_latency_ms, s.changed_at, {http.SECRET_VIEW},
+       s.last_latency_ms, s.changed_at, {SECRET_VIEW},
        coalesce((SELECT array_agg(mc.channel_id ORDER BY mc.channel_id) FROM monitor_channels mc
                  WHERE mc.monitor_id = m.id), '{{}}') AS channel_ids,
        (SELECT c.config ->> 'chat_id' FROM monitor_channels mc JOIN channels c ON c.id = mc.channel_id
@@ -92,8 +82,8 @@ def etag(row: asyncpg.Record) -> str:
 
 
 def render(row: asyncpg.Record, base: str = "") -> dict[str, Any]:
-    """The monitor as the API shows it: the common fields, then its type's own (for http the URL
-    and request options; for the others their ``Settings``, and a heartbeat's ping URL)."""
+    """The monitor as the API shows it: the common fields, then its type's own (``url``, the
+    fields of its ``Settings`` as the type shows them, and a heartbeat's ping URL)."""
     status = "paused" if row["paused"] else (row["status"] or "unknown")
     last_check = None
     if row["last_check_at"] is not None:
@@ -179,21 +169,15 @@ async def _store_secrets(
         )
 
 
-async def _changed_options(
-    conn: asyncpg.Connection, request: web.Request, current: asyncpg.Record, patch: MonitorPatch
+async def _whole(
+    conn: asyncpg.Connection | asyncpg.Pool, request: web.Request, check: Check, row: asyncpg.Record
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """The stored form of the monitor's request options as the PATCH changes them, validated
-    whole (a body needs a method that sends one, whichever of the two changed)."""
-    given = patch.model_dump(include=patch.model_fields_set & set(http.FIELDS), mode="json")
-    sealed = await conn.fetchval("SELECT secrets FROM monitor_secrets WHERE monitor_id = $1", current["id"])
-    stored = http.from_stored(current["settings"], open_monitor_secrets(request.app[SECRET_BOX], sealed))
-    try:
-        options = http.RequestOptions.model_validate(
-            {**stored, **http.unmask(given, stored)}, context=validation_context(request)
-        )
-    except ValidationError as exc:
-        raise from_validation(exc, http.RequestOptions) from None
-    return http.to_stored(options.model_dump(mode="json"))
+    """(``Check.whole`` of a stored monitor, its secrets opened, or None): what a PATCH changes."""
+    secrets = None
+    if check.secrets:
+        sealed = await conn.fetchval("SELECT secrets FROM monitor_secrets WHERE monitor_id = $1", row["id"])
+        secrets = open_monitor_secrets(request.app[SECRET_BOX], sealed)
+    return check.whole(row["url"], row["settings"], secrets), secrets
 
 
 # The monitors ``$2`` (ids) depend on, directly or through others, within account ``$1``.
@@ -300,21 +284,15 @@ async def create_monitor(request: web.Request) -> web.Response:
     except ValueError as exc:
         raise ApiError(422, "invalid", str(exc), "type") from None
     check = CHECKS.get(spec.type)
-    secrets: dict[str, Any] | None = None
-    if check.Settings is None:  # http
-        options = http.unmask(spec.model_dump(include=set(http.FIELDS), mode="json"), {})
-        settings, secrets = http.to_stored(options)
-        await vet_target(request, spec.url)
-        values = spec.model_dump(include=set(COLUMNS))
-        values["expected_status"] = parse_status_ranges(values["expected_status"])
-    else:
-        await vet_hosts(request, check, spec)
-        settings = spec.model_dump(include=set(check.Settings.model_fields), mode="json")
-        values = spec.model_dump(include=set(COLUMNS))
-        values["url"] = check.target(spec)
-        if not check.scheduled:
-            values["ping_token"] = new_token()
+    unmasked(check, spec.model_dump(include=set(check.Settings.model_fields), mode="json"), {})
+    await vet_hosts(request, check, spec)
+    settings, secrets = check.to_stored(spec)
+    values = spec.model_dump(include=set(COLUMNS))
+    values["url"] = check.target(spec)
+    if not check.scheduled:
+        values["ping_token"] = new_token()
     values["settings"] = settings
+    values.update(check.legacy_columns(settings))
     columns = ", ".join(values)
     placeholders = ", ".join(f"${i}" for i in range(2, len(values) + 2))
     quota = request.app[SETTINGS].account_monitor_quota
@@ -409,7 +387,9 @@ async def patch_monitor(request: web.Request) -> web.Response:
     account = account_id(request)
     body = await json_object(request)
     before = await request.app[POOL].fetchrow(
-        "SELECT type, settings FROM monitors WHERE id = $1 AND account_id = $2", path_id(request), account
+        "SELECT id, type, url, settings FROM monitors WHERE id = $1 AND account_id = $2",
+        path_id(request),
+        account,
     )
     if before is None:
         raise not_found("monitor")
@@ -420,18 +400,15 @@ async def patch_monitor(request: web.Request) -> web.Response:
     except ValidationError as exc:
         raise from_validation(exc, model) from None
     check = CHECKS.get(kind)
-    typed = set(check.Settings.model_fields) if check.Settings is not None else set()
+    given = patch.model_fields_set & set(check.Settings.model_fields)
     vetted: tuple[str, ...] = ()
-    if patch.model_fields_set & typed:
-        # Vetted before the row is locked: a lookup may take seconds.
-        changed = changed_settings(request, check, before["settings"], patch)
-        await vet_hosts(request, check, changed)
+    if given:
+        # The hosts of the fields given, vetted before the row is locked: a lookup may take seconds.
+        whole, _ = await _whole(request.app[POOL], request, check, before)
+        changed = changed_settings(request, check, whole, patch)
+        await vet_hosts(request, check, changed, given)
         vetted = check.hosts(changed)
-    values = patch.model_dump(include=set(COLUMNS), exclude_unset=True)
-    if "url" in values:
-        await vet_target(request, values["url"])
-    if "expected_status" in values:
-        values["expected_status"] = parse_status_ranges(values["expected_status"])
+    values = patch.model_dump(include=set(COLUMNS) - given, exclude_unset=True)
     async with request.app[POOL].acquire() as conn, conn.transaction():
         current = await fetch_owned(conn, request)
         await conn.execute("SELECT 1 FROM monitors WHERE id = $1 FOR UPDATE", current["id"])
@@ -447,16 +424,18 @@ async def patch_monitor(request: web.Request) -> web.Response:
             values["depends_on"] = await _check_dependencies(
                 conn, account, current["id"], values["depends_on"]
             )
-        if patch.model_fields_set & typed:
-            settings = changed_settings(request, check, current["settings"], patch)
-            if check.hosts(settings) != vetted:  # changed by another request meanwhile
-                await vet_hosts(request, check, settings)
-            values["settings"], values["url"] = settings.model_dump(mode="json"), check.target(settings)
-        elif check.Settings is None and patch.model_fields_set & set(http.FIELDS):
+        if given:
             # One UPDATE of settings, whatever changed (secrets too): updated_at moves, and the
             # scheduler's NOTIFY trigger reloads the monitor.
-            values["settings"], secrets = await _changed_options(conn, request, current, patch)
-            await _store_secrets(conn, request.app[SECRET_BOX], current["id"], secrets)
+            whole, secrets = await _whole(conn, request, check, current)
+            settings = changed_settings(request, check, whole, patch)
+            if check.hosts(settings) != vetted:  # changed by another request meanwhile
+                await vet_hosts(request, check, settings, given)
+            values["settings"], changed_secrets = check.to_stored(settings)
+            values["url"] = check.target(settings)
+            values.update(check.legacy_columns(values["settings"]))
+            if changed_secrets != secrets:
+                await _store_secrets(conn, request.app[SECRET_BOX], current["id"], changed_secrets)
         if values:
             assignments = ", ".join(f"{c} = ${i}" for i, c in enumerate(values, start=2))
             await conn.execute(

@@ -24,9 +24,9 @@ from monitor.api.context import SETTINGS
 from monitor.api.history import BUCKETS
 from monitor.api.monitors import STATUSES, UPTIME_INCLUDES
 from monitor.api.params import MAX_ID
-from monitor.api.schemas_http import DEFAULT_HTTP_MAX_BODY_BYTES
 from monitor.api.schemas_locations import LOCATION as LOCATION_NAME
 from monitor.checks.heartbeat import MAX_BODY_BYTES as MAX_PING_BODY_BYTES
+from monitor.checks.http_settings import DEFAULT_HTTP_MAX_BODY_BYTES
 from monitor.config import Settings
 from monitor.domain.schemas import channels as chan
 from monitor.domain.schemas import keys as key_models
@@ -108,8 +108,10 @@ def _components(limits: Limits) -> tuple[dict[str, Any], dict[str, dict[str, Any
         found[model.__name__]["properties"]["interval_seconds"].update(
             minimum=limits.min_interval_seconds, maximum=schemas.MAX_INTERVAL_SECONDS
         )
-    for name in ("HttpMonitorCreate", "MonitorPatch"):
-        found[name]["properties"]["max_body_bytes"]["maximum"] = limits.http_max_body_bytes
+    for model in bodies:  # http's
+        cap = found[model.__name__]["properties"].get("max_body_bytes")
+        if cap is not None:
+            cap["maximum"] = limits.http_max_body_bytes
     for model in bodies:  # http's and every type's with a tls_verify (tcp)
         verify = found[model.__name__]["properties"].get("tls_verify")
         if verify is not None and not limits.allow_insecure_tls:

@@ -8,16 +8,15 @@ forbids extra fields, which makes an undocumented field a schema violation too.
 
 from __future__ import annotations
 
+from copy import copy
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import SkipJsonSchema
 
-from monitor.api.schemas_http import MASK, Method
 from monitor.api.schemas_locations import LOCATIONS_DOC, QUORUM_DOC
 from monitor.checks import REGISTRY as CHECKS
-from monitor.checks.assertions import Assertion
 from monitor.domain.schemas.maintenance import MonitorWindow, SummaryMaintenance
 
 
@@ -52,17 +51,6 @@ class LastCheck(_Out):
     status_code: int | None
     latency_ms: float | None
     error: str | None
-
-
-class BasicAuthShown(_Out):
-    type: Literal["basic"]
-    username: str
-    password: Literal["********"] = Field(description="always the mask: the password is never shown")
-
-
-class BearerAuthShown(_Out):
-    type: Literal["bearer"]
-    token: Literal["********"] = Field(description="always the mask: the token is never shown")
 
 
 class LocationStatus(_Out):
@@ -100,23 +88,6 @@ class _MonitorBase(_Out):
     depends_on: list[int] = Field(description="while one of these is down, this monitor's alerts wait")
     flap_threshold: int | None = Field(description="more changes than this within the window: flapping")
     flap_window_minutes: int
-    # http only
-    expected_status: list[int | str] | SkipJsonSchema[None] = Field(
-        None, description="http: status codes, 'low-high' ranges or 'Nxx' classes"
-    )
-    follow_redirects: bool | SkipJsonSchema[None] = None
-    method: Method | SkipJsonSchema[None] = None
-    headers: dict[str, str] | SkipJsonSchema[None] = Field(
-        None, description=f"http: the values of sensitive headers read as {MASK!r}"
-    )
-    body: str | None = None
-    content_type: str | None = None
-    auth: Annotated[BasicAuthShown | BearerAuthShown, Field(discriminator="type")] | None = Field(
-        None, description=f"http: credentials read as {MASK!r}; send the mask back to keep them"
-    )
-    max_body_bytes: int | SkipJsonSchema[None] = None
-    tls_verify: bool | SkipJsonSchema[None] = None
-    assertions: list[Assertion] | SkipJsonSchema[None] = None
     # heartbeat only
     ping_url: str | SkipJsonSchema[None] = Field(
         None, description="heartbeat: the secret URL the job calls (also .../start and .../fail)"
@@ -146,19 +117,23 @@ class _MonitorBase(_Out):
 
 
 def _typed_fields() -> dict[str, Any]:
-    """Every check type's own fields, each present in the answers about monitors of that type."""
-    annotations: dict[str, Any] = {}
+    """Every check type's own fields, each present in the answers about monitors of that type:
+    as a type that declares how they read back (``Check.Shown``: http's, secrets masked) shows
+    them, else as its ``Settings`` has them."""
+    checks = [CHECKS.get(kind) for kind in CHECKS.kinds]
+    shown = {n: (i.annotation, copy(i)) for c in checks if c.Shown for n, i in c.Shown.model_fields.items()}
     fields: dict[str, Any] = {}
-    for kind in CHECKS.kinds:
-        model = CHECKS.get(kind).Settings
-        for name, info in (model.model_fields if model is not None else {}).items():
-            if name in _MonitorBase.model_fields:
+    annotations: dict[str, Any] = {}
+    for check in (c for c in checks if c.Shown is None):
+        for name, info in check.Settings.model_fields.items():
+            if name in _MonitorBase.model_fields or name in shown:
                 continue
             # Two types with a field of one name but different types: documented loosely.
             annotation = annotations.setdefault(name, info.annotation)
             if annotation != info.annotation:
                 annotation = annotations[name] = Any
             fields[name] = (annotation | SkipJsonSchema[None], Field(None, description=info.description))  # type: ignore[misc]
+    return {**shown, **fields}
     return fields
 
 
@@ -198,6 +173,34 @@ class MonitorList(_Out):
 # -- history -----------------------------------------------------------------------------
 
 
+def _keys(model: type[BaseModel]) -> str:
+    """``"a" (what it is), "b" ("x", "y")``: a model's keys, each with its description, else
+    the keys of the model it holds."""
+    keys = []
+    for name, info in model.model_fields.items():
+        inner = next(
+            (t for t in _args(info.annotation) if isinstance(t, type) and issubclass(t, BaseModel)), None
+        )
+        note = info.description or (_keys(inner) if inner is not None else "")
+        keys.append(f'"{name}"' + (f" ({note})" if note else ""))
+    return ", ".join(keys)
+
+
+def _args(annotation: Any) -> list[Any]:
+    args = get_args(annotation)
+    return [annotation] if not args else [a for arg in args for a in _args(arg)]
+
+
+def details_doc() -> str:
+    """What ``details`` holds, by type: each type's ``Details`` model (``monitor/checks/``)."""
+    types = []
+    for check in sorted((CHECKS.get(kind) for kind in CHECKS.kinds), key=lambda c: not c.default):
+        if check.Details is not None:
+            note = (check.Details.__doc__ or "").strip()
+            types.append(f"{check.kind}" + (f" ({note})" if note else "") + f": {_keys(check.Details)}")
+    return "what the check saw beyond the common fields, by type (docs/check-types.md). " + ". ".join(types)
+
+
 class Timings(_Out):
     dns_ms: float | None
     connect_ms: float | None
@@ -217,17 +220,7 @@ class Check(_Out):
         description="the location of the scheduler that made the check (MONITOR_LOCATION); null: default",
     )
     timings: Timings
-    details: dict[str, Any] | None = Field(
-        description="what the check saw beyond the common fields, by type (docs/check-types.md). "
-        'http (null for a plain status check): "assertions" (each with "assertion", "ok" and, '
-        'when it failed, "message"), "body_truncated" and "body_bytes", "tls_verified": false, '
-        '"http_version": "2" (a server that speaks only HTTP/2), "certificate" (https). '
-        'tcp: "answer", "tls", "certificate". tls: "certificate", "chain", '
-        '"weakest_key", "verified", "tls_version". dns: "record_type", "nameserver", "answers", '
-        '"baseline". ping: "address", "sent", "received", "loss_percent", "rtt_min_ms", '
-        '"rtt_avg_ms", "rtt_max_ms". heartbeat: "heartbeat" ("ping", "body", "run_seconds", '
-        '"missed", "last_ping")'
-    )
+    details: dict[str, Any] | None = Field(description=details_doc())
 
 
 class CheckList(_Out):

@@ -2,14 +2,14 @@
 
 Limits that depend on configuration (the minimum interval, the largest body cap, whether
 tls_verify may be false) come in through pydantic's validation context, so the same schema
-serves every deployment. The HTTP request options have a module of their own,
-``schemas_http.py``.
+serves every deployment. A monitor's body is made for each check type from the common fields
+and the type's ``Settings`` (``monitor/checks/``); every such body is a module attribute under
+its schema's name (``HttpMonitorCreate``, ``TcpMonitorPatch``), as clients know them.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Any, ClassVar, Literal, Union, get_args
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import (
     BaseModel,
@@ -26,18 +26,6 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from monitor.api.schemas_http import (
-    Assertions,
-    Auth,
-    ContentType,
-    Headers,
-    HttpChecks,
-    MaxBodyBytes,
-    Method,
-    RequestBody,
-    RequestOptions,
-    TlsVerify,
-)
 from monitor.api.schemas_locations import QUORUM_DOC, Locations, Quorum, check_quorum, unlocated
 from monitor.channels.telegram import parse_chat_id
 from monitor.checks import REGISTRY as CHECKS
@@ -45,25 +33,16 @@ from monitor.checks import Check
 from monitor.domain.schemas.common import TAG as TAG  # the monitors' handlers read it here
 from monitor.domain.schemas.common import Body as _Body
 from monitor.domain.schemas.common import Name, TagName
-from monitor.net.policy import InvalidTarget, parse_target_url
 
 MAX_INTERVAL_SECONDS = 86_400
 MAX_TIMEOUT_SECONDS = 120
 DEFAULT_TIMEOUT_SECONDS = 10.0
-# Of the URL as stored (normalised: non-ASCII characters percent-encoded, the host in IDNA),
-# which is what a client reads back and may send again in a PATCH.
-MAX_URL_LENGTH = 2048
-_STATUS_RANGE = re.compile(r"^([1-5])xx$|^(\d{3})(?:-(\d{3}))?$")
 ChannelId = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
 MonitorRef = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
 
 Number = Annotated[float, Field(allow_inf_nan=False, strict=True)]
 
 
-_URL_DOC = (
-    "http:// or https://, no credentials (those go in auth); at most "
-    f"{MAX_URL_LENGTH} characters as stored, non-ASCII characters percent-encoded"
-)
 _TIMEOUT_DOC = (
     f"at most interval_seconds; default {DEFAULT_TIMEOUT_SECONDS:g}, or interval_seconds when that is shorter"
 )
@@ -87,56 +66,7 @@ def check_timeout(timeout: float, interval: float, *, unchanged: str | None = No
     )
 
 
-def parse_status_ranges(items: list[int | str]) -> list[list[int]]:
-    """``[200, "300-308", "4xx"]`` -> ``[[200, 200], [300, 308], [400, 499]]``."""
-    if not items:
-        raise ValueError("must list at least one status code or range")
-    ranges: list[list[int]] = []
-    for item in items:
-        if isinstance(item, bool):
-            raise ValueError("must be status codes (100-599) or ranges like '200-399' or '2xx'")
-        if isinstance(item, int):
-            low = high = item
-        else:
-            match = _STATUS_RANGE.match(item.strip())
-            if not match:
-                raise ValueError(f"{item!r} is not a status code, 'low-high' range or 'Nxx' class")
-            if match.group(1):
-                low, high = int(match.group(1)) * 100, int(match.group(1)) * 100 + 99
-            else:
-                low = int(match.group(2))
-                high = int(match.group(3) or low)
-        if not (100 <= low <= high <= 599):
-            raise ValueError(f"{item!r} is outside 100-599 or its range is reversed")
-        ranges.append([low, high])
-    return ranges
-
-
-def render_status_ranges(ranges: list[list[int]]) -> list[int | str]:
-    return [low if low == high else f"{low}-{high}" for low, high in ranges]
-
-
-def _default_expected() -> list[int | str]:
-    return ["200-399"]
-
-
 class _MonitorFields(_Body):
-    @field_validator("url", check_fields=False)
-    @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            stored = str(parse_target_url(value))
-        except InvalidTarget as exc:
-            raise ValueError(str(exc)) from None
-        if len(stored) > MAX_URL_LENGTH:
-            raise ValueError(
-                f"longer than {MAX_URL_LENGTH} characters as stored ({len(stored)} once normalised: "
-                "non-ASCII characters percent-encoded, the host in IDNA)"
-            )
-        return stored
-
     @field_validator("interval_seconds", check_fields=False)
     @classmethod
     def _interval(cls, value: float | None, info: ValidationInfo) -> float | None:
@@ -162,13 +92,6 @@ class _MonitorFields(_Body):
         if locations is not None:
             check_quorum(value, locations)
         return value
-
-    @field_validator("expected_status", check_fields=False)
-    @classmethod
-    def _expected(cls, value: list[int | str] | None) -> list[int | str] | None:
-        if value is None:
-            return None
-        return render_status_ranges(parse_status_ranges(value))
 
     @field_validator("telegram_chat_id", mode="before", check_fields=False)
     @classmethod
@@ -225,24 +148,13 @@ class _MonitorCommon(_MonitorFields):
         return self
 
 
-class HttpMonitorCreate(_MonitorCommon, RequestOptions):
-    """An http monitor: its URL and (from ``RequestOptions``) the request and what "up" means
-    beyond the status. ``type`` may be left out: http is the default."""
-
-    type: Literal["http"] = "http"
-    url: str = Field(min_length=1, max_length=MAX_URL_LENGTH, description=_URL_DOC)
-    expected_status: list[StrictInt | str] = Field(default_factory=_default_expected, max_length=20)
-    follow_redirects: StrictBool = False
-
-
 def _title(kind: str) -> str:
     return kind.title().replace("_", "")
 
 
 def _typed_create(check: Check) -> type[BaseModel]:
-    """The body that creates a monitor of a type with ``Settings``: the common fields, its
-    ``type`` tag and the type's own fields, flat."""
-    assert check.Settings is not None
+    """The body that creates a monitor of a type: the common fields, its ``type`` tag and the
+    type's own fields, flat."""
     clash = set(check.Settings.model_fields) & set(_MonitorCommon.model_fields)
     if clash:
         raise TypeError(f"check type {check.kind!r} redefines common monitor fields {sorted(clash)}")
@@ -251,7 +163,8 @@ def _typed_create(check: Check) -> type[BaseModel]:
         __base__=(_MonitorCommon, check.Settings),
         __doc__=(check.Settings.__doc__ or f"A monitor of type {check.kind!r}.").strip(),
         __validators__=_unlocated(check),
-        type=(Literal[check.kind], ...),  # type: ignore[arg-type]
+        # The default type may be left out of the body.
+        type=(Literal[check.kind], check.kind if check.default else ...),  # type: ignore[arg-type]
         confirm_after=(StrictInt, Field(check.confirm_after, ge=1, le=10)),
     )
     return model
@@ -264,13 +177,14 @@ def _unlocated(check: Check) -> dict[str, Any]:
     return {"_unlocated": field_validator("locations", mode="before")(unlocated(check.kind))}
 
 
-TYPED = {c.kind: c for c in (CHECKS.get(k) for k in CHECKS.kinds) if c.Settings is not None}
-CREATE_BODIES: dict[str, type[BaseModel]] = {"http": HttpMonitorCreate}
-CREATE_BODIES.update((kind, _typed_create(check)) for kind, check in TYPED.items())
+# The default type first (the first of the bodies a client reads), then by name.
+TYPED = {kind: CHECKS.get(kind) for kind in sorted(CHECKS.kinds, key=lambda k: k != CHECKS.default)}
+CREATE_BODIES: dict[str, type[BaseModel]] = {kind: _typed_create(check) for kind, check in TYPED.items()}
 
 
 def _body_type(body: Any) -> str:
-    return str(body.get("type", "http") if isinstance(body, dict) else getattr(body, "type", "http"))
+    default = CHECKS.default
+    return str(body.get("type", default) if isinstance(body, dict) else getattr(body, "type", default))
 
 
 class MonitorCreate(RootModel[Any]):
@@ -285,7 +199,7 @@ class MonitorCreate(RootModel[Any]):
 def validate_create(body: dict[str, Any], context: dict[str, Any]) -> BaseModel:
     """The body as the model of its type (pydantic's ValidationError if it breaks it); an
     unknown ``type`` is a ValueError naming the known ones."""
-    kind = body.get("type", "http")
+    kind = body.get("type", CHECKS.default)
     if not isinstance(kind, str) or kind not in CREATE_BODIES:
         shown = repr(kind) if isinstance(kind, str) else "(not a string)"
         raise ValueError(f"type: unknown type {shown[:60]} (one of: {', '.join(sorted(CREATE_BODIES))})")
@@ -293,10 +207,8 @@ def validate_create(body: dict[str, Any], context: dict[str, Any]) -> BaseModel:
 
 
 class _PatchCommon(_MonitorFields):
-    """Every field optional; ``null`` removes ``telegram_chat_id`` (and, for http, ``body``,
-    ``content_type`` and ``auth``)."""
-
-    whole: ClassVar[bool] = False
+    """Every field optional; ``null`` removes ``telegram_chat_id`` (and a type's field that may
+    be null, such as http's ``body``, ``content_type`` and ``auth``)."""
 
     name: Name | None = None
     interval_seconds: Number | None = None
@@ -339,47 +251,11 @@ class _PatchCommon(_MonitorFields):
         return value
 
 
-class MonitorPatch(_PatchCommon, HttpChecks):
-    """A change to an http monitor. The rules between request options are checked on the
-    options as changed."""
-
-    url: str | None = Field(None, min_length=1, max_length=MAX_URL_LENGTH, description=_URL_DOC)
-    method: Method | None = None
-    headers: Headers | None = None
-    body: RequestBody | None = None
-    content_type: ContentType | None = None
-    auth: Auth | None = None
-    max_body_bytes: MaxBodyBytes | None = None
-    tls_verify: TlsVerify | None = None
-    assertions: Assertions | None = None
-    type: Literal["http"] | None = None
-    expected_status: list[StrictInt | str] | None = Field(None, max_length=20)
-    follow_redirects: StrictBool | None = None
-
-    @field_validator(
-        "url",
-        "type",
-        "expected_status",
-        "follow_redirects",
-        "method",
-        "headers",
-        "max_body_bytes",
-        "tls_verify",
-        "assertions",
-        mode="before",
-    )
-    @classmethod
-    def _not_null_http(cls, value: Any) -> Any:
-        if value is None:
-            raise ValueError("may not be null")
-        return value
-
-
 def _typed_patch(check: Check) -> type[BaseModel]:
-    """A change to a monitor of a type with ``Settings``: the common fields and the type's own,
-    each optional. The type's fields are checked again whole, merged with the stored ones
-    (``Settings`` may have rules between them)."""
-    assert check.Settings is not None
+    """A change to a monitor of a type: the common fields and the type's own, each optional.
+    The type's fields are checked again whole, merged with the stored ones (``Settings`` may
+    have rules between them). The default type's keeps the name it has always had in the
+    document, ``MonitorPatch``."""
     fields: dict[str, Any] = {"type": (Literal[check.kind] | None, None)}
     required: list[str] = ["type"]  # null is no value for these: "not given" is leaving them out
     for name, info in check.Settings.model_fields.items():
@@ -391,7 +267,7 @@ def _typed_patch(check: Check) -> type[BaseModel]:
             required.append(name)
     refuse = field_validator(*required, mode="before")(_refuse_null)
     model: type[BaseModel] = create_model(
-        f"{_title(check.kind)}MonitorPatch",
+        "MonitorPatch" if check.default else f"{_title(check.kind)}MonitorPatch",
         __base__=_PatchCommon,
         __doc__=f"A change to a {check.kind} monitor: every field optional.",
         __validators__={"_not_null_typed": refuse, **_unlocated(check)},
@@ -410,8 +286,8 @@ def _takes_none(annotation: Any) -> bool:
     return annotation is None or type(None) in get_args(annotation) or annotation is Any
 
 
-PATCH_BODIES: dict[str, type[BaseModel]] = {"http": MonitorPatch}
-PATCH_BODIES.update((kind, _typed_patch(check)) for kind, check in TYPED.items())
+PATCH_BODIES: dict[str, type[BaseModel]] = {kind: _typed_patch(check) for kind, check in TYPED.items()}
+globals().update((model.__name__, model) for model in (*CREATE_BODIES.values(), *PATCH_BODIES.values()))
 
 
 class MonitorUpdate(RootModel[Any]):

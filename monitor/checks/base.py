@@ -1,14 +1,19 @@
 """The small interface every check type implements.
 
-A type is a ``Check`` subclass with a ``kind`` and, for every type but http (whose request
-options predate this seam and live in ``api/schemas_http.py``), a pydantic ``Settings`` model:
-the type's own fields of a monitor, flat beside the common ones in the API's body
-(``{"type": "tcp", "host": ..., "port": ...}``), stored as ``monitors.settings`` JSONB. The
-api validates a body against it (a 422 names the field), stores ``model_dump(mode="json")``,
-keeps ``target(settings)`` in ``monitors.url`` (what alerts and lists show) and vets
-``hosts(settings)`` before it stores them (the first of the two SSRF layers). The scheduler
-turns the stored settings into the type's runtime options once per load (``options``) and
-calls ``run`` on every tick.
+A type is a ``Check`` subclass with a ``kind`` and a pydantic ``Settings`` model: the type's own
+fields of a monitor, flat beside the common ones in the API's body (``{"type": "tcp", "host":
+..., "port": ...}``), stored as ``monitors.settings`` JSONB. The api validates a body against it
+(a 422 names the field), stores ``to_stored(settings)``, keeps ``target(settings)`` in
+``monitors.url`` (what alerts and lists show) and vets ``hosts(settings)`` before it stores them
+(the first of the two SSRF layers); it answers with ``shown(...)``, and a PATCH's fields replace
+those of ``whole(...)`` before the result is validated again. The scheduler turns the stored
+settings into the type's runtime options once per load (``options``) and calls ``run`` on every
+tick. What a type's results hold in their ``details`` is its ``Details`` model.
+
+A type whose fields hold credentials names them in ``secrets`` (as a channel kind does): its
+``to_stored`` keeps them out of the settings, in the ``monitor_secrets`` row the api seals, its
+``shown`` masks them and its ``unmask`` keeps a stored one that a PATCH sends back masked. http
+is such a type (``checks/http.py``), and the worked example of docs/check-types.md.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from monitor.models import CheckResult, MonitorSpec
 from monitor.net.client import HttpSession
@@ -45,10 +50,35 @@ class CheckContext:
     http_max_body_bytes: int = 10 * 1024 * 1024
 
 
+class ResultDetails(BaseModel):
+    """What a type's results hold in their ``details`` (the ``checks.details`` column): each key
+    there when the check had it to say, no other. The OpenAPI document describes ``details`` from
+    these models (``api/responses.py``); the docstring of a type's model is its note there."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SettingsError(ValueError):
+    """A type's fields that cannot be taken as given (a mask sent back where no secret is
+    stored); ``field`` is the one at fault, as a client wrote it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class Check:
     kind: ClassVar[str]
-    # The type's own fields (None: http, see the module's docstring).
-    Settings: ClassVar[type[BaseModel] | None] = None
+    # The type's own fields of a monitor.
+    Settings: ClassVar[type[BaseModel]]
+    # How they read back in the API's answers where that differs from Settings (secrets masked).
+    Shown: ClassVar[type[BaseModel] | None] = None
+    # The Settings fields that hold secrets: stored apart and sealed, read back masked.
+    secrets: ClassVar[frozenset[str]] = frozenset()
+    # The type of a monitor whose body names none (http, the first type there was): one per registry.
+    default: ClassVar[bool] = False
+    # What its results hold in ``details`` (None: they hold none).
+    Details: ClassVar[type[ResultDetails] | None] = None
     # Whether the scheduler runs it on a timer (False: heartbeat, whose results come from pings).
     scheduled: ClassVar[bool] = True
     # The default of ``confirm_after`` for the type (a heartbeat's grace time already confirms).
@@ -68,9 +98,45 @@ class Check:
         """The type's ``Settings`` of a monitor's stored settings, read with every choice the api
         may have allowed when it stored them (a tls_verify false). A ValueError (pydantic's
         ValidationError is one) when they are not this type's: the scheduler skips the monitor."""
-        if self.Settings is None:
-            raise TypeError(f"check type {self.kind!r} has no Settings")
         return self.Settings.model_validate(settings or {}, context=STORED)
+
+    def to_stored(self, settings: BaseModel) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """(``monitors.settings``, the plain ``monitor_secrets.secrets`` or None) of validated
+        ``Settings`` (or of a body that has them)."""
+        return settings.model_dump(include=set(self.Settings.model_fields), mode="json"), None
+
+    def legacy_columns(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """The ``monitors`` columns a release before this one read some of the type's fields from,
+        as the stored ``settings`` give them: written beside the settings until the migration
+        that moved them drops them (sql/020 for http's)."""
+        return {}
+
+    def whole(
+        self, url: str, settings: dict[str, Any] | None, secrets: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """The type's fields of a stored monitor as a body gives them, ``secrets`` (opened)
+        included: what a PATCH's fields replace before the whole is validated again."""
+        return dict(settings or {})
+
+    def unmask(self, given: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
+        """``given`` (fields of a request) with each mask sent back where ``stored`` (``whole``)
+        holds a secret replaced by it; a :class:`SettingsError` where there is none to keep."""
+        return given
+
+    def shown(
+        self, url: str | None, settings: dict[str, Any] | None, view: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """``url`` and the type's fields as the API shows them, each secret masked (``view``:
+        the readable part of the stored secrets, ``secrets.SECRET_VIEW``)."""
+        fields: dict[str, Any] = {"url": url or None}
+        # Stored settings were valid when stored: read them back with every choice allowed (a
+        # tls_verify false stored while the operator allowed it still reads, and the check says
+        # what it does with it), and, should a type's rules have tightened since, as stored.
+        try:
+            fields.update(self.stored(settings).model_dump(mode="json"))
+        except ValueError:
+            fields.update(settings or {})
+        return fields
 
     def options(self, settings: dict[str, Any] | None, secrets: dict[str, Any] | None) -> Any:
         """The runtime form of a monitor's stored settings and secrets, built once when the
@@ -92,7 +158,14 @@ class Registry:
     def register(self, check_type: type[Check]) -> None:
         if check_type.kind in self._checks:
             raise ValueError(f"check type {check_type.kind!r} registered twice")
+        if check_type.default and any(c.default for c in self._checks.values()):
+            raise ValueError(f"check type {check_type.kind!r} is a second default type ({self.default!r} is)")
         self._checks[check_type.kind] = check_type()
+
+    @property
+    def default(self) -> str:
+        """The type of a monitor whose body names none."""
+        return next(kind for kind, check in self._checks.items() if check.default)
 
     def get(self, kind: str) -> Check:
         try:

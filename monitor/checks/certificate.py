@@ -19,10 +19,27 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from monitor.net.certificate import PeerCertificate
 
 KEY = "certificate"
 _DAY_SECONDS = 86400.0
+
+
+class Certificate(BaseModel):
+    """``details["certificate"]``, as above; the tls check adds the leaf's ``sans``, ``serial``
+    and ``key`` (``checks/tls.py``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    not_after: str
+    days_left: float
+    subject: str | None
+    issuer: str | None
+    sans: list[str] | None = None
+    serial: str | None = None
+    key: str | None = None
 
 
 def certificate_details(cert: PeerCertificate, at: datetime) -> dict[str, Any]:

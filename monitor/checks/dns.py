@@ -40,7 +40,7 @@ import aiodns
 import pycares
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 
-from monitor.checks.base import Check, CheckContext
+from monitor.checks.base import Check, CheckContext, ResultDetails
 from monitor.checks.dns_records import (
     QTYPES,
     Expect,
@@ -283,9 +283,18 @@ def _who(servers: tuple[str, ...]) -> str:
     return ", ".join(servers) if servers else "the system resolver"
 
 
+class DnsDetails(ResultDetails):
+    record_type: str | None = None
+    nameserver: str | None = None
+    answers: list[str] | None = None
+    answers_total: int | None = None
+    baseline: list[str] | None = None
+
+
 class DnsCheck(Check):
     kind: ClassVar[str] = KIND
-    Settings: ClassVar[type[BaseModel] | None] = DnsSettings
+    Settings: ClassVar[type[BaseModel]] = DnsSettings
+    Details: ClassVar[type[ResultDetails] | None] = DnsDetails
 
     def __init__(self) -> None:
         self.channels = Channels()

@@ -35,7 +35,7 @@ from zoneinfo import ZoneInfo
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator
 
-from monitor.checks.base import Check, CheckContext
+from monitor.checks.base import Check, CheckContext, ResultDetails
 from monitor.maintenance import RuleError, parse_cron, to_local, to_utc, zone
 from monitor.models import CheckResult, MonitorSpec
 
@@ -198,9 +198,25 @@ def _when(at: datetime | None) -> str:
     return at.strftime("%Y-%m-%dT%H:%M:%SZ") if at is not None else "never"
 
 
+class Heard(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ping: str | None = None
+    body: str | None = None
+    body_truncated: bool | None = None
+    run_seconds: float | None = None
+    missed: bool | None = None
+    last_ping: str | None = None
+
+
+class HeartbeatDetails(ResultDetails):
+    heartbeat: Heard | None = None
+
+
 class HeartbeatCheck(Check):
     kind: ClassVar[str] = KIND
-    Settings: ClassVar[type[BaseModel] | None] = HeartbeatSettings
+    Settings: ClassVar[type[BaseModel]] = HeartbeatSettings
+    Details: ClassVar[type[ResultDetails] | None] = HeartbeatDetails
     scheduled: ClassVar[bool] = False
     confirm_after: ClassVar[int] = 1
 

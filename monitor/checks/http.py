@@ -16,9 +16,11 @@ verdict; a plain http check with nothing else to note keeps ``details`` None. A 
 spoke HTTP/2 (the server answers nothing else) says so: ``details.http_version = "2"``
 (absent, it was HTTP/1.1).
 
-``HttpOptions`` is the runtime form of a monitor's stored settings (``monitors.settings``) and
-secrets (``monitor_secrets``), built once when the scheduler loads the monitor; a monitor with
-none of them has ``http = None`` and costs no memory for them.
+``HttpOptions`` is the runtime form of a monitor's stored settings (``monitors.settings``: its
+expected statuses, whether it follows redirects, its request options) and secrets
+(``monitor_secrets``), built once when the scheduler loads the monitor; a monitor with none of
+them has ``options = None`` and costs no memory for them, and monitors that differ from that only
+in their statuses or redirects share one ``HttpOptions`` per combination.
 """
 
 from __future__ import annotations
@@ -29,23 +31,30 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from monitor.checks import http_stored
 from monitor.checks.assertions import ASSERTIONS, Judge, Observed, Outcome
-from monitor.checks.base import Check, CheckContext
+from monitor.checks.base import Check, CheckContext, ResultDetails
 from monitor.checks.certificate import KEY as CERTIFICATE
-from monitor.checks.certificate import certificate_details
+from monitor.checks.certificate import Certificate, certificate_details
+from monitor.checks.http_settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_STATUSES, HttpSettings
 from monitor.models import CheckResult, MonitorSpec
 from monitor.net.client import FetchResult, clip_error, fetch
+from monitor.net.policy import parse_target_url
 
-DEFAULT_MAX_BODY_BYTES = 1_048_576
 # A body larger than this is judged on a worker thread, not on the event loop: a JSON path
 # over a 1 MB document took about a second (the bench's 100 KiB keyword search stays inline).
 JUDGE_INLINE_BYTES = 256 * 1024
+_DEFAULT_RANGES: tuple[tuple[int, int], ...] = tuple((low, high) for low, high in DEFAULT_STATUSES)
 
 
 @dataclass(frozen=True, slots=True)
 class HttpOptions:
     """What to send and how to judge it, beyond a plain GET judged by its status."""
 
+    expected_status: tuple[tuple[int, int], ...] = _DEFAULT_RANGES
+    follow_redirects: bool = False
     method: str = "GET"
     headers: tuple[tuple[str, str], ...] = ()
     # Auth and sensitive headers: sent to the monitor's own origin only, never logged.
@@ -59,12 +68,18 @@ class HttpOptions:
     def needs_body(self) -> bool:
         return self.judge is not None and self.judge.needs_body
 
+    def expects(self, status: int) -> bool:
+        for low, high in self.expected_status:
+            if low <= status <= high:
+                return True
+        return False
+
     @classmethod
     def from_stored(
         cls, settings: dict[str, Any] | None, secrets: dict[str, Any] | None
     ) -> HttpOptions | None:
-        """The options of stored ``settings`` and ``secrets`` (formats in sql/006); None when
-        both say nothing (a plain GET)."""
+        """The options of stored ``settings`` and ``secrets`` (formats in ``http_stored.py``);
+        None when both say nothing (a plain GET)."""
         settings = settings or {}
         secrets = secrets or {}
         if not settings and not secrets:
@@ -78,7 +93,13 @@ class HttpOptions:
         if auth:
             credentials.append(("Authorization", authorization(auth)))
         assertions = ASSERTIONS.validate_python(settings.get("assertions", []))
-        return cls(
+        statuses = tuple(
+            (int(low), int(high)) for low, high in settings.get("expected_status", DEFAULT_STATUSES)
+        )
+        statuses = _STATUSES.setdefault(statuses, statuses)
+        options = cls(
+            expected_status=statuses,
+            follow_redirects=bool(settings.get("follow_redirects", False)),
             method=str(settings.get("method", "GET")),
             headers=tuple(headers),
             credentials=tuple(credentials),
@@ -87,6 +108,10 @@ class HttpOptions:
             tls_verify=bool(settings.get("tls_verify", True)),
             judge=Judge(assertions) if assertions else None,
         )
+        if options.headers or options.credentials or options.body is not None or options.judge is not None:
+            return options
+        # Only statuses and redirects of their own: a handful of combinations, shared.
+        return _SHARED.setdefault(options, options)
 
 
 def authorization(auth: dict[str, Any]) -> str:
@@ -98,10 +123,66 @@ def authorization(auth: dict[str, Any]) -> str:
 
 
 PLAIN = HttpOptions()
+# Most monitors share a few expected-status lists and option sets: one of each is kept (memory
+# per monitor matters when one scheduler carries 100,000 of them).
+_STATUSES: dict[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]] = {}
+_SHARED: dict[HttpOptions, HttpOptions] = {}
+
+
+class AssertionOutcome(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    assertion: str
+    ok: bool
+    message: str | None = None
+    security_headers: dict[str, Any] | None = None
+
+
+class HttpDetails(ResultDetails):
+    """null for a plain status check"""
+
+    assertions: list[AssertionOutcome] | None = Field(
+        None, description='each with "assertion", "ok" and, when it failed, "message"'
+    )
+    body_truncated: bool | None = Field(None, description="the body was cut at its cap, after body_bytes")
+    body_bytes: int | None = None
+    tls_verified: bool | None = Field(None, description="false: the certificate was not checked")
+    http_version: str | None = Field(None, description='"2": a server that speaks only HTTP/2')
+    certificate: Certificate | None = Field(None, description="https")
 
 
 class HttpCheck(Check):
     kind: ClassVar[str] = "http"
+    Settings: ClassVar[type[BaseModel]] = HttpSettings
+    Shown: ClassVar[type[BaseModel] | None] = http_stored.HttpShown
+    secrets: ClassVar[frozenset[str]] = http_stored.SECRET_FIELDS
+    default: ClassVar[bool] = True
+    Details: ClassVar[type[ResultDetails] | None] = HttpDetails
+
+    def target(self, settings: HttpSettings) -> str:
+        return settings.url
+
+    def hosts(self, settings: HttpSettings) -> tuple[str, ...]:
+        return (parse_target_url(settings.url).raw_host or "",)
+
+    def to_stored(self, settings: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        return http_stored.stored_settings(settings)
+
+    def legacy_columns(self, settings: dict[str, Any]) -> dict[str, Any]:
+        return http_stored.legacy_columns(settings)
+
+    def whole(
+        self, url: str, settings: dict[str, Any] | None, secrets: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        return http_stored.whole(url, settings, secrets)
+
+    def unmask(self, given: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
+        return http_stored.unmask(given, stored)
+
+    def shown(
+        self, url: str | None, settings: dict[str, Any] | None, view: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        return http_stored.shown(url or "", settings, view)
 
     def options(self, settings: dict[str, Any] | None, secrets: dict[str, Any] | None) -> HttpOptions | None:
         return HttpOptions.from_stored(settings, secrets)
@@ -116,7 +197,7 @@ class HttpCheck(Check):
             monitor.url,
             method=options.method,
             timeout=monitor.timeout_seconds,
-            follow_redirects=monitor.follow_redirects,
+            follow_redirects=options.follow_redirects,
             headers=options.headers,
             credentials=options.credentials,
             body=options.body,
@@ -129,7 +210,7 @@ class HttpCheck(Check):
         causes: list[str] = []
         details: dict[str, Any] | None = None
         if error is None:
-            if got.status is None or not monitor.expects(got.status):
+            if got.status is None or not options.expects(got.status):
                 causes.append(f"unexpected status {got.status}")
             if judge is not None:
                 observed = _observed(got, options, max_body)

@@ -43,7 +43,7 @@ from icmplib.utils import unique_identifier
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from monitor import logging as mlog
-from monitor.checks.base import Check, CheckContext, Host
+from monitor.checks.base import Check, CheckContext, Host, ResultDetails
 from monitor.models import CheckResult, MonitorSpec
 from monitor.net.client import clip_error
 from monitor.net.policy import literal_address
@@ -226,9 +226,20 @@ async def send_echoes(echoes: Echoes, *, privileged: bool, spacing: float, wait:
             echoes.rtts.append((reply.time - request.time) * 1000)
 
 
+class PingDetails(ResultDetails):
+    address: str | None = None
+    sent: int | None = None
+    received: int | None = None
+    loss_percent: float | None = None
+    rtt_min_ms: float | None = None
+    rtt_avg_ms: float | None = None
+    rtt_max_ms: float | None = None
+
+
 class PingCheck(Check):
     kind: ClassVar[str] = KIND
     Settings: ClassVar[type[BaseModel]] = PingSettings
+    Details: ClassVar[type[ResultDetails] | None] = PingDetails
 
     def __init__(self, decide: Callable[[int], bool] = icmp_mode) -> None:
         # Per address family: whether echoes need a raw socket, decided on first use.

@@ -43,9 +43,9 @@ from pydantic import (
     field_validator,
 )
 
-from monitor.checks.base import Check, CheckContext, Host
+from monitor.checks.base import Check, CheckContext, Host, ResultDetails
 from monitor.checks.certificate import KEY as CERTIFICATE
-from monitor.checks.certificate import certificate_details
+from monitor.checks.certificate import Certificate, certificate_details
 from monitor.models import CheckResult, MonitorSpec
 from monitor.net.client import HttpSession, clip_error
 from monitor.net.dial import DialError, Progress, Wire, bounded, dial
@@ -193,9 +193,23 @@ async def read_until(wire: Wire, expect: bytes) -> Ended:
 # -- the check ----------------------------------------------------------------------------
 
 
+class TcpTls(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: str | None
+    verified: bool
+
+
+class TcpDetails(ResultDetails):
+    answer: str | None = Field(None, description=f"the answer's first {ANSWER_CHARS} characters, escaped")
+    tls: TcpTls | None = None
+    certificate: Certificate | None = None
+
+
 class TcpCheck(Check):
     kind: ClassVar[str] = KIND
     Settings: ClassVar[type[BaseModel]] = TcpSettings
+    Details: ClassVar[type[ResultDetails] | None] = TcpDetails
 
     def target(self, settings: TcpSettings) -> str:
         return target_of("tcp+tls" if settings.tls else "tcp", settings.host, settings.port)

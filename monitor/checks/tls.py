@@ -40,9 +40,9 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
-from monitor.checks.base import Check, CheckContext, Host
+from monitor.checks.base import Check, CheckContext, Host, ResultDetails
 from monitor.checks.certificate import KEY as CERTIFICATE
-from monitor.checks.certificate import certificate_details
+from monitor.checks.certificate import Certificate, certificate_details
 from monitor.checks.tcp import target_of
 from monitor.models import CheckResult, MonitorSpec
 from monitor.net.chain import ChainCert, ChainMemo, weakest
@@ -137,9 +137,27 @@ class _Seen:
     version: str | None = None
 
 
+class ChainLink(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    subject: str | None
+    issuer: str | None
+    key: str | None
+    not_after: str
+
+
+class TlsDetails(ResultDetails):
+    certificate: Certificate | None = None
+    chain: list[ChainLink] | None = None
+    weakest_key: str | None = None
+    verified: bool | None = None
+    tls_version: str | None = None
+
+
 class TlsCheck(Check):
     kind: ClassVar[str] = KIND
     Settings: ClassVar[type[BaseModel]] = TlsSettings
+    Details: ClassVar[type[ResultDetails] | None] = TlsDetails
 
     def __init__(self) -> None:
         # Read chains by their DER: servers send the same ones check after check.

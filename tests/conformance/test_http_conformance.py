@@ -42,9 +42,12 @@ async def check(
     settings: dict[str, Any] | None = None,
     secrets: dict[str, Any] | None = None,
 ) -> CheckResult:
-    """One check of a monitor with these settings (``monitors.settings``) and secrets
-    (``monitor_secrets.secrets``), in their stored form."""
+    """One check of a monitor with these settings (``monitors.settings``, where its expected
+    statuses and redirects are kept too) and secrets (``monitor_secrets.secrets``), in their
+    stored form."""
     http = HttpCheck()
+    stored = {**(settings or {}), "expected_status": [list(r) for r in expected_status],
+              "follow_redirects": follow_redirects}  # fmt: skip
     spec = MonitorSpec(
         id=1,
         name="conformance",
@@ -52,11 +55,9 @@ async def check(
         url=url,
         interval_seconds=60.0,
         timeout_seconds=timeout,
-        expected_status=expected_status,
         confirm_after=1,
-        follow_redirects=follow_redirects,
         paused=False,
-        options=http.options(settings, secrets),
+        options=http.options(stored, secrets),
     )
     return await http.run(spec, client.ctx, datetime.now(UTC))
 

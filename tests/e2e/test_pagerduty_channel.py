@@ -12,7 +12,7 @@ import pytest
 from support import ApiClient, FakeChannels, ProcessFactory, TargetServer, wait_for
 from support.alerts import watched_monitor
 
-from monitor.api.schemas_http import MASK
+from monitor.secrets import MASK
 
 pytestmark = pytest.mark.e2e
 

@@ -14,8 +14,7 @@ import pytest
 from support import ApiClient, ProcessFactory
 from support.procs import TEST_SECRET_KEY
 
-from monitor.api.schemas_http import MASK
-from monitor.secrets import SecretBox
+from monitor.secrets import MASK, SecretBox
 
 pytestmark = pytest.mark.timeout(60)
 HOOK = "https://hooks.example.test/in/patch-7c1e"

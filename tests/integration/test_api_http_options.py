@@ -16,8 +16,7 @@ import pytest
 from support import ApiClient, ApiResponse, ProcessFactory
 from support.procs import TEST_SECRET_KEY
 
-from monitor.api.schemas_http import MASK
-from monitor.secrets import SecretBox, is_sealed, map_monitor_secrets, open_monitor_secrets
+from monitor.secrets import MASK, SecretBox, is_sealed, map_monitor_secrets, open_monitor_secrets
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -31,7 +31,7 @@ from support.connections import all_closed
 
 from monitor.checks.base import CheckContext
 from monitor.checks.certificate import cert_days_left, cert_not_after
-from monitor.checks.http import HttpCheck, HttpOptions
+from monitor.checks.http import PLAIN, HttpCheck, HttpOptions
 from monitor.models import CheckResult, MonitorSpec
 from monitor.net.certificate import CertificateMemo
 from monitor.net.policy import AddressPolicy
@@ -58,11 +58,11 @@ class Checker:
             url=url,
             interval_seconds=60,
             timeout_seconds=5,
-            expected_status=((200, 299),),
             confirm_after=1,
-            follow_redirects=follow_redirects,
             paused=False,
-            options=options,
+            options=replace(
+                options or PLAIN, expected_status=((200, 299),), follow_redirects=follow_redirects
+            ),
         )
         return await HttpCheck().run(spec, self.ctx, dt.datetime.now(dt.UTC))
 

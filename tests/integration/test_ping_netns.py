@@ -66,9 +66,7 @@ async def checker(allow: Sequence[str], nameserver: str | None = None) -> AsyncI
             url=f"ping://{host}",
             interval_seconds=60,
             timeout_seconds=timeout_seconds,
-            expected_status=(),
             confirm_after=1,
-            follow_redirects=False,
             paused=False,
             options=check.options(stored, None),
         )
@@ -239,7 +237,7 @@ async def main(address, cidr):
     resolver = VettedResolver(policy)
     session = make_session(resolver)
     check = PingCheck()
-    spec = MonitorSpec(1, "ping", "ping", "ping://" + address, 60, 3, (), 1, False, False,
+    spec = MonitorSpec(1, "ping", "ping", "ping://" + address, 60, 3, 1, False,
                        options=check.options({"host": address}, None))
     result = await check.run(spec, CheckContext(session, policy), datetime.datetime.now(datetime.UTC))
     await session.close()

@@ -81,7 +81,7 @@ class Figures:
 
 
 def _spec(monitor_id: int) -> MonitorSpec:
-    return MonitorSpec(monitor_id, "m", "http", "http://x/", 60.0, 5.0, ((200, 299),), 2, False, False)
+    return MonitorSpec(monitor_id, "m", "http", "http://x/", 60.0, 5.0, 2, False)
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ async def pool(migrated: str, db: asyncpg.Connection) -> AsyncIterator[asyncpg.P
 
 
 def _spec(monitor_id: int) -> MonitorSpec:
-    return MonitorSpec(monitor_id, "m", "http", "http://x/", 60.0, 5.0, ((200, 299),), 2, False, False)
+    return MonitorSpec(monitor_id, "m", "http", "http://x/", 60.0, 5.0, 2, False)
 
 
 def _result(monitor_id: int, at: datetime, ok: bool, latency: float | None) -> CheckResult:

@@ -26,8 +26,7 @@ from support import ApiClient, ProcessFactory, TargetServer, wait_for
 from support.alerts import run_monitor
 from support.procs import TEST_SECRET_KEY
 
-from monitor.api.schemas_http import MASK
-from monitor.secrets import MARK, SecretBox, SecretKeyError, generate_key, open_monitor_secrets
+from monitor.secrets import MARK, MASK, SecretBox, SecretKeyError, generate_key, open_monitor_secrets
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -56,7 +56,11 @@ async def check(local_ca: LocalCA, monkeypatch: pytest.MonkeyPatch) -> AsyncIter
 
         async def run(url: str, *, min_grade: str = "B", follow_redirects: bool = False) -> CheckResult:
             options = HttpOptions.from_stored(
-                {"assertions": [{"type": "security_headers", "min_grade": min_grade}]}, None
+                {
+                    "assertions": [{"type": "security_headers", "min_grade": min_grade}],
+                    "follow_redirects": follow_redirects,
+                },
+                None,
             )
             spec = MonitorSpec(
                 id=1,
@@ -65,9 +69,7 @@ async def check(local_ca: LocalCA, monkeypatch: pytest.MonkeyPatch) -> AsyncIter
                 url=url,
                 interval_seconds=60,
                 timeout_seconds=5,
-                expected_status=((200, 399),),
                 confirm_after=1,
-                follow_redirects=follow_redirects,
                 paused=False,
                 options=options,
             )

@@ -53,9 +53,7 @@ class Checker:
             url="",
             interval_seconds=60,
             timeout_seconds=TIMEOUT,
-            expected_status=((200, 299),),
             confirm_after=1,
-            follow_redirects=False,
             paused=False,
             options=check.options(settings, None),
         )

@@ -74,7 +74,7 @@ class Runner:
         if options is None:
             options = self.check.options(settings, None)
         target = self.check.target(DnsSettings.model_validate(settings))
-        spec = MonitorSpec(1, "dns", "dns", target, 60, timeout, (), 1, False, False, options=options)
+        spec = MonitorSpec(1, "dns", "dns", target, 60, timeout, 1, False, options=options)
         return await self.check.run(spec, CheckContext(session=session, policy=policy), datetime.now(UTC))
 
     async def close(self) -> None:

@@ -51,7 +51,7 @@ class Sink:
 def spec(monitor_id: int, tags: tuple[str, ...] = (), **fields: Any) -> MonitorSpec:
     return MonitorSpec(
         id=monitor_id, name=f"m{monitor_id}", type="http", url="http://127.0.0.1:9/", interval_seconds=60.0,
-        timeout_seconds=5.0, expected_status=((200, 299),), confirm_after=1, follow_redirects=False,
+        timeout_seconds=5.0, confirm_after=1,
         paused=False, tags=tags, account_id=1, **fields,
     )  # fmt: skip
 

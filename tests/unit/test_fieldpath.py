@@ -9,7 +9,7 @@ from pydantic import BaseModel, ValidationError
 
 from monitor.api.errors import from_validation
 from monitor.api.schemas import HttpMonitorCreate, MonitorPatch
-from monitor.api.schemas_http import RequestOptions
+from monitor.checks.http_settings import RequestOptions
 from monitor.domain.fieldpath import field_path
 from monitor.domain.schemas.channels import ChannelCreate
 

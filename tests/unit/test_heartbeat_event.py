@@ -23,7 +23,7 @@ AT = datetime(2026, 12, 1, 3, 30, tzinfo=UTC)
 def _event(type_: str = "heartbeat", url: str = "") -> Event:
     spec = MonitorSpec(
         id=7, name="Nightly backup", type=type_, url=url, interval_seconds=3600, timeout_seconds=10,
-        expected_status=((200, 399),), confirm_after=1, follow_redirects=False, paused=False,
+        confirm_after=1, paused=False,
     )  # fmt: skip
     result = CheckResult(monitor_id=7, time=AT, ok=False, error="no ping since 2026-12-01T03:00:12Z")
     return Event.build(

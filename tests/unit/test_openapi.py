@@ -15,12 +15,12 @@ from openapi_spec_validator import OpenAPIV31SpecValidator
 
 from monitor.api import openapi, schemas
 from monitor.api.app import create_app
-from monitor.api.schemas_http import MASK
 from monitor.config import Settings
 from monitor.domain.schemas import channels as channel_schemas
 from monitor.domain.schemas import maintenance as schemas_maintenance
 from monitor.domain.schemas import status_pages as schemas_status
 from monitor.domain.schemas.keys import KeyCreate
+from monitor.secrets import MASK
 
 MIN_INTERVAL = 30.0
 LIMITS = openapi.Limits(MIN_INTERVAL)

@@ -86,9 +86,7 @@ def spec(monitor_id: int = 1, interval: float = 0.2) -> MonitorSpec:
         url="probe://",
         interval_seconds=interval,
         timeout_seconds=5.0,
-        expected_status=((200, 299),),
         confirm_after=1,
-        follow_redirects=False,
         paused=False,
     )
 
