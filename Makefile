@@ -38,7 +38,7 @@ endef
 
 help:
 	@echo 'make run            start api, scheduler and alerter (honcho, Ctrl-C stops them)'
-	@echo 'make test           migrations + ruff + mypy + pytest (tests/e2e beside the rest; PYTEST_ARGS=... runs one pytest)'
+	@echo 'make test           migrations + ruff + mypy + pytest (three streams side by side: e2e, slow, rest; PYTEST_ARGS=... runs one pytest)'
 	@echo 'make lint           ruff check, ruff format --check, mypy'
 	@echo 'make test-tools     what tests run besides the services: iproute2, redis-server, the PostgreSQL root'
 	@echo 'make migrate        apply sql/ migrations to the run database'

@@ -47,7 +47,7 @@ REDIS_PIDFILE="$STATE/redis.pid"
 # the data it seals, which is fine for a development database only.
 SECRET_KEY_FILE="$STATE/secret.key"
 ROOTFS_MARKER=".monitor-rootfs-complete"   # written last, before the atomic rename into place
-DATABASES=(monitor monitor_test monitor_test_e2e)
+DATABASES=(monitor monitor_test monitor_test_e2e monitor_test_slow)
 # What /proc/PID/cmdline must contain for a pidfile's PID to count as ours (PID reuse guard).
 PG_CMDLINE="postgres -D $PG_MNT/data"
 REDIS_CMDLINE="redis-server 127.0.0.1:"
