@@ -9,7 +9,8 @@
 #
 # Most of what the two slow streams do is wait, so three streams fit two cores: measured in
 # issue 27, one stream of everything but e2e took 17.5 min on a loaded machine; split in two,
-# neither passes about 10 min. The e2e and slow streams' output is shown when they end.
+# neither passes about 10 min. The e2e and slow streams' output is shown when they end; each
+# stream's durations are in .state/test-<stream>.xml (JUnit), to balance them by.
 #
 #   scripts/test.sh                  the three streams
 #   scripts/test.sh ARGS...          one pytest with these arguments (PYTEST_ARGS), as before
@@ -95,13 +96,13 @@ start_stream() {  # name, Redis index offset, pytest arguments...
     shift 2
     echo "pytest: the $name stream beside the rest (its output: .state/test-$name.log, shown when it ends)"
     MONITOR_DATABASE_URL="$(stream_db "$name")" MONITOR_REDIS_URL="${MONITOR_REDIS_URL%/*}/$((redis_index + offset))" \
-        "$PYTEST" -p no:cacheprovider "$@" >".state/test-$name.log" 2>&1 &
+        "$PYTEST" -p no:cacheprovider --junitxml=".state/test-$name.xml" "$@" >".state/test-$name.log" 2>&1 &
     pids+=($!)
 }
 start_stream e2e 1 tests/e2e
 start_stream slow 2 "${SLOW[@]}"
 
-"$PYTEST" "${ignore[@]}"
+"$PYTEST" --junitxml=.state/test-rest.xml "${ignore[@]}"
 rest=$?
 status=$rest
 for i in 0 1; do
