@@ -40,7 +40,6 @@ FACE_MAY_USE = {"api": frozenset({"status", "dashboard"})}
 KNOWN: frozenset[tuple[str, str]] = frozenset(
     {
         ("monitor.config", "monitor.scheduler.connectivity"),
-        ("monitor.models", "monitor.scheduler.state"),
         ("monitor.status.data", "monitor.api.maintenance"),
         ("monitor.status.data", "monitor.api.uptime"),
         ("monitor.status.service", "monitor.api.uptime"),
