@@ -13,13 +13,14 @@ import ipaddress
 import os
 import ssl
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from monitor import dsn, secrets
-from monitor.scheduler.connectivity import parse_reference
+from monitor.net.policy import InvalidTarget, parse_target_url
 
 PREFIX = "MONITOR_"
 # Read by scripts/services.sh, scripts/system-test.sh and the Makefile, not by the processes.
@@ -52,6 +53,37 @@ def _split_csv(value: object) -> object:
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A reference target of the connectivity guard (``MONITOR_CONNECTIVITY_TARGETS``,
+    monitor/scheduler/connectivity.py): an http(s) ``url`` (any HTTP answer counts), or, with
+    ``url`` None, a TCP connection to ``host`` (IDNA, IPv6 without brackets) and ``port``."""
+
+    text: str
+    url: str | None
+    host: str
+    port: int
+
+
+def parse_reference(text: str) -> Reference:
+    """``http(s)://...`` or ``host:port`` (``[v6]:port``); ValueError saying what is wrong."""
+    value = text.strip()
+    if "://" in value:
+        try:
+            url = parse_target_url(value)
+        except InvalidTarget as exc:
+            raise ValueError(f"{text!r}: {exc}") from None
+        return Reference(value, str(url), url.raw_host or "", url.port or 0)
+    _, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or any(ch in value for ch in "/?#@"):
+        raise ValueError(f"{text!r} is neither an http(s):// URL nor host:port")
+    try:
+        url = parse_target_url(f"http://{value}/")
+    except InvalidTarget as exc:
+        raise ValueError(f"{text!r}: {exc}") from None
+    return Reference(value, None, url.raw_host or "", url.port or 0)
 
 
 class Settings(BaseModel):

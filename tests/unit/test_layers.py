@@ -39,7 +39,6 @@ FACE_MAY_USE = {"api": frozenset({"status", "dashboard"})}
 # Arrows that broke the rules when this test was written (importing module -> imported module).
 KNOWN: frozenset[tuple[str, str]] = frozenset(
     {
-        ("monitor.config", "monitor.scheduler.connectivity"),
         ("monitor.status.data", "monitor.api.maintenance"),
         ("monitor.status.data", "monitor.api.uptime"),
         ("monitor.status.service", "monitor.api.uptime"),
