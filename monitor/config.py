@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
@@ -52,6 +53,21 @@ _HOW_TO_SET = {
 def _split_csv(value: object) -> object:
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+# A Telegram chat id: a number (negative for groups) or an @channel name. The operator's chat
+# is a setting, and the telegram channel kind (monitor/channels/telegram.py) takes its chats by
+# the same rule; it lives here, at the bottom, so that the settings import no channel.
+TELEGRAM_CHAT_ID = re.compile(r"^-?\d{1,20}$|^@[A-Za-z][A-Za-z0-9_]{4,31}$")
+
+
+def parse_chat_id(value: Any) -> Any:
+    """A chat id as Telegram takes it: a number (negative for groups) or an @channel name."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if value is not None and (not isinstance(value, str) or not TELEGRAM_CHAT_ID.match(value)):
+        raise ValueError("must be a numeric Telegram chat id or an @channel username")
     return value
 
 
@@ -198,10 +214,6 @@ class Settings(BaseModel):
     def _operator_chat(cls, value: object) -> object:
         if value is None or (isinstance(value, str) and not value.strip()):
             return None
-        # Imported here: the telegram module brings the alerter's channels, which only the
-        # processes that set this need.
-        from monitor.channels.telegram import parse_chat_id
-
         return parse_chat_id(value.strip() if isinstance(value, str) else value)
 
     @field_validator("ca_file")
