@@ -30,6 +30,12 @@ def get(name: str) -> ChannelKind | None:
     return REGISTRY.get(name)
 
 
+def carried(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored channel (a row with its ``id``, ``kind``, ``name`` and ``config``) as an event
+    carries it: {"id", "kind", "name", ... its settings}, what :func:`destination` reads."""
+    return {"id": row["id"], "kind": row["kind"], "name": row["name"], **row["config"]}
+
+
 def destination(channel: Mapping[str, Any], event_kind: str | None = None) -> str | None:
     """The destination key of one channel as an event carries it ({"id", "kind", "name", ...
     its settings}); None for a kind this version does not know, or one that does not take

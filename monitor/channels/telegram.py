@@ -138,6 +138,12 @@ def destination(channel: Mapping[str, Any]) -> str | None:
     return f"telegram:{chat}" if chat else None
 
 
+def operator_channel(chat_id: str) -> dict[str, Any]:
+    """The operator's chat (``MONITOR_OPERATOR_CHAT``) as an event carries a channel; id 0 is no
+    stored channel's, and its destination is the chat's, as for every channel naming it."""
+    return {"id": 0, "kind": "telegram", "name": "operator", "chat_id": chat_id}
+
+
 def limits(destination: str) -> list[Bucket]:
     chat = destination.removeprefix("telegram:")
     buckets = [Bucket(destination, 1, PER_CHAT_INTERVAL), Bucket("telegram:bot", BOT_PER_SECOND, 1.0)]
@@ -153,11 +159,13 @@ async def deliver(ctx: SendContext, channel: Mapping[str, Any], text: Any) -> No
     assert token is not None  # unavailable() holds the chat's alerts back without one
     config = TelegramConfig(token, ctx.settings.telegram_api_base)
     chat = str(channel["chat_id"])
-    target = ctx.moves.get(f"telegram:{chat}", chat)
+    key = destination(channel)
+    assert key is not None  # a channel without a chat has no destination, so nothing to send
+    target = ctx.moves.get(key, chat)
     try:
         await send(ctx.http, config, target, text)
     except DestinationMoved as exc:
-        ctx.moves[f"telegram:{chat}"] = exc.moved_to
+        ctx.moves[key] = exc.moved_to
         await ctx.on_moved("telegram", "chat_id", target, exc.moved_to)
         await send(ctx.http, config, exc.moved_to, text)
 
