@@ -21,7 +21,8 @@ STAMP := $(VENV)/.installed-from-pyproject
 LINT_PATHS := $(wildcard monitor tests bench)
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
-# Which benchmark `make bench` runs: a module of bench/ (scheduler, pings, api, alerter, connectivity).
+# Which benchmark `make bench` runs: a module of bench/ (scheduler, pings, api, alerter, connectivity,
+# reactions).
 BENCH ?= scheduler
 
 # Shell snippet: export MONITOR_DATABASE_URL and MONITOR_REDIS_URL for $(1) (run or test) from
@@ -33,12 +34,13 @@ export MONITOR_DATABASE_URL="$${keep_db:-$$MONITOR_DATABASE_URL}" \
        MONITOR_REDIS_URL="$${keep_redis:-$$MONITOR_REDIS_URL}"
 endef
 
-.PHONY: help venv services services-down status migrate run lint test bench nginx dist
+.PHONY: help venv services services-down status migrate run lint test test-tools bench nginx dist
 
 help:
 	@echo 'make run            start api, scheduler and alerter (honcho, Ctrl-C stops them)'
 	@echo 'make test           migrations + ruff + mypy + pytest (tests/e2e beside the rest; PYTEST_ARGS=... runs one pytest)'
 	@echo 'make lint           ruff check, ruff format --check, mypy'
+	@echo 'make test-tools     what tests run besides the services: iproute2, redis-server, the PostgreSQL root'
 	@echo 'make migrate        apply sql/ migrations to the run database'
 	@echo 'make bench          python -m bench.$$BENCH (scheduler; or pings, api, alerter...) $$BENCH_ARGS against the run services'
 	@echo 'make dist           build the sdist and the wheel (migrations included) into dist/'
@@ -94,7 +96,19 @@ nginx:
 	    DEBIAN_FRONTEND=noninteractive apt-get update -q; \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light; }
 
-test: venv services nginx
+# What the tests run besides the services, so that none of them skips for want of it (under
+# `make test` a skip fails: tests/support/skips.py): iproute2's `ip` for the network-namespace
+# tests (ping hosts, quorum locations), and redis-server and the PostgreSQL root for the tests
+# that start servers of their own (failover, restarts), also when MONITOR_*_URL are preset and
+# `make services` provisions nothing.
+test-tools:
+	@command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || { \
+	    echo 'installing iproute2 (apt-get)'; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q iproute2; }
+	@$(SERVICES) tools
+
+test: venv services nginx test-tools
 	@bash scripts/browser.sh ensure
 	@$(call load_env,test); \
 	echo "monitor migrate (test database)"; \

@@ -17,7 +17,9 @@ from datetime import datetime, timedelta
 
 import asyncpg
 
-from monitor import accounts, rollups
+from monitor import rollups
+from monitor.domain import accounts
+from monitor.domain import keys as api_keys
 
 ACCOUNT = "bench"
 CHECKS_PER_HOUR = 120  # every 30 s
@@ -107,7 +109,7 @@ async def _load(
     await _timed(seconds, "truncate", conn.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE"))
     now: datetime = await conn.fetchval("SELECT now()")
     account_id = await accounts.create_account(conn, ACCOUNT)
-    key = (await accounts.create_key(conn, account_id, "bench")).key
+    key = (await api_keys.create_key(conn, account_id, "bench")).key
 
     started = time.monotonic()
     # Created just before the first rollup hour, so every window is fully within its life.
@@ -284,7 +286,7 @@ async def existing(dsn: str, *, monitors: int, days: int) -> Loaded | None:
         if loaded_at is None:
             return None
         now = datetime.fromisoformat(loaded_at)
-        key = (await accounts.create_key(conn, account_id, "bench")).key
+        key = (await api_keys.create_key(conn, account_id, "bench")).key
         rows = {
             table: int(await conn.fetchval(f"SELECT count(*) FROM {table}"))
             for table in ("monitors", "checks_hourly", "incidents", "monitor_pauses", "checks")

@@ -133,6 +133,9 @@ def scheduler_env(urls: database.Urls, args: argparse.Namespace, src: Path) -> d
         env["MONITOR_SCHEDULER_HTTP_PORT"] = str(free_port())
     if "secret_key:" in config:
         env["MONITOR_SECRET_KEY"] = database.BENCH_SECRET_KEY
+    if "spool_dir:" in config:
+        # The spool of results (on by default) in the machine's temporary directory, not the home's.
+        env["MONITOR_SPOOL_DIR"] = str(Path(tempfile.gettempdir()) / "monitor-bench-spool")
     if args.concurrency is not None:
         env["MONITOR_CHECK_CONCURRENCY"] = str(args.concurrency)
     for item in args.set:

@@ -19,7 +19,8 @@ from datetime import datetime
 import asyncpg
 
 from bench import database
-from monitor import accounts, rollups
+from monitor import rollups
+from monitor.domain import accounts
 
 SLUG = "bench"
 CHECKS_PER_HOUR = 60

@@ -1,14 +1,18 @@
 """``monitor accounts`` and ``monitor keys``: accounts made, listed and deleted, API keys made,
-listed and revoked (monitor/accounts.py does the work)."""
+listed and revoked. The domain's operations do the work (``monitor.domain.accounts`` and
+``keys``); a command about one account acts as its owner."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from monitor.cli_support import JSON_OPTION, load_settings, print_rows, time_text, with_connection
+from monitor.cli_support import JSON_OPTION, load_settings, print_rows, time_text, with_deps
+
+if TYPE_CHECKING:
+    from monitor.domain.context import Deps
 
 
 @click.group("accounts")
@@ -20,14 +24,15 @@ def accounts_group() -> None:
 @click.argument("name")
 def accounts_create(name: str) -> None:
     """Create the account NAME."""
-    from monitor import accounts
+    from monitor.domain import accounts
+    from monitor.domain.errors import DomainError
 
     settings = load_settings("database_url")
 
     try:
-        account_id = asyncio.run(with_connection(settings, lambda conn: accounts.create_account(conn, name)))
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+        account_id = asyncio.run(with_deps(settings, lambda deps: accounts.create(deps, name)))
+    except DomainError as exc:
+        raise click.ClickException(exc.message) from None
     except OSError as exc:
         raise click.ClickException(f"database unreachable: {exc}") from None
     click.echo(f"created account {name!r} (id {account_id})")
@@ -44,17 +49,25 @@ def accounts_delete(name: str, yes: bool) -> None:
     monitors at once. Raw checks age out with MONITOR_RETENTION_DAYS. Refused without --yes,
     saying what it would delete.
     """
-    from monitor import accounts
+    from monitor.domain import accounts
+    from monitor.domain.context import Actor
+    from monitor.domain.errors import DomainError
 
     settings = load_settings("database_url")
 
-    async def work(conn: Any) -> accounts.Contents | None:
-        if not yes:
-            return await accounts.account_contents(conn, name)
-        return await accounts.delete_account(conn, name)
+    async def work(deps: Deps) -> accounts.Contents | None:
+        account_id = await accounts.find(deps, name)
+        if account_id is None:
+            return None
+        owner = Actor(account_id, role="owner")
+        return await (accounts.delete(deps, owner) if yes else accounts.contents(deps, owner))
 
     try:
-        held = asyncio.run(with_connection(settings, work))
+        held = asyncio.run(with_deps(settings, work))
+    except DomainError as exc:  # not found: gone since it was found
+        raise click.ClickException(
+            f"no account named {name!r}" if exc.status == 404 else exc.message
+        ) from None
     except OSError as exc:
         raise click.ClickException(f"database unreachable: {exc}") from None
     if held is None:
@@ -71,11 +84,11 @@ def accounts_delete(name: str, yes: bool) -> None:
 @JSON_OPTION
 def accounts_list(as_json: bool) -> None:
     """List accounts: id, name, created, monitors, active keys."""
-    from monitor import accounts
+    from monitor.domain import accounts
 
     settings = load_settings("database_url")
     try:
-        found = asyncio.run(with_connection(settings, accounts.list_accounts))
+        found = asyncio.run(with_deps(settings, accounts.every))
     except OSError as exc:
         raise click.ClickException(f"database unreachable: {exc}") from None
     columns = {"id": "ID", "name": "NAME", "created_at": "CREATED", "monitors": "MONITORS",
@@ -90,25 +103,29 @@ def keys_group() -> None:
 
 @keys_group.command("create")
 @click.option("--account", "account_name", required=True, help="Name of the account the key acts for.")
-@click.option("--name", "key_name", default="", help="A label to recognise the key by.")
+@click.option("--name", "key_name", default="", help="A label to know the key by (at most 100 characters).")
 def keys_create(account_name: str, key_name: str) -> None:
     """Create an API key and print it once (only its hash is stored)."""
-    from monitor import accounts
+    from monitor.domain import accounts, keys
+    from monitor.domain.context import Actor
+    from monitor.domain.errors import DomainError
 
     settings = load_settings("database_url")
 
-    async def work(conn: Any) -> accounts.NewKey:
-        account_id = await accounts.account_id_by_name(conn, account_name)
+    async def work(deps: Deps) -> dict[str, Any]:
+        account_id = await accounts.find(deps, account_name)
         if account_id is None:
             raise click.ClickException(f"no account named {account_name!r} (monitor accounts create NAME)")
-        return await accounts.create_key(conn, account_id, key_name)
+        return await keys.create(deps, Actor(account_id, role="owner"), {"name": key_name})
 
     try:
-        new = asyncio.run(with_connection(settings, work))
+        new = asyncio.run(with_deps(settings, work))
+    except DomainError as exc:
+        raise click.ClickException(exc.message) from None
     except OSError as exc:
         raise click.ClickException(f"database unreachable: {exc}") from None
-    click.echo(new.key)
-    click.echo(f"(key id {new.id} of account {account_name!r}; it is shown only this once)", err=True)
+    click.echo(new["key"])
+    click.echo(f"(key id {new['id']} of account {account_name!r}; it is shown only this once)", err=True)
 
 
 @keys_group.command("list")
@@ -119,20 +136,20 @@ def keys_list(account_name: str | None, as_json: bool) -> None:
 
     Keys are stored as SHA-256 hashes: a key itself is shown only when it is created.
     """
-    from monitor import accounts
+    from monitor.domain import accounts, keys
 
     settings = load_settings("database_url")
 
-    async def work(conn: Any) -> list[accounts.Key]:
+    async def work(deps: Deps) -> list[keys.Key]:
         account_id = None
         if account_name is not None:
-            account_id = await accounts.account_id_by_name(conn, account_name)
+            account_id = await accounts.find(deps, account_name)
             if account_id is None:
                 raise click.ClickException(f"no account named {account_name!r} (monitor accounts list)")
-        return await accounts.list_keys(conn, account_id)
+        return await keys.every(deps, account_id)
 
     try:
-        found = asyncio.run(with_connection(settings, work))
+        found = asyncio.run(with_deps(settings, work))
     except OSError as exc:
         raise click.ClickException(f"database unreachable: {exc}") from None
     columns = {"id": "ID", "account": "ACCOUNT", "name": "NAME", "prefix": "PREFIX", "created_at": "CREATED",
@@ -144,18 +161,31 @@ def keys_list(account_name: str | None, as_json: bool) -> None:
 @click.argument("key_id", metavar="ID", type=click.IntRange(1, 2**63 - 1))
 def keys_revoke(key_id: int) -> None:
     """Revoke the API key ID (see monitor keys list): requests with it get 401 from now on."""
-    from monitor import accounts
+    from monitor.domain import keys
+    from monitor.domain.context import Actor
+    from monitor.domain.errors import DomainError
 
     settings = load_settings("database_url")
+
+    async def work(deps: Deps) -> keys.Revoked | None:
+        account_id = await keys.account_of(deps, key_id)
+        if account_id is None:
+            return None
+        return await keys.revoke(deps, Actor(account_id, role="owner"), key_id)
+
     try:
-        found = asyncio.run(with_connection(settings, lambda conn: accounts.revoke_key(conn, key_id)))
+        found = asyncio.run(with_deps(settings, work))
+    except DomainError as exc:  # not found: gone since it was found
+        if exc.status != 404:
+            raise click.ClickException(exc.message) from None
+        found = None
     except OSError as exc:
         raise click.ClickException(f"database unreachable: {exc}") from None
     if found is None:
         raise click.ClickException(f"no key with id {key_id} (monitor keys list)")
-    key, newly = found
+    key = found.key
     what = f"key {key.id} ({key.prefix}, {key.name!r} of account {key.account!r})"
-    if newly:
+    if found.newly:
         click.echo(f"revoked {what}")
     else:
         click.echo(f"{what} was revoked already, at {time_text(key.revoked_at)}")

@@ -8,11 +8,14 @@ import dataclasses
 import json
 from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from monitor import config
+
+if TYPE_CHECKING:
+    from monitor.domain.context import Deps
 
 
 def load_settings(*required: str) -> config.Settings:
@@ -32,6 +35,30 @@ async def with_connection(settings: config.Settings, work: Callable[[Any], Corou
         return await work(conn)
     finally:
         await conn.close()
+
+
+async def with_deps(settings: config.Settings, work: Callable[[Deps], Coroutine[Any, Any, Any]]) -> Any:
+    """``work(deps)`` with what the domain's operations use, as the api gives it (a small pool, a
+    vetted resolver); without MONITOR_SECRET_KEY, a box that refuses to seal or open (the account
+    and key commands need none)."""
+    from monitor import db
+    from monitor.domain.context import Deps
+    from monitor.net.policy import AddressPolicy
+    from monitor.net.resolver import VettedResolver
+    from monitor.secrets import NoSecretBox, SecretBox
+
+    box: SecretBox
+    try:
+        box = settings.secret_box()
+    except config.ConfigError as exc:
+        box = NoSecretBox(exc)
+    pool = await db.create_pool(settings.dsn, min_size=0, max_size=2)
+    resolver = VettedResolver(AddressPolicy(settings.allow_cidrs), settings.dns_servers)
+    try:
+        return await work(Deps(pool, settings, box, resolver))
+    finally:
+        await resolver.close()
+        await pool.close()
 
 
 async def with_redis(settings: config.Settings, work: Callable[..., Coroutine[Any, Any, Any]]) -> Any:

@@ -161,6 +161,13 @@ class Settings(BaseModel):
     write_batch_rows: int = Field(1000, ge=1)
     write_interval_seconds: float = Field(1.0, gt=0)
     write_buffer_max_rows: int = Field(1_000_000, ge=1)
+    # The local spool of results not yet written (monitor/scheduler/spool.py), replayed at start
+    # so that a SIGKILL loses none: its directory (default: systemd's StateDirectory, else
+    # ~/.local/state/monitor, each with spool/), its bound (0 turns it off), and how often at
+    # most it is fdatasynced (what an operating-system crash may lose; a killed process loses none).
+    spool_dir: str | None = None
+    spool_max_mb: int = Field(256, ge=0, le=1_000_000)
+    spool_sync_ms: int = Field(1000, ge=10, le=60_000)
     reconcile_interval_seconds: float = Field(30.0, gt=0)
     # Several schedulers (monitor/scheduler/membership.py): each holds a lease of this many
     # seconds in the database, renewed four times per lease; the monitors of one that stops

@@ -7,13 +7,13 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 
 from monitor import keys, redisconn
-from monitor.models import CheckResult, MonitorSpec
+from monitor.models import CheckResult
 from monitor.times import rfc3339
 
 # 2 added ``channels`` (the monitor's alert channels when the change happened) and the
@@ -28,6 +28,19 @@ READABLE_VERSIONS = (1, 2, 3, 4)
 
 class EventFormatError(ValueError):
     """A stream entry that is not an event of a version we understand."""
+
+
+class Subject(Protocol):
+    """What an event says of its monitor: a ``MonitorSpec``, or a spooled change's monitor."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def url(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -98,7 +111,7 @@ class Event:
         *,
         event_id: uuid.UUID,
         kind: str,
-        spec: MonitorSpec,
+        spec: Subject,
         incident_id: int,
         at: datetime,
         started_at: datetime | None,

@@ -38,7 +38,7 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # Credentials of the Bearer and Basic schemes wherever they appear (a header value on its
     # own, e.g. aiohttp's quote of a line too long). At least 8 characters: "basic auth" stays.
     (re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/-]{8,}=*"), r"\1\2" + REDACTED),
-    # An API key (monitor/accounts.py: mk_<8 hex prefix>_<secret>): the prefix stays, as in a
+    # An API key (monitor/domain/keys.py: mk_<8 hex prefix>_<secret>): the prefix stays, as in a
     # key listing, so a line still says which key it was.
     (re.compile(r"\bmk_([0-9a-f]{8})_[A-Za-z0-9_-]+"), r"mk_\1_" + REDACTED),
     # A Telegram bot token (<bot id>:<35 characters>), also inside a Bot API URL (/bot<token>/).

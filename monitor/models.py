@@ -151,6 +151,17 @@ class CheckResult:
         "checked_from",
     )
 
+    @classmethod
+    def from_record(cls, record: list[Any] | tuple[Any, ...]) -> CheckResult:
+        """A result from its :meth:`record` (read back from the spool)."""
+        (at, monitor_id, ok, status_code, latency_ms, error, location, lateness_ms) = record[:8]
+        timings = dict(zip(("dns_ms", "connect_ms", "tls_ms", "ttfb_ms"), record[8:12], strict=True))
+        details = json.loads(record[12]) if record[12] is not None else None
+        return cls(
+            monitor_id, at, ok, status_code, latency_ms, error, location, lateness_ms,
+            {k: v for k, v in timings.items() if v is not None}, record[13], details,
+        )  # fmt: skip
+
     def record(self) -> tuple[Any, ...]:
         t = self.timings
         return (

@@ -34,6 +34,8 @@ import asyncpg
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
 MARK: Final = "enc:v1:"
+# What a secret reads as in any answer. Sent back in a change where a secret is stored, it keeps it.
+MASK: Final = "********"
 SETTING: Final = "MONITOR_SECRET_KEY"
 HOW_TO_MAKE_ONE: Final = "make one with `monitor secrets generate-key`"
 # 32 bytes in url-safe base64, as Fernet.generate_key() writes them. Fernet itself takes more
@@ -143,6 +145,33 @@ class SecretBox:
     def open_fields(self, data: Mapping[str, Any], names: Iterable[str]) -> dict[str, Any]:
         """A copy of ``data`` with the string value of each of ``names`` opened (plaintext stays)."""
         return _map_fields(data, names, self.open)
+
+
+class NoSecretBox(SecretBox):
+    """The box of a command run without ``MONITOR_SECRET_KEY`` that seals and opens nothing
+    (``monitor accounts``, ``monitor keys``): whatever would seal or open raises ``error``,
+    the one that names the setting."""
+
+    __slots__ = ("_error",)
+
+    def __init__(self, error: Exception) -> None:
+        self._error = error
+        self.key_count = 0
+
+    def __repr__(self) -> str:
+        return "<NoSecretBox>"
+
+    def seal(self, text: str) -> str:
+        raise self._error
+
+    def open(self, value: str) -> str:
+        raise self._error
+
+    def is_current(self, value: str) -> bool:
+        raise self._error
+
+    def rotate(self, value: str) -> str:
+        raise self._error
 
 
 _CANNOT_OPEN = (

@@ -4,6 +4,10 @@
 #   scripts/services.sh up          start both (idempotent; ~0.1 s when already running)
 #   scripts/services.sh down        stop what `up` started (by the PIDs in .state/*.pid only)
 #   scripts/services.sh status      show what is running
+#   scripts/services.sh tools       only what the servers run from (redis-server, the PostgreSQL
+#                                   root), also when MONITOR_*_URL name services elsewhere: the
+#                                   tests start private ones from them (tests/support/pg_cluster.py,
+#                                   redis_sentinel.py, redis_server.py)
 #   scripts/services.sh env run     print `export MONITOR_*_URL=...` for `make run`, and
 #                                   MONITOR_SECRET_KEY from .state/secret.key (made once, 0600)
 #   scripts/services.sh env test    ... for `make test` (database monitor_test, Redis db 1; no key:
@@ -345,18 +349,30 @@ redis_up() {
 
 # --- commands ----------------------------------------------------------------------------------
 
+# The host's Redis packages and the PostgreSQL root (built once per machine): what `up` runs the
+# services from, and what the failover and restart tests run servers of their own from.
+ensure_tools() {
+    local pkgs=(redis-server:redis-server redis-cli:redis-tools)
+    rootfs_ready || pkgs+=(debootstrap:debootstrap)
+    ensure_host_packages "${pkgs[@]}"
+    rootfs_ready || build_rootfs
+}
+
+cmd_tools() {
+    ((EUID == 0)) || die "needs root (chroot, apt-get)"
+    ensure_tools
+}
+
 cmd_up() {
     if [[ -n "${MONITOR_DATABASE_URL:-}" && -n "${MONITOR_REDIS_URL:-}" ]]; then
         log "MONITOR_DATABASE_URL and MONITOR_REDIS_URL are set: using those, provisioning nothing"
         return 0
     fi
     ((EUID == 0)) || die "needs root (chroot, mount namespaces, apt-get)"
-    local start pkgs=(redis-server:redis-server redis-cli:redis-tools)
+    local start
     start="$(now)"
-    rootfs_ready || pkgs+=(debootstrap:debootstrap)
-    ensure_host_packages "${pkgs[@]}"
+    ensure_tools
     take_state_lock
-    rootfs_ready || build_rootfs
     redis_up
     pg_up
     log "up in $(elapsed "$start") s: postgres 127.0.0.1:$PG_PORT (databases ${DATABASES[*]}), redis 127.0.0.1:$REDIS_PORT"
@@ -448,6 +464,7 @@ case "${1:-}" in
     up) cmd_up ;;
     down) cmd_down ;;
     status) cmd_status ;;
+    tools) cmd_tools ;;
     env) cmd_env "${2:-}" ;;
-    *) echo "usage: $0 up|down|status|env run|test" >&2; exit 2 ;;
+    *) echo "usage: $0 up|down|status|tools|env run|test" >&2; exit 2 ;;
 esac

@@ -5,6 +5,16 @@ Services are the ones ``make test`` starts, given by ``MONITOR_DATABASE_URL`` an
 PID (and their logs printed when the test failed), servers are closed, and tests that use
 ``db`` start from empty tables and an empty Redis database.
 
+Processes are held to account at teardown: a process of ``procs`` or ``api_server`` that
+exited non-zero, hung on its SIGTERM or logged a traceback fails the test (an error at its
+teardown), unless the test said it breaks that process on purpose:
+``procs.spawn(..., expect_exit=1)``, ``procs.start(..., allow_traceback="...")`` or
+``proc.expect(...)`` (tests/support/procs.py). A SIGKILL the test sends itself counts as meant.
+
+Skips are strict under ``make test`` (and wherever ``CI`` is set): a skipped test fails there,
+since the Makefile installs what the suite needs, unless its reason is one no install can
+change (``support.skips.skip_beyond_make``). Run by hand, a skip stays a skip.
+
 Helpers (``wait_for``, the servers, ``ProcessFactory``) live in ``tests/support``; import
 them with ``from support import ...``.
 """
@@ -39,16 +49,19 @@ from support import (
     TargetServer,
     ensure_account,
     insert_monitor,
+    pg_cluster,
     process_env,
+    redis_sentinel,
     reset,
+    skips,
 )
 from support.pg_cluster import PgCluster
 from support.redis_sentinel import RedisSentinels
 from support.redis_server import RedisServer
 from support.target import FlappingTarget
 
-from monitor import accounts
 from monitor import db as monitor_db
+from monitor.domain import keys as api_keys
 
 _PHASES = pytest.StashKey[dict[str, pytest.TestReport]]()
 
@@ -57,6 +70,7 @@ _PHASES = pytest.StashKey[dict[str, pytest.TestReport]]()
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     # Keep each phase's report on the item, so fixtures can tell at teardown whether the test failed.
     report: pytest.TestReport = yield
+    skips.enforce(report)  # under `make test`, a skip the Makefile could have avoided fails
     item.stash.setdefault(_PHASES, {})[report.when] = report
     return report  # type: ignore[return-value]
 
@@ -211,7 +225,9 @@ async def procs(
     """``await procs.start("scheduler", env={...})`` starts ``python -m monitor scheduler`` and
     waits for ``scheduler.started``; ``procs.spawn(...)`` does not wait. Logs go to
     ``tmp_path/<name>-<n>.log``. At teardown every process still running gets SIGTERM (then
-    SIGKILL), by PID, and all logs are printed if the test failed."""
+    SIGKILL), by PID, and all logs are printed if the test failed; then, if it passed, any
+    process that exited non-zero, hung at stop or logged a traceback without the test saying
+    it would (``expect_exit=``, ``allow_traceback=``; tests/support/procs.py) fails it."""
     log_dir = tmp_path / "logs"
     log_dir.mkdir()
     factory = ProcessFactory(log_dir, base_env)
@@ -219,8 +235,18 @@ async def procs(
         yield factory
     finally:
         await factory.stop_all()
-        if _failed(request) and factory.processes:
+        failed = _failed(request)
+        if (failed or factory.problems()) and factory.processes:
             print(factory.report())
+    if not failed:
+        _check(factory)
+
+
+def _check(factory: ProcessFactory) -> None:
+    try:
+        factory.check()
+    except AssertionError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -230,21 +256,25 @@ def api_server(
     migrated: str,
     redis_url: str,
 ) -> Iterator[MonitorProcess]:
-    """One ``monitor api`` process shared by a test module (starting one per test is slow)."""
+    """One ``monitor api`` process shared by a test module (starting one per test is slow);
+    held to account as ``procs`` holds its processes, at the module's end (an error there)."""
     factory = ProcessFactory(tmp_path_factory.mktemp("api-logs"), process_env(migrated, redis_url))
     failures_before = request.session.testsfailed
     try:
         yield factory.start_sync("api")
     finally:
         factory.stop_all_sync()
-        if request.session.testsfailed > failures_before:
+        failed = request.session.testsfailed > failures_before
+        if failed or factory.problems():
             print(factory.report())
+    if not failed:
+        _check(factory)
 
 
 @pytest.fixture
 async def api_key(db: asyncpg.Connection) -> str:
     """A key of the "test" account (the account ``monitor_factory`` rows belong to)."""
-    new = await accounts.create_key(db, await ensure_account(db), "tests")
+    new = await api_keys.create_key(db, await ensure_account(db), "tests")
     return new.key
 
 
@@ -289,7 +319,11 @@ async def flapping() -> AsyncIterator[FlappingTarget]:
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[PgCluster]:
-    """A PostgreSQL primary and a streaming standby of the test's own (``promote()``)."""
+    """A PostgreSQL primary and a streaming standby of the test's own (``promote()``); skips
+    where they cannot run (no root, no PostgreSQL root: ``make test-tools`` builds it)."""
+    why = pg_cluster.available()
+    if why is not None:
+        pytest.skip(f"no PostgreSQL pair of the test's own: {why}")
     made = PgCluster(tmp_path / "pg")
     try:
         yield await made.start()
@@ -299,7 +333,11 @@ async def cluster(tmp_path: Path) -> AsyncIterator[PgCluster]:
 
 @pytest.fixture
 async def sentinels(tmp_path: Path) -> AsyncIterator[RedisSentinels]:
-    """A Redis master, a replica and three sentinels of the test's own."""
+    """A Redis master, a replica and three sentinels of the test's own; skips without Debian's
+    redis-server (``make test-tools`` installs it)."""
+    why = redis_sentinel.available()
+    if why is not None:
+        pytest.skip(f"no Redis sentinels of the test's own: {why}")
     made = RedisSentinels(tmp_path / "redis")
     try:
         yield await made.start()

@@ -26,9 +26,10 @@ from monitor.api import (
     status_pages,
     summary,
 )
-from monitor.api.context import POOL, RESOLVER, SECRET_BOX, SETTINGS
+from monitor.api.context import DEPS, POOL, RESOLVER, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, error_response, render_error
 from monitor.config import Settings
+from monitor.domain.context import Deps
 from monitor.net.policy import AddressPolicy, log_allow_list
 from monitor.net.resolver import VettedResolver
 from monitor.probes import metrics_response
@@ -174,6 +175,7 @@ def create_app(settings: Settings) -> web.Application:
         policy = AddressPolicy(settings.allow_cidrs)
         log_allow_list(log, policy)  # as the scheduler and the alerter do
         app[RESOLVER] = VettedResolver(policy, settings.dns_servers)
+        app[DEPS] = Deps(app[POOL], settings, app[SECRET_BOX], app[RESOLVER])
         yield
         await app[pings.PINGS].close()
         await app[RESOLVER].close()

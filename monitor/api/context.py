@@ -6,6 +6,7 @@ import asyncpg
 from aiohttp import web
 
 from monitor.config import Settings
+from monitor.domain.context import Deps
 from monitor.net.resolver import VettedResolver
 from monitor.secrets import SecretBox
 
@@ -14,3 +15,5 @@ POOL = web.AppKey("pool", asyncpg.Pool)
 RESOLVER = web.AppKey("resolver", VettedResolver)
 # Seals the secrets the API stores (MONITOR_SECRET_KEY), opens them where a PATCH keeps one.
 SECRET_BOX = web.AppKey("secret_box", SecretBox)
+# What the domain's operations use (the pool, settings, secret box and resolver above, as one).
+DEPS = web.AppKey("deps", Deps)

@@ -10,9 +10,10 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from monitor import accounts
 from monitor.api.context import POOL, SETTINGS
 from monitor.api.errors import ApiError
+from monitor.domain.context import Actor
+from monitor.domain.keys import account_for_key
 from monitor.probes import new_registry
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -27,6 +28,12 @@ def account_id(request: web.Request) -> int:
     return int(request[ACCOUNT])
 
 
+def actor(request: web.Request) -> Actor:
+    """Who asks, for the domain's operations: the authenticated key, acting for its account (as
+    its owner, until keys carry a role of their own)."""
+    return Actor(account_id(request), key_id=request[KEY], address=request.remote)
+
+
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.path in PUBLIC or not request.path.startswith("/api/"):
@@ -35,7 +42,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         raise ApiError(401, "unauthorized", "send an API key as 'Authorization: Bearer <key>'")
-    found = await accounts.account_for_key(request.app[POOL], key.strip())
+    found = await account_for_key(request.app[POOL], key.strip())
     if found is None:
         raise ApiError(401, "unauthorized", "the API key is unknown or revoked")
     request[ACCOUNT], request[KEY] = found

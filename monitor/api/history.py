@@ -23,7 +23,7 @@ from monitor.api.params import (
     window_param,
 )
 from monitor.api.schemas_locations import LOCATION
-from monitor.api.uptime import (
+from monitor.domain.uptime import (
     Uptime,
     count_checks,
     fetch_spans,

@@ -1,56 +1,31 @@
-"""``/api/v1/keys``: the caller's account's API keys (the secret is shown once, at creation)."""
+"""``/api/v1/keys``: the caller's account's API keys, the secret shown once, at creation
+(``monitor.domain.keys`` does the work)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import asyncpg
 from aiohttp import web
-from pydantic import ValidationError
 
-from monitor import accounts
-from monitor.api.context import POOL
-from monitor.api.errors import from_validation, not_found
-from monitor.api.guard import account_id
-from monitor.api.params import account_page, json_object, path_id, rfc3339
-from monitor.api.schemas import KeyCreate
-
-
-def render(row: asyncpg.Record) -> dict[str, Any]:
-    return {
-        "id": row["id"],
-        "name": row["name"],
-        "prefix": f"{accounts.KEY_PREFIX}{row['prefix']}",
-        "created_at": rfc3339(row["created_at"]),
-        "revoked_at": rfc3339(row["revoked_at"]),
-    }
+from monitor.api.context import DEPS
+from monitor.api.guard import actor
+from monitor.api.params import json_object, limit_param, path_id
+from monitor.domain import keys
 
 
 async def create_key(request: web.Request) -> web.Response:
-    try:
-        spec = KeyCreate.model_validate(await json_object(request))
-    except ValidationError as exc:
-        raise from_validation(exc) from None
-    pool = request.app[POOL]
-    new = await accounts.create_key(pool, account_id(request), spec.name)
-    row = await pool.fetchrow("SELECT * FROM api_keys WHERE id = $1", new.id)
-    return web.json_response({**render(row), "key": new.key}, status=201)
+    return web.json_response(
+        await keys.create(request.app[DEPS], actor(request), await json_object(request)), status=201
+    )
 
 
 async def list_keys(request: web.Request) -> web.Response:
-    page, next_cursor = await account_page(request, "api_keys", account_id(request))
-    return web.json_response({"items": [render(r) for r in page], "next_cursor": next_cursor})
+    limit, cursor = limit_param(request), request.query.get("cursor")
+    return web.json_response(
+        await keys.listing(request.app[DEPS], actor(request), limit=limit, cursor=cursor)
+    )
 
 
 async def revoke_key(request: web.Request) -> web.Response:
-    revoked = await request.app[POOL].fetchval(
-        """UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
-           WHERE id = $1 AND account_id = $2 RETURNING id""",
-        path_id(request, what="key"),
-        account_id(request),
-    )
-    if revoked is None:
-        raise not_found("key")
+    await keys.revoke(request.app[DEPS], actor(request), path_id(request, what=keys.WHAT))
     return web.Response(status=204)
 
 

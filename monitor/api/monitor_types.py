@@ -14,19 +14,17 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from monitor.api import schemas_http as http
-from monitor.api.context import SETTINGS
+from monitor.api.context import RESOLVER, SETTINGS
 from monitor.api.errors import from_validation
 from monitor.api.schemas import render_status_ranges
-from monitor.api.targets import vet_host
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks import Check
+from monitor.domain.status_pages import BADGE_PATH as BADGE_PATH  # the monitors' handlers read it here
+from monitor.domain.targets import vet_host
 from monitor.net.policy import parse_target_url
 
 # Where a heartbeat monitor's pings go (monitor/api/pings.py): this and its token.
 PING_PATH = "/ping/"
-# Where a monitor's badges are (monitor/api/public.py): this, its badge token, then
-# /status.svg, /uptime/<window>.svg or /response/<window>.svg.
-BADGE_PATH = "/badge/"
 
 
 def public_base(request: web.Request) -> str:
@@ -61,7 +59,7 @@ def type_fields(row: asyncpg.Record, base: str) -> dict[str, Any]:
 
 async def vet_target(request: web.Request, url: str) -> None:
     """First of the two SSRF layers: refuse a target that is denied right now."""
-    await vet_host(request, parse_target_url(url).raw_host or "", "url")
+    await vet_host(request.app[RESOLVER], parse_target_url(url).raw_host or "", "url")
 
 
 async def vet_hosts(request: web.Request, check: Check, settings: Any) -> None:
@@ -70,7 +68,7 @@ async def vet_hosts(request: web.Request, check: Check, settings: Any) -> None:
         field = next(
             (n for n in type(settings).model_fields if _holds(getattr(settings, n, None), host)), "host"
         )
-        await vet_host(request, host, field)
+        await vet_host(request.app[RESOLVER], host, field)
 
 
 def _holds(value: Any, host: str) -> bool:

@@ -14,7 +14,6 @@ from monitor.api.context import POOL, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
 from monitor.api.locations import drop_removed, location_status
-from monitor.api.maintenance import monitor_windows
 from monitor.api.monitor_types import (
     BADGE_PATH,
     changed_settings,
@@ -44,9 +43,10 @@ from monitor.api.schemas import (
     validate_create,
 )
 from monitor.api.schemas_locations import patch_problem
-from monitor.api.uptime import uptimes
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks.heartbeat import new_token
+from monitor.domain.maintenance import monitor_windows
+from monitor.domain.uptime import uptimes
 from monitor.secrets import SecretBox, open_monitor_secrets, seal_monitor_secrets
 
 log = mlog.get(__name__)
@@ -138,7 +138,7 @@ def render(row: asyncpg.Record, base: str = "") -> dict[str, Any]:
 
 async def render_one(request: web.Request, row: asyncpg.Record) -> dict[str, Any]:
     """The monitor as the answers about one monitor show it: with the maintenance windows that
-    apply to it (monitor/api/maintenance.py) and, if it has locations, how each sees it; lists
+    apply to it (monitor/domain/maintenance.py) and, if it has locations, how each sees it; lists
     leave them out."""
     shown = {
         **render(row, public_base(request)),

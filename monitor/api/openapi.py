@@ -20,8 +20,6 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 from monitor import __version__
 from monitor.api import responses as out
 from monitor.api import schemas
-from monitor.api import schemas_maintenance as maint
-from monitor.api import schemas_status as pages
 from monitor.api.context import SETTINGS
 from monitor.api.history import BUCKETS
 from monitor.api.monitors import STATUSES, UPTIME_INCLUDES
@@ -30,6 +28,10 @@ from monitor.api.schemas_http import DEFAULT_HTTP_MAX_BODY_BYTES
 from monitor.api.schemas_locations import LOCATION as LOCATION_NAME
 from monitor.checks.heartbeat import MAX_BODY_BYTES as MAX_PING_BODY_BYTES
 from monitor.config import Settings
+from monitor.domain.schemas import channels as chan
+from monitor.domain.schemas import keys as key_models
+from monitor.domain.schemas import maintenance as maint
+from monitor.domain.schemas import status_pages as pages
 
 REF = "#/components/schemas/{model}"
 JSON = "application/json"
@@ -38,15 +40,15 @@ JSON = "application/json"
 
 _PATCHES: list[type[BaseModel]] = list(schemas.PATCH_BODIES.values())
 _REQUESTS: list[type[BaseModel]] = [
-    schemas.MonitorCreate, schemas.MonitorUpdate, *_PATCHES, schemas.ChannelCreate, schemas.ChannelPatch,
-    schemas.KeyCreate,
+    schemas.MonitorCreate, schemas.MonitorUpdate, *_PATCHES, chan.ChannelCreate, chan.ChannelPatch,
+    key_models.KeyCreate,
 ]  # fmt: skip
 MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     *((m, "validation") for m in _REQUESTS),
     *((m, "serialization") for m in (out.Error, out.Health, out.Monitor, out.MonitorList, out.CheckList,
                                      out.IncidentList, out.Uptime, out.UptimeWindows, out.Stats,
-                                     out.Summary, out.Channel, out.ChannelList, out.Accepted, out.Key,
-                                     out.NewKey, out.KeyList)),
+                                     out.Summary, chan.Channel, chan.ChannelList, chan.Accepted,
+                                     key_models.Key, key_models.NewKey, key_models.KeyList)),
     (maint.MaintenanceCreate, "validation"), (maint.MaintenancePatch, "validation"),
     (maint.MaintenanceWindow, "serialization"), (maint.MaintenanceWindowList, "serialization"),
     (pages.StatusPageCreate, "validation"), (pages.StatusPagePatch, "validation"),
@@ -93,7 +95,7 @@ def _components(limits: Limits) -> tuple[dict[str, Any], dict[str, dict[str, Any
     found = top["$defs"]
     patches: list[type[BaseModel]] = [
         *_PATCHES,
-        schemas.ChannelPatch,
+        chan.ChannelPatch,
         maint.MaintenancePatch,
         pages.StatusPagePatch,
     ]

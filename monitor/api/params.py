@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -13,14 +10,18 @@ from typing import Any
 from aiohttp import web
 
 from monitor import times
-from monitor.api.context import POOL
 from monitor.api.errors import ApiError
+from monitor.domain import paging
+from monitor.domain.paging import MAX_ID
+
+# The cursor of every listing's next page, for the handlers that make their own pages.
+from monitor.domain.paging import encode_cursor as encode_cursor
+from monitor.domain.paging import next_page as next_page
 
 _WINDOW = re.compile(r"^(\d{1,4})([hd])$")
 # One entity-tag of an If-Match list (RFC 9110 8.8.3), after any empty list elements: W/ if
 # weak, the quoted opaque tag (etagc: visible ASCII but DQUOTE, and obs-text), a comma or the end.
 _ENTITY_TAG = re.compile(r'[ \t,]*(W/)?("[\x21\x23-\x7e\x80-\xff]*")[ \t]*(?:,|$)')
-MAX_ID = 2**63 - 1
 # Times a query may name: no check predates 1970, and a margin below datetime's year 9999
 # keeps the arithmetic on them (windows, hour rounding) from overflowing.
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
@@ -38,6 +39,14 @@ def path_id(request: web.Request, name: str = "id", what: str = "monitor") -> in
     if not _digits(raw) or not (0 < int(raw) <= MAX_ID):
         raise ApiError(404, "not_found", f"{what} not found")
     return int(raw)
+
+
+def body_target_id(request: web.Request, name: str = "id") -> int:
+    """The path's id for an operation that judges its body before it looks the object up (a
+    PATCH): 0, which no object has, for an id that cannot exist, so the operation answers a bad
+    body first and then 404, as it does for an id that does not exist."""
+    raw = request.match_info[name]
+    return int(raw) if _digits(raw) and 0 < int(raw) <= MAX_ID else 0
 
 
 async def json_object(request: web.Request) -> dict[str, Any]:
@@ -118,52 +127,14 @@ def time_range(request: web.Request) -> tuple[datetime | None, datetime | None]:
     return start, end
 
 
-def encode_cursor(value: list[Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode()).decode().rstrip("=")
-
-
 def decode_cursor(request: web.Request, shape: tuple[type, ...]) -> list[Any] | None:
-    raw = request.query.get("cursor")
-    if not raw:
-        return None
-    try:
-        value = json.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
-        value = None
-    if (
-        not isinstance(value, list)
-        or len(value) != len(shape)
-        or not all(isinstance(v, t) and not isinstance(v, bool) for v, t in zip(value, shape, strict=True))
-        # Our cursors hold ids and times as non-negative 64-bit integers.
-        or any(isinstance(v, int) and not 0 <= v <= MAX_ID for v in value)
-    ):
-        raise ApiError(400, "invalid", "cursor: not a cursor this endpoint issued", "cursor")
-    return value
+    """``?cursor=``'s values (``monitor.domain.paging``'s cursor), None when there is none."""
+    return paging.decode_cursor(request.query.get("cursor"), shape)
 
 
-def next_page(rows: Sequence[Any], limit: int, key: str = "id") -> tuple[Sequence[Any], str | None]:
-    """Rows fetched with ``LIMIT limit + 1``: the page, and the cursor of the next one (None
-    when this page is the last). The cursor carries the page's last ``key``."""
-    if len(rows) <= limit:
-        return rows, None
-    return rows[:limit], encode_cursor([rows[limit - 1][key]])
+def limit_param(request: web.Request) -> int:
+    """``?limit=``: how many items a page of a listing holds."""
+    return int_param(request, "limit", paging.DEFAULT_LIMIT, 1, paging.MAX_LIMIT)
 
 
-async def account_page(request: web.Request, table: str, account: int) -> tuple[Sequence[Any], str | None]:
-    """One page (``?limit=``, ``?cursor=``) of ``table``'s rows of ``account``, by id: the
-    rows, and the cursor of the next page (None on the last)."""
-    limit = int_param(request, "limit", 100, 1, 1000)
-    cursor = decode_cursor(request, (int,))
-    rows = await request.app[POOL].fetch(
-        f"SELECT * FROM {table} WHERE account_id = $1 AND id > $2 ORDER BY id LIMIT $3",
-        account,
-        cursor[0] if cursor else 0,
-        limit + 1,
-    )
-    return next_page(rows, limit)
-
-
-def rfc3339(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    return times.rfc3339(value)
+rfc3339 = times.rfc3339_or_none

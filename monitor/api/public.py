@@ -24,7 +24,7 @@ from aiohttp import web
 from monitor.api.context import POOL, SETTINGS
 from monitor.api.errors import error_response
 from monitor.api.guard import METRICS
-from monitor.api.schemas_status import SLUG
+from monitor.domain.schemas.status_pages import SLUG
 from monitor.status import assets, badges
 from monitor.status.bodies import Body, body, choose
 from monitor.status.service import PUBLIC, StatusDesk

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
-from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import SkipJsonSchema
 
 from monitor.api.schemas_http import MASK, Method
 from monitor.api.schemas_locations import LOCATIONS_DOC, QUORUM_DOC
-from monitor.api.schemas_maintenance import MonitorWindow, SummaryMaintenance
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks.assertions import Assertion
+from monitor.domain.schemas.maintenance import MonitorWindow, SummaryMaintenance
 
 
 class _Out(BaseModel):
@@ -137,7 +136,7 @@ class _MonitorBase(_Out):
     last_check: LastCheck | None
     created_at: datetime
     updated_at: datetime
-    # Maintenance windows (monitor/api/maintenance.py): in the answers about one monitor.
+    # Maintenance windows (monitor/domain/maintenance.py): in the answers about one monitor.
     maintenance: list[MonitorWindow] | SkipJsonSchema[None] = Field(
         None, description="the maintenance windows that apply to it by id or tag (not in lists)"
     )
@@ -351,43 +350,3 @@ class Summary(_Out):
     by_status: ByStatus
     down: list[DownMonitor] = Field(description="longest down first, at most 100")
     maintenance: SummaryMaintenance = Field(description="windows open now, and the next to open")
-
-
-class Channel(_Out):
-    id: int
-    kind: str = Field(description="the channel's kind: one of ChannelCreate's")
-    name: str
-    config: dict[str, Any] = Field(
-        description="the kind's settings (see ChannelCreate); secrets read back as ********, "
-        "except a generated one in the answer that created the channel"
-    )
-    monitors: int = Field(description="how many monitors the channel is attached to")
-    created_at: datetime
-    updated_at: datetime
-
-
-class ChannelList(_Out):
-    items: list[Channel]
-    next_cursor: str | None
-
-
-class Accepted(_Out):
-    event_id: UUID
-    status: Literal["queued"]
-
-
-class Key(_Out):
-    id: int
-    name: str
-    prefix: str = Field(description="the key's first characters, to tell keys apart")
-    created_at: datetime
-    revoked_at: datetime | None
-
-
-class NewKey(Key):
-    key: str = Field(description="the secret, shown only in this answer")
-
-
-class KeyList(_Out):
-    items: list[Key]
-    next_cursor: str | None

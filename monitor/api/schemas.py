@@ -12,9 +12,7 @@ import re
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
-    ConfigDict,
     Discriminator,
     Field,
     RootModel,
@@ -41,13 +39,12 @@ from monitor.api.schemas_http import (
     TlsVerify,
 )
 from monitor.api.schemas_locations import QUORUM_DOC, Locations, Quorum, check_quorum, unlocated
-from monitor.channels import REGISTRY as CHANNEL_KINDS
-from monitor.channels.base import ChannelKind
 from monitor.channels.telegram import parse_chat_id
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks import Check
-from monitor.names import RULE as NAME_RULE
-from monitor.names import name_problem
+from monitor.domain.schemas.common import TAG as TAG  # the monitors' handlers read it here
+from monitor.domain.schemas.common import Body as _Body
+from monitor.domain.schemas.common import Name, TagName
 from monitor.net.policy import InvalidTarget, parse_target_url
 
 MAX_INTERVAL_SECONDS = 86_400
@@ -57,27 +54,12 @@ DEFAULT_TIMEOUT_SECONDS = 10.0
 # which is what a client reads back and may send again in a PATCH.
 MAX_URL_LENGTH = 2048
 _STATUS_RANGE = re.compile(r"^([1-5])xx$|^(\d{3})(?:-(\d{3}))?$")
-TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,49}$")
-TagName = Annotated[str, Field(pattern=TAG.pattern)]
 ChannelId = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
 MonitorRef = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
 
 Number = Annotated[float, Field(allow_inf_nan=False, strict=True)]
 
 
-def _name(value: str) -> str:
-    problem = name_problem(value)
-    if problem is not None:
-        raise ValueError(problem)
-    return value
-
-
-# A monitor's or channel's name, shown in alerts as it is.
-Name = Annotated[
-    str,
-    Field(min_length=1, max_length=200, description=f"shown in alerts: {NAME_RULE}"),
-    AfterValidator(_name),
-]
 _URL_DOC = (
     "http:// or https://, no credentials (those go in auth); at most "
     f"{MAX_URL_LENGTH} characters as stored, non-ASCII characters percent-encoded"
@@ -136,20 +118,6 @@ def render_status_ranges(ranges: list[list[int]]) -> list[int | str]:
 
 def _default_expected() -> list[int | str]:
     return ["200-399"]
-
-
-class _Body(BaseModel):
-    """A request body: no unknown fields, strings stripped and free of NUL characters."""
-
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
-
-    @field_validator("*")
-    @classmethod
-    def _no_nul(cls, value: Any) -> Any:
-        # PostgreSQL text cannot hold U+0000; refuse it here rather than fail at the INSERT.
-        if isinstance(value, str) and "\x00" in value:
-            raise ValueError("may not contain NUL characters")
-        return value
 
 
 class _MonitorFields(_Body):
@@ -451,44 +419,3 @@ class MonitorUpdate(RootModel[Any]):
     each optional. Documentation only: the handler validates against the monitor's own type."""
 
     root: Union[tuple(PATCH_BODIES.values())]  # type: ignore[valid-type]  # noqa: UP007
-
-
-def _channel_create(kind: ChannelKind) -> type[BaseModel]:
-    """The body that creates a channel of one kind: its ``kind`` tag, a name, its settings."""
-    model: type[BaseModel] = create_model(
-        f"{kind.config.__name__.removesuffix('Settings')}ChannelCreate",
-        __base__=_Body,
-        __doc__=f"A channel of kind {kind.name!r} ({kind.title}).",
-        kind=(Literal[kind.name], ...),  # type: ignore[arg-type]
-        name=(Name, ...),
-        config=(kind.config, ...),
-    )
-    return model
-
-
-_CHANNEL_BODIES = tuple(_channel_create(kind) for kind in CHANNEL_KINDS.values())
-
-
-class ChannelCreate(RootModel[Any]):
-    """An alert channel: ``kind`` selects the shape of ``config``."""
-
-    root: Annotated[Union[_CHANNEL_BODIES], Field(discriminator="kind")]  # type: ignore[valid-type]  # noqa: UP007
-
-
-class ChannelPatch(_Body):
-    """``config`` replaces the channel's settings, checked against its kind; a secret sent back
-    as ``********`` or left out keeps the stored one."""
-
-    name: Name | None = None
-    config: dict[str, Any] | None = None
-
-    @field_validator("name", "config", mode="before")
-    @classmethod
-    def _not_null(cls, value: Any) -> Any:
-        if value is None:
-            raise ValueError("may not be null")
-        return value
-
-
-class KeyCreate(_Body):
-    name: str = Field("", max_length=100)

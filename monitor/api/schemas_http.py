@@ -36,10 +36,9 @@ from monitor.checks.http import DEFAULT_MAX_BODY_BYTES
 from monitor.checks.observed import HEADER_NAME
 from monitor.checks.wording import quote
 from monitor.net.target import FRAMING_HEADERS  # the check frames the request itself; a monitor may not
+from monitor.secrets import MASK
 
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-# What a secret reads as. Sent back in a PATCH where a secret is stored, it keeps the secret.
-MASK = "********"
 # settings.http_max_body_bytes, when the validation context does not say.
 DEFAULT_HTTP_MAX_BODY_BYTES = 10 * 1_048_576
 MAX_HEADERS = 50

@@ -7,8 +7,8 @@ from aiohttp import web
 
 from monitor.api.context import POOL
 from monitor.api.guard import account_id
-from monitor.api.maintenance import account_windows
 from monitor.api.params import rfc3339
+from monitor.domain.maintenance import account_windows
 
 DOWN_LISTED = 100
 

@@ -8,9 +8,13 @@ message naming what was wrong, and the field it is about, as the client wrote it
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 from pydantic import BaseModel, ValidationError
 
 from monitor.domain.fieldpath import field_path
+
+Model = TypeVar("Model", bound=BaseModel)
 
 
 class DomainError(Exception):
@@ -52,3 +56,11 @@ def from_validation(
     if field:
         message = f"{prefix}{field}: {message}"
     return DomainError(status, "invalid", message, field)
+
+
+def validated(model: type[Model], body: Any) -> Model:
+    """``body`` as ``model``; else a 422 naming the first field at fault (``from_validation``)."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise from_validation(exc, model) from None

@@ -16,13 +16,19 @@ monitor before has stopped it and stored its state, or has left the list, which 
 once its lease lapsed, after which none of the checks it starts is stored (its writer is
 fenced, ``writer.py``). That is why no tick is checked twice: the old owner's last stored tick
 came before it acked or its lease ended, and the new owner's first tick comes after.
+
+A member that *joins* takes its share from members that are all still live: each stopped the
+monitors it gave up, wrote their checks and only then acked. So when nobody left between its
+join and the settled view (the generation is still the one its join made), every tick due after
+both its join and a monitor's last stored check was checked by nobody; the joiner starts from
+there (:func:`resume_since`) instead of from the settled moment, and the ticks that came due
+while the others stopped, wrote and acked are checked, a little late, rather than passed over.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import math
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -160,10 +166,36 @@ def plan(
     return stop, start
 
 
+# An overdue tick is checked late only while it is at most this share of an interval overdue:
+# consecutive checks of a monitor stay more than half an interval apart, and the tick each
+# check belongs to is still the one nearest to its time.
+MOST_LATE = 0.25
+
+
+def tick_of(at: float, offset: float, interval: float) -> int:
+    """The tick a check made at ``at`` (epoch seconds) belongs to: the nearest. A check starts a
+    little after its due time, or a hair before (the loop's clock and the wall clock drift)."""
+    return round((at - offset) / interval)
+
+
+def resume_since(
+    last_check: float | None, joined: float | None, now: float, offset: float, interval: float
+) -> float:
+    """From when a monitor that moved to this member counts its ticks (epoch seconds: its first
+    tick is the first due at or after this): ``now``, or, when ``joined`` is given (this member
+    joined and nobody left since, so whoever ran the monitor stopped it, wrote it and acked),
+    the tick after its ``last_check``, if due after the join and at most :data:`MOST_LATE` of
+    an interval overdue. Never the tick of the last stored check or one before it."""
+    if joined is None or last_check is None:
+        return now
+    after_last = offset + (tick_of(last_check, offset, interval) + 0.5) * interval
+    return max(after_last, joined, now - MOST_LATE * interval)
+
+
 def missed_ticks(last_check: float | None, first_due: float, interval: float) -> int:
     """Ticks between a monitor's last stored check (epoch seconds) and the first tick its new
-    owner runs: those the handover skipped. A check starts a little after its due time, so
-    the last check's tick is the one due at or before it."""
+    owner runs: those the handover skipped. The last check's tick is the nearest to it
+    (:func:`tick_of`)."""
     if last_check is None or first_due <= last_check:
         return 0
-    return max(0, math.ceil((first_due - last_check) / interval - 1e-9) - 1)
+    return max(0, round((first_due - last_check) / interval) - 1)

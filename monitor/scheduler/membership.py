@@ -125,6 +125,12 @@ class Membership:
         self.lease = lease_seconds
         self._loop = loop or asyncio.get_running_loop()
         self.epoch: int | None = None
+        # The generation this member's latest join made, and when it sent the join (epoch
+        # seconds): a view still of that generation has lost no member since (sharing.py).
+        self.joined: tuple[int, float] | None = None
+        # Told the epoch and the end of the lease (epoch seconds) at each join and renewal: the
+        # spool records it, so that a replay fences what this member spooled (spool.py).
+        self.on_lease: Callable[[int, float], None] | None = None
         # The end of the lease by this process's clocks (the loop's monotonic one, and the
         # wall clock that check results are stamped with); 0: no lease held.
         self._valid_until = 0.0
@@ -176,6 +182,8 @@ class Membership:
     def _held(self, sent: float, sent_wall: float) -> None:
         self._valid_until = sent + self.lease
         self._lease_end_wall = sent_wall + self.lease
+        if self.on_lease is not None and self.epoch is not None:
+            self.on_lease(self.epoch, self._lease_end_wall)
 
     async def join(self) -> None:
         """Register with a new epoch; raises :class:`NameTaken` while a live member has the name.
@@ -205,9 +213,12 @@ class Membership:
                 )
             except asyncpg.UniqueViolationError:
                 raise NameTaken(self.name) from None
-            await conn.execute("UPDATE scheduler_cluster SET generation = generation + 1")
+            generation = await conn.fetchval(
+                "UPDATE scheduler_cluster SET generation = generation + 1 RETURNING generation"
+            )
             await conn.execute("SELECT pg_notify($1, 'join')", CHANNEL)
         self.epoch = epoch
+        self.joined = (generation, sent_wall)
         self._held(sent, sent_wall)
         self._steady_since, self._failing = sent, False
         log.info("cluster.joined", member=self.name, location=self.location, epoch=epoch)
@@ -264,15 +275,24 @@ class Membership:
         self._valid_until = self._lease_end_wall = 0.0
         if self.epoch is None:
             return
-        async with self._connection() as conn, conn.transaction():
-            gone = await conn.fetchval(
-                "DELETE FROM scheduler_members WHERE epoch = $1 RETURNING true", self.epoch
-            )
-            if gone:
-                await conn.execute("UPDATE scheduler_cluster SET generation = generation + 1")
-                await conn.execute("SELECT pg_notify($1, 'release')", CHANNEL)
+        async with self._connection() as conn:
+            await release_epoch(conn, self.epoch)
         log.info("cluster.left", member=self.name, epoch=self.epoch)
         self.epoch = None
+
+
+async def release_epoch(conn: asyncpg.Connection, epoch: int) -> bool:
+    """Remove a member's row once its results are written (at its shutdown; or by the replay of
+    its spool after it was killed, its spool's lock free): the others take its monitors at once.
+    False if the row was gone already."""
+    async with conn.transaction():
+        gone = bool(
+            await conn.fetchval("DELETE FROM scheduler_members WHERE epoch = $1 RETURNING true", epoch)
+        )
+        if gone:
+            await conn.execute("UPDATE scheduler_cluster SET generation = generation + 1")
+            await conn.execute("SELECT pg_notify($1, 'release')", CHANNEL)
+    return gone
 
 
 @dataclass(frozen=True)

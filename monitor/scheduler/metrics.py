@@ -124,6 +124,24 @@ class SchedulerMetrics:
         self.write_failures = Counter(
             "monitor_write_failures", "Batches the database refused or missed", registry=r
         )
+        self.spool_bytes = Gauge(
+            "monitor_spool_bytes", "Bytes in the local spool of results not yet written", registry=r
+        )
+        self.spool_dropped = Counter(
+            "monitor_spool_dropped_records",
+            "Records not spooled: the spool was full (MONITOR_SPOOL_MAX_MB) or could not be written",
+            registry=r,
+        )
+        self.spool_skipped = Counter(
+            "monitor_spool_skipped",
+            "Spool files or their tails skipped at replay: torn (a record cut by a kill), corrupt,"
+            " or of another version or database",
+            ["reason"],
+            registry=r,
+        )
+        self.spool_replayed = Counter(
+            "monitor_spool_replayed_rows", "Check rows replayed from a spool at start", registry=r
+        )
         self.events_published = Counter(
             "monitor_events_published", "Outbox events published to Redis", registry=r
         )

@@ -31,16 +31,17 @@ from monitor.net.client import HttpSession, make_session
 from monitor.net.policy import AddressPolicy, log_allow_list
 from monitor.net.resolver import VettedResolver
 from monitor.net.session import tls_context
-from monitor.scheduler import locations, retention, writer
+from monitor.scheduler import locations, replay, retention, writer
 from monitor.scheduler import membership as cluster_membership
 from monitor.scheduler.calendar import Calendar
-from monitor.scheduler.cluster import Role, missed_ticks
+from monitor.scheduler.cluster import Role, missed_ticks, resume_since
 from monitor.scheduler.connectivity import Change, Guard, ReferenceProbe
 from monitor.scheduler.edges import Edges
 from monitor.scheduler.heartbeat import HeartbeatTicker, PingIntake
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
 from monitor.scheduler.sharing import DB_ERRORS, Sharing, read_foreign_parents
+from monitor.scheduler.spool import Spool
 from monitor.scheduler.state import State, Window
 from monitor.scheduler.ticker import MonitorTicker, TickerShared, first_tick, stable_offset
 from monitor.scheduler.tickers import make_ticker
@@ -84,6 +85,7 @@ class Scheduler:
         self._resolver: VettedResolver | None = None
         self._session: HttpSession | None = None
         self.writer: Writer | None = None
+        self.spool: Spool | None = None
         self.relay: Relay | None = None
         self._probes: web.AppRunner | None = None
         self._box: SecretBox | None = None
@@ -135,6 +137,7 @@ class Scheduler:
             ssl_context=tls_context(s.ca_file),
         )
         self.relay = Relay(self._pool, self._redis, metrics=self.metrics)
+        self.spool = await replay.open_spool(s, member.name, self._pool, self.metrics)
         self.writer = Writer(
             self._pool,
             batch_rows=s.write_batch_rows,
@@ -145,7 +148,22 @@ class Scheduler:
             operator_chat=s.operator_chat,
             operator_channel=s.operator_channel,
             fence=member,
+            spool=self.spool,
         )
+        if self.spool is not None:
+            # Before this member joins: the results a killed predecessor held are written first,
+            # so its monitors (this member's, or the others') start from what it had seen.
+            await replay.replay_all(
+                self._pool,
+                self.spool,
+                lease=s.lease_seconds,
+                metrics=self.metrics,
+                on_transitions=self.relay.wake,
+                operator_chat=s.operator_chat,
+                operator_channel=s.operator_channel,
+            )
+            self.spool.start()
+            member.on_lease = self.spool.lease
         if s.connectivity_targets:
             self._reference_probe = ReferenceProbe(self._resolver, ssl_context=tls_context(s.ca_file))
         self.guard = Guard(
@@ -192,9 +210,11 @@ class Scheduler:
         loop = asyncio.get_running_loop()
         await self.sharing.first_division(loop.time() + s.lease_seconds)
         # Counted from the settled division, not from the process start: a monitor's previous
-        # owner checked its ticks until it acked, and a tick due before now would run twice.
+        # owner checked its ticks until it acked, and a tick due before now would run twice;
+        # unless nobody left since this member joined: then every monitor goes on from the tick
+        # after its last stored check (cluster.resume_since), none passed over.
         self._cluster_task = asyncio.create_task(self.sharing.run(), name="cluster")
-        await self.reconcile(since=time.time())
+        await self.reconcile(since=time.time(), joined=self.sharing.joined_whole())
         self._loaded = True
         self._spawn(self.pings.run(), "pings")
         self._spawn(self._apply_changes(), "changes")
@@ -262,8 +282,15 @@ class Scheduler:
             self._cluster_task.cancel()
             await asyncio.gather(self._cluster_task, return_exceptions=True)
         if self.sharing is not None:
-            await self.sharing.leave()
+            if self.writer is None or self.writer.drained:
+                await self.sharing.leave()
+            else:  # its lease lapses instead; the next start replays the spool under it
+                log.warning(
+                    "cluster.kept_lease", reason="results not written", spooled=self.spool is not None
+                )
             await self.sharing.membership.close()
+        if self.spool is not None:
+            self.spool.close()
         if self.relay is not None:
             await self.relay.close()
         if self.guard is not None:
@@ -371,16 +398,18 @@ class Scheduler:
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
                 log.warning("scheduler.reconcile_failed", error=str(exc) or type(exc).__name__)
 
-    async def reconcile(self, since: float | None = None) -> None:
+    async def reconcile(self, since: float | None = None, joined: float | None = None) -> None:
         """Compare every active monitor's version with the running tickers.
 
-        ``since``: the time the new tickers count their first tick from (default: now).
+        ``since``: the time the new tickers count their first tick from (default: now);
+        ``joined``: this member's join, when the monitors come from live members
+        (``Sharing.joined_whole``): each goes on from the tick after its last stored check.
         """
         assert self.sharing is not None
         async with self.sharing.lock:  # a division is not applied halfway through this
-            await self._reconcile(since)
+            await self._reconcile(since, joined)
 
-    async def _reconcile(self, since: float | None) -> None:
+    async def _reconcile(self, since: float | None, joined: float | None = None) -> None:
         assert self._pool is not None and self.sharing is not None
         rows = await self._pool.fetch("SELECT id, updated_at, locations FROM monitors WHERE NOT paused")
         wanted = self._wanted = {r["id"]: r["updated_at"] for r in rows}
@@ -399,8 +428,10 @@ class Scheduler:
             for mid, version in wanted.items()
             if self.versions.get(mid) != version and mine(mid) and (settled or mid in self.tickers)
         ]
+        missed = 0
         for chunk in range(0, len(stale), 1000):
-            await self._load(stale[chunk : chunk + 1000], since)
+            missed += await self._load(stale[chunk : chunk + 1000], since, joined=joined)
+        self._count_handover(missed, len(stale))
         if stale:
             log.info("scheduler.reconciled", started_or_restarted=len(stale), running=len(self.tickers))
 
@@ -445,9 +476,13 @@ class Scheduler:
         else:
             log.info("monitor.unscheduled", monitor_id=monitor_id)
 
-    async def _load(self, ids: list[int], since: float | None = None, takeover: bool = False) -> int:
+    async def _load(
+        self, ids: list[int], since: float | None = None, takeover: bool = False, joined: float | None = None
+    ) -> int:
         """Start the tickers of these monitors (those active); with ``takeover``, count the ticks
-        each missed since its last stored check, and return how many."""
+        each missed since its last stored check, and return how many. With ``joined`` (see
+        :meth:`reconcile`), each starts from the tick after its last stored check, and the ticks
+        passed over are counted for those another member checked after that join."""
         assert self._pool is not None and self._shared is not None and self._box is not None
         shared = self._shared
         rows = await self._pool.fetch(
@@ -503,15 +538,23 @@ class Scheduler:
             else:
                 drain = self.pings.drain if self.pings is not None else None
                 ticker = HeartbeatTicker(spec, shared, row, previous=previous, drain=drain)
+            last = row["last_check_at"].timestamp() if row["last_check_at"] is not None else None
+            start_at = since
             if spec.locations:  # started once its location's stored state is read (below)
                 located[spec.id] = spec
-            else:
+            elif isinstance(ticker, HeartbeatTicker):
                 ticker.start(since)
+            else:
+                if joined is not None:
+                    now = time.time() if since is None else since
+                    start_at = resume_since(last, joined, now, self._offset(spec), spec.interval_seconds)
+                ticker.start(start_at)
             self.tickers[spec.id] = ticker
             self.versions[spec.id] = row["updated_at"]
             started.append(spec)
-            if takeover and not isinstance(ticker, HeartbeatTicker):
-                missed += self._missed(spec, row["last_check_at"])
+            handed = joined is not None and last is not None and last >= joined
+            if (takeover or handed) and not isinstance(ticker, HeartbeatTicker):
+                missed += self._missed(spec, last, start_at)
         for monitor_id in set(ids) - found:
             self._forget_located(monitor_id)
             shared.states.pop(monitor_id, None)
@@ -567,23 +610,31 @@ class Scheduler:
             locations.forget(self._shared, ids)
         ordered = sorted(ids)
         missed = 0
+        joined = self.sharing.joined_whole() if self.sharing is not None else None
         for chunk in range(0, len(ordered), 1000):
-            missed += await self._load(ordered[chunk : chunk + 1000], takeover=self._loaded)
+            missed += await self._load(ordered[chunk : chunk + 1000], takeover=self._loaded, joined=joined)
         if self._loaded:
             self.metrics.takeovers.inc(len(ids))
-        if missed:  # one line for the handover, not one per monitor
-            self.metrics.skipped.inc(missed)
-            log.info("check.skipped", reason="handover", monitors=len(ids), ticks=missed)
+        self._count_handover(missed, len(ids))
         log.info("cluster.taken_over", monitors=len(ids), running=len(self.tickers))
 
-    def _missed(self, spec: MonitorSpec, last_check: datetime | None) -> int:
-        """The ticks between a monitor's last stored check and its first one here."""
+    def _count_handover(self, missed: int, monitors: int) -> None:
+        if missed:  # one line for the handover, not one per monitor
+            self.metrics.skipped.inc(missed)
+            log.info("check.skipped", reason="handover", monitors=monitors, ticks=missed)
+
+    def _missed(self, spec: MonitorSpec, last_check: float | None, since: float | None) -> int:
+        """The ticks between a monitor's last stored check and its first one here (the first
+        due at or after ``since``, default now)."""
         if last_check is None:
             return 0
         interval = spec.interval_seconds
-        offset = stable_offset(spec.id, interval, self._shared.slot if self._shared else 0.0)
-        first_due = offset + first_tick(time.time(), offset, interval) * interval
-        return missed_ticks(last_check.timestamp(), first_due, interval)
+        offset = self._offset(spec)
+        first_due = offset + first_tick(time.time() if since is None else since, offset, interval) * interval
+        return missed_ticks(last_check, first_due, interval)
+
+    def _offset(self, spec: MonitorSpec) -> float:
+        return stable_offset(spec.id, spec.interval_seconds, self._shared.slot if self._shared else 0.0)
 
     async def _flush(self) -> bool:
         return await self.writer.flush() if self.writer is not None else True

@@ -104,6 +104,16 @@ class Sharing:
         """Whether this member may start monitors now (every live member applied the view)."""
         return self.view is not None and self.view.settled() and self.membership.valid()
 
+    def joined_whole(self) -> float | None:
+        """When this member joined (epoch seconds), if the settled view is still of the generation
+        its join made: every member then live is in it and acked it, having stopped and written
+        the monitors it gave up, and none left meanwhile (cluster.resume_since). None otherwise."""
+        joined = self.membership.joined
+        if joined is None or self.view is None or not self.settled():
+            return None
+        generation, at = joined
+        return at if self.view.generation == generation else None
+
     def wake(self, *_: object) -> None:
         self._wake.set()
 

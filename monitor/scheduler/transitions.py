@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
 
 import asyncpg
 
 from monitor import channels as channel_registry
-from monitor.events import Event
-from monitor.models import CheckResult, MonitorSpec
+from monitor.events import Event, Subject
+from monitor.models import CheckResult
 from monitor.scheduler.quorum import Located
 from monitor.scheduler.state import Alert, Change, Outcome
 
@@ -28,7 +30,7 @@ class Pending:
     """A check's changes and alerts waiting to be written with its check rows; one event id per
     alert, made once, so a batch written again after a lost commit writes no alert twice."""
 
-    spec: MonitorSpec
+    spec: Subject  # a MonitorSpec; read back from a spool, its id, name and URL only
     outcome: Outcome
     result: CheckResult
     event_ids: list[uuid.UUID] = field(default_factory=list)
@@ -41,6 +43,17 @@ class Pending:
     def __post_init__(self) -> None:
         if not self.event_ids:
             self.event_ids = [uuid.uuid4() for _ in self.outcome.alerts]
+
+
+@dataclass
+class Notice:
+    """An alert for the operator, about the checker rather than a monitor (it was cut off)."""
+
+    kind: str
+    at: datetime
+    details: dict[str, Any]
+    duration_seconds: float | None = None
+    event_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
 async def apply(conn: asyncpg.Connection, pending: Pending) -> None:

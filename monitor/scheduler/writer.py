@@ -14,7 +14,10 @@ the monitor's state after it, written with the next batch (:data:`WRITE_EDGE`: w
 the window, the reminders) unless a check of the monitor judged after the edge brings a newer
 state first, and its alerts in order with the checks' (their cause is the latest check's).
 
-Checks never wait on the database: :meth:`Writer.add` only appends to memory.
+Checks never wait on the database: :meth:`Writer.add` only appends to memory, and to the
+local spool (spool.py: one write(2), no fsync on the way), which a SIGKILLed scheduler replays
+at its next start (replay.py); a flush marks in the spool what it has written. (An edge's state
+is not spooled: a scheduler's start steps every monitor whose stored window is stale.)
 While the database is unreachable the batch grows up to ``max_buffered`` rows
 (the oldest check rows are dropped beyond it, with a log line; state changes are
 never dropped) and is written when the database returns.
@@ -25,10 +28,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -42,8 +44,10 @@ from monitor.events import Event
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.quorum import Located
+from monitor.scheduler.spool import Spool
+from monitor.scheduler.spooled import Run, notice_record, pending_record
 from monitor.scheduler.state import UNKNOWN, Outcome, State
-from monitor.scheduler.transitions import Pending
+from monitor.scheduler.transitions import Notice, Pending
 from monitor.scheduler.transitions import apply as apply_transition
 from monitor.times import rfc3339
 
@@ -193,17 +197,6 @@ async def prepare_connection(conn: asyncpg.Connection) -> None:
 
 
 @dataclass
-class Notice:
-    """An alert for the operator, about the checker rather than a monitor (it was cut off)."""
-
-    kind: str
-    at: datetime
-    details: dict[str, Any]
-    duration_seconds: float | None = None
-    event_id: uuid.UUID = field(default_factory=uuid.uuid4)
-
-
-@dataclass
 class Stats:
     rows_written: int = 0
     rows_dropped: int = 0
@@ -237,7 +230,10 @@ class Writer:
         operator_chat: str | None = None,
         operator_channel: int | None = None,
         fence: Fence | None = None,
+        spool: Spool | None = None,
     ) -> None:
+        # Every record taken is appended here too, and dropped once written (spool.py).
+        self._spool = spool
         # This scheduler's membership of the cluster (membership.py); None: not fenced.
         self._fence = fence
         self._operator_chat = operator_chat
@@ -269,6 +265,19 @@ class Writer:
     def buffered(self) -> int:
         return len(self._rows)
 
+    @property
+    def drained(self) -> bool:
+        """Whether everything taken has been written."""
+        return not (self._rows or self._transitions or self._pings or self._located)
+
+    def restore(self, run: Run) -> None:
+        """What a spool held (replay.py), for the next flush to write; not spooled again."""
+        self._rows.extend(run.rows)
+        self._transitions.extend(run.transitions)
+        self._pings.extend(run.pings)
+        for record in run.located:
+            self._located[(record[0], record[1])] = record
+
     def add(
         self,
         spec: MonitorSpec,
@@ -277,10 +286,17 @@ class Writer:
         outcome: Outcome,
         located: Located | None = None,
     ) -> None:
+        spool = self._spool
         if located is None:
-            self._rows.append((*result.record(), *state_record(state)))
+            row = (*result.record(), *state_record(state))
+            self._rows.append(row)
+            if spool is not None:
+                spool.append(("R", row))
             if outcome:
-                self._transitions.append(Pending(spec, outcome, result))
+                pending = Pending(spec, outcome, result)
+                self._transitions.append(pending)
+                if spool is not None:
+                    spool.append(pending_record(pending))
         else:
             self._add_located(spec, result, state, outcome, located)
         if self._edges and (located is None or located.primary):
@@ -302,8 +318,9 @@ class Writer:
         """A check from one of several locations: its row, the location's state, and the
         overall state and alerts only from the monitor's primary (a failure it alerts on is
         told with the locations that saw it, not this check's own error alone)."""
-        self._rows.append((*result.record(), *(state_record(state) if located.primary else SECONDARY)))
-        self._located[(spec.id, located.location)] = (
+        row = (*result.record(), *(state_record(state) if located.primary else SECONDARY))
+        self._rows.append(row)
+        where = self._located[(spec.id, located.location)] = (
             spec.id,
             located.location,
             result.time,
@@ -312,13 +329,19 @@ class Writer:
             located.seen.since,
             located.seen.reason,
         )
+        if self._spool is not None:
+            self._spool.append(("R", row))
+            self._spool.append(("X", where))
         if outcome or located.changes:
             told = result
             if located.cause is not None:  # failing by the quorum; this location's answer may be fine
                 told = replace(
                     result, error=located.cause, status_code=None if result.ok else result.status_code
                 )
-            self._transitions.append(Pending(spec, outcome, told, located=located))
+            pending = Pending(spec, outcome, told, located=located)
+            self._transitions.append(pending)
+            if self._spool is not None:
+                self._spool.append(pending_record(pending))
 
     def add_edge(self, spec: MonitorSpec, state: State, outcome: Outcome, at: datetime) -> None:
         """A monitor's state after a window's edge at ``at`` (no check), and its alerts; written
@@ -335,12 +358,16 @@ class Writer:
             log.warning("operator.not_configured", kind=notice.kind, **notice.details)
             return
         self._transitions.append(notice)
+        if self._spool is not None:
+            self._spool.append(notice_record(notice))
         self._wake.set()
 
     def take_pings(self, ids: list[int]) -> None:
         """Delete these ``pings`` rows with the batch that writes their results (added before
         this call): a ping becomes a result exactly once, even across a crash."""
         self._pings.extend(ids)
+        if self._spool is not None:
+            self._spool.append(("P", ids))
         self._wake.set()
 
     def start(self) -> None:
@@ -372,6 +399,8 @@ class Writer:
         rows_left, transitions_left, pings_left = len(self._rows), len(self._transitions), len(self._pings)
         # Taken with the transitions: an edge's state is never stored without its alerts.
         edges_now = list(self._edges.items())
+        # The spool's segments before the mark hold only what this flush is to write.
+        mark = self._spool.mark() if self._spool is not None else None
         while rows_left or transitions_left or pings_left or edges_now:
             rows = list(itertools.islice(self._rows, min(self._batch_rows * 10, rows_left)))
             # Changes go with the batch that ends the backlog, after the states they follow;
@@ -409,6 +438,8 @@ class Writer:
             self._metrics.batch_rows.observe(len(rows))
             if transitions and self._on_transitions is not None:
                 self._on_transitions()
+        if self._spool is not None and mark is not None:
+            self._spool.release(mark)
         return True
 
     async def _write(

@@ -2,7 +2,7 @@
 uptime over the four windows and each of the last 90 days, response times, incidents and
 maintenance.
 
-The figures are those of the API's uptime (``monitor.api.uptime``: ``uptime_of`` over the
+The figures are those of the API's uptime (``monitor.domain.uptime``: ``uptime_of`` over the
 records ``records`` reads, with ``count_checks``'s counts), over the page's monitors at
 once: the incidents, pauses and maintenance of the 90 days are read once and every window and
 day is computed from them, the days' check counts come from the daily rollups. All of it is
@@ -21,8 +21,8 @@ from typing import Any
 
 import asyncpg
 
-from monitor.api.maintenance import rule_of
-from monitor.api.uptime import HOUR, Records, ceil_hour, uptime_of, window_spans
+from monitor.domain.maintenance import rule_of
+from monitor.domain.uptime import HOUR, Records, ceil_hour, uptime_of, window_spans
 from monitor.maintenance import active_at, next_after
 from monitor.status.view import DAY, WINDOWS, PageData, days_until, per_day
 

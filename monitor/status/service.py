@@ -27,7 +27,7 @@ import asyncpg
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter
 
-from monitor.api.uptime import maintenance_spans, uptimes
+from monitor.domain.uptime import maintenance_spans, uptimes
 from monitor.status import badges, data, render, view
 from monitor.status.bodies import Body, body
 from monitor.status.cache import Fresh

@@ -6,7 +6,7 @@ times; its target only when the page's owner shows it; incidents with their time
 durations, never the check's error text (it names hosts, addresses and status lines of the
 owner's network); no ids.
 
-Maintenance is not downtime, here as in the uptime figures (``api/uptime.py``) and on badges:
+Maintenance is not downtime, here as in the uptime figures (``domain/uptime.py``) and on badges:
 an incident wholly inside the monitor's maintenance windows is listed (and in the feed) as
 maintenance, not as an outage, and a day's bar does not count it; one that runs past a window
 is an outage whose ``downtime_seconds`` is the part outside the windows. A monitor in an open
@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from monitor import times
-from monitor.api.uptime import Interval, Spans, Uptime, subtract
+from monitor.domain.uptime import Interval, Spans, Uptime, subtract
 
 # Name-based UUIDs of status pages and their incidents (Atom ids) are made in this namespace.
 NAMESPACE = uuid.UUID("5b0f7c1e-2a55-4d39-9a3c-6d3e1f0b7a21")

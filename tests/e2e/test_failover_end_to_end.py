@@ -25,7 +25,6 @@ from support import (
     TargetServer,
     clean_environ,
     insert_monitor,
-    pg_cluster,
     wait_for,
 )
 from support.alerts import delivered_alerts
@@ -34,10 +33,7 @@ from support.redis_sentinel import RedisSentinels
 
 from monitor import db as monitor_db
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(pg_cluster.available() is not None, reason=str(pg_cluster.available())),
-]
+pytestmark = pytest.mark.e2e
 
 MONITORS = 3
 FLIP_SECONDS = 3.0

@@ -47,7 +47,10 @@ async def test_ping_monitor_goes_down_when_the_host_drops_ping_and_up_again(
     refused = await api.post("/api/v1/monitors", json={"type": "ping", "name": "private", "host": "10.0.0.5"})
     assert refused.status == 400, refused
     assert refused.json["error"]["field"] == "host", refused
-    assert refused.json["error"]["message"] == "host: 10.0.0.5 (private-use 10.0.0.0/8)", refused
+    assert refused.json["error"]["message"] == (
+        "host: 10.0.0.5 (private-use 10.0.0.0/8); the operator can allow it with "
+        "MONITOR_ALLOW_CIDRS=10.0.0.5/32 (docs/security.md)"
+    ), refused
 
     monitor = await api.create_monitor(
         type="ping",

@@ -12,7 +12,8 @@ import asyncpg
 from support import ApiClient, ProcessFactory, TargetServer, wait_for
 from support.alerts import run_monitor
 
-from monitor import accounts
+from monitor.domain import accounts
+from monitor.domain import keys as api_keys
 
 # Rows of the deleted account's monitors that must be gone. Raw checks are left to retention (no
 # key check on the hypertable), and a result measured just before the deletion may still be
@@ -67,8 +68,8 @@ async def test_deleting_an_account_deletes_everything_in_it_and_stops_its_checks
     db: asyncpg.Connection, procs: ProcessFactory, target: TargetServer, base_env: dict[str, str]
 ) -> None:
     api = await procs.start("api")
-    ops_key = (await accounts.create_key(db, await accounts.create_account(db, "ops"), "laptop")).key
-    web_key = (await accounts.create_key(db, await accounts.create_account(db, "web"), "laptop")).key
+    ops_key = (await api_keys.create_key(db, await accounts.create_account(db, "ops"), "laptop")).key
+    web_key = (await api_keys.create_key(db, await accounts.create_account(db, "web"), "laptop")).key
     async with ApiClient(api.base_url, key=ops_key) as ops, ApiClient(api.base_url, key=web_key) as web:
         ops_monitor = await _fill(ops, target, "ops")
         paused = await ops.create_monitor(name="ops old site", url=target.url(), paused=True)

@@ -79,9 +79,13 @@ async def test_two_alerters_share_one_busy_webhooks_limit(
     # Slack's limit held by both together: never refused, about a second between messages.
     assert fake_channels.slack.statuses() == Counter({200: len(messages)}), fake_channels.slack.describe()
     assert not fake_channels.slack.limited
+    # The pace is in the slots the alerters reserve a second apart; a send held up by a loaded
+    # machine shortens the gap after it, but not the pace of the whole run, and never makes
+    # two sends at once (unshared, two alerters would send about twice a second).
     times = [m.received_at for m in messages]
     gaps = [later - earlier for earlier, later in pairwise(times)]
-    assert len(messages) >= 3 and min(gaps) >= 0.95, gaps
+    assert len(messages) >= 3 and min(gaps) >= 0.5, gaps
+    assert (times[-1] - times[0]) / len(gaps) >= 0.9, gaps
     # And both alerters did send to it: the limit was shared, not kept by one alerter alone.
     senders = [
         {line["event_id"] for line in proc.events("alert.sent", channel="slack:1")} for proc in alerters

@@ -1,6 +1,6 @@
 """One account can neither see nor change another's objects, and no request goes without a key.
 
-Accounts A and B each get a key (``monitor.accounts``, as the CLI makes them). Through the API,
+Accounts A and B each get a key (``monitor.domain.keys``, as the CLI makes them). Through the API,
 A makes a channel, a monitor using it, a second monitor that is down, and a second key; B
 makes monitors of its own. With B's key, every endpoint and method on A's objects answers
 404 with exactly the body it gives for an id that does not exist, attaching A's channel to
@@ -19,7 +19,8 @@ import asyncpg
 import pytest
 from support import ApiClient, ApiResponse, MonitorProcess
 
-from monitor import accounts
+from monitor.domain import accounts
+from monitor.domain import keys as api_keys
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -52,8 +53,8 @@ async def _created(response: ApiResponse) -> dict[str, Any]:
 async def world(api_server: MonitorProcess, db: asyncpg.Connection) -> AsyncIterator[World]:
     assert api_server.running, api_server.tail()
     base = api_server.base_url
-    key_a = await accounts.create_key(db, await accounts.create_account(db, "alice"), "a")
-    key_b = await accounts.create_key(db, await accounts.create_account(db, "bob"), "b")
+    key_a = await api_keys.create_key(db, await accounts.create_account(db, "alice"), "a")
+    key_b = await api_keys.create_key(db, await accounts.create_account(db, "bob"), "b")
     async with ApiClient(base, key=key_a.key) as a, ApiClient(base, key=key_b.key) as b:
         spec = {"kind": "telegram", "name": "A", "config": {"chat_id": "111"}}
         channel = await _created(await a.post("/api/v1/channels", json=spec))

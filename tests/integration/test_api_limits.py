@@ -7,7 +7,8 @@ from collections.abc import Callable
 import asyncpg
 from support import ApiClient, ProcessFactory
 
-from monitor import accounts
+from monitor.domain import accounts
+from monitor.domain import keys as api_keys
 
 
 def header(headers: dict[str, str], name: str) -> str:
@@ -29,7 +30,7 @@ async def test_rate_limit_is_per_key_with_retry_after(
     assert limited.json["error"]["code"] == "rate_limited"
     assert int(header(limited.headers, "Retry-After")) >= 1
     # Another key of the same account has its own bucket.
-    other = await accounts.create_key(db, await accounts.account_id_by_name(db, "test") or 0, "other")
+    other = await api_keys.create_key(db, await accounts.account_id_by_name(db, "test") or 0, "other")
     assert (await api.get("/api/v1/monitors", headers={"Authorization": f"Bearer {other.key}"})).status == 200
 
 

@@ -13,7 +13,8 @@ import asyncpg
 import pytest
 from support import clean_environ
 
-from monitor import accounts
+from monitor.domain import accounts
+from monitor.domain import keys as api_keys
 
 TRACEBACK = "Traceback (most recent call last)"
 RUN_TIMEOUT = 30.0
@@ -105,14 +106,14 @@ async def test_accounts_and_keys_are_listed_and_a_key_revoked(
     assert key not in (await cli("keys", "list")).out + json.dumps(keys)  # only the hash is stored
     only_ops = json.loads((await cli("keys", "list", "--account", "ops", "--json")).out)
     assert [k["id"] for k in only_ops] == [laptop["id"]]
-    assert await accounts.account_for_key(db, key) is not None
+    assert await api_keys.account_for_key(db, key) is not None
 
     revoked = await cli("keys", "revoke", str(laptop["id"]))
     assert revoked.code == 0, revoked
     assert (
         revoked.out.strip() == f"revoked key {laptop['id']} ({laptop['prefix']}, 'laptop' of account 'ops')"
     )
-    assert await accounts.account_for_key(db, key) is None
+    assert await api_keys.account_for_key(db, key) is None
     after = json.loads((await cli("keys", "list", "--account", "ops", "--json")).out)
     assert after[0]["revoked_at"] is not None
     again = await cli("keys", "revoke", str(laptop["id"]))

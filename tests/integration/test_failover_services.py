@@ -15,13 +15,11 @@ import asyncpg
 import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
-from support import pg_cluster, wait_for
+from support import wait_for
 from support.pg_cluster import PgCluster
 from support.redis_sentinel import RedisSentinels
 
 from monitor import db, events, keys, redisconn
-
-pytestmark = pytest.mark.skipif(pg_cluster.available() is not None, reason=str(pg_cluster.available()))
 
 DEADLINE = 30.0
 

@@ -18,7 +18,8 @@ import asyncpg
 import pytest
 from support import ApiClient, MonitorProcess, ensure_account, insert_monitor, parse_time, rfc3339
 
-from monitor import accounts, rollups
+from monitor import rollups
+from monitor.domain import keys as api_keys
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -38,7 +39,7 @@ def once(start: datetime, end: datetime, **fields: Any) -> dict[str, Any]:
 @pytest.fixture
 async def other(api_server: MonitorProcess, db: asyncpg.Connection) -> AsyncIterator[ApiClient]:
     """A client of another account ("other")."""
-    key = await accounts.create_key(db, await ensure_account(db, "other"), "other")
+    key = await api_keys.create_key(db, await ensure_account(db, "other"), "other")
     async with ApiClient(api_server.base_url, key=key.key) as client:
         yield client
 

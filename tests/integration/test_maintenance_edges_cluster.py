@@ -3,7 +3,9 @@ inside the window: each monitor gets one start notice and one end notice between
 written within a second of its edge, by the monitor's owner of the moment (the survivor takes
 the killed one's monitors from their stored state, window and all, and says no start again).
 
-The monitors are checked every 60 s, so no check comes near an edge; the window is a row
+The monitors are checked every 60 s, and the window is placed where no tick of theirs comes
+near an edge (their ticks are fixed on the epoch's grid, so a window put at a fixed lead from
+the test's start would meet one at some times of day); the window is a row
 written straight to ``maintenance_windows`` (its trigger tells the schedulers); what was said is
 read from the outbox (no alerter runs)."""
 
@@ -17,13 +19,34 @@ import asyncpg
 import pytest
 from support import ProcessFactory, TargetServer, ensure_account, wait_for
 
-pytestmark = pytest.mark.timeout(120)
+from monitor.scheduler.ticker import stable_offset
+
+pytestmark = pytest.mark.timeout(180)
 
 MONITORS = 8
 LEASE = "2"
 CLUSTER_ENV = {"MONITOR_LEASE_SECONDS": LEASE}
 LEAD, LENGTH = 4.0, 10.0  # the window: from LEAD seconds after it is written, LENGTH long
 EDGE = 1.0  # the most a notice may be written after its edge
+INTERVAL = 60.0
+SLOT = 0.1  # MONITOR_TICK_SLOT_MS's default
+
+
+def clear_start(ids: list[int], earliest: datetime) -> datetime:
+    """The first whole second from ``earliest`` at which a window of LENGTH has no tick of these
+    monitors within EDGE (and a margin) of its start or its end: eight bands of 2.4 s at each edge
+    leave most of a minute free."""
+    offsets = [stable_offset(m, INTERVAL, SLOT) for m in ids]
+
+    def clear(edge: float) -> bool:
+        return all(min((edge - o) % INTERVAL, (o - edge) % INTERVAL) > EDGE + 0.2 for o in offsets)
+
+    start = earliest.replace(microsecond=0) + timedelta(seconds=1)
+    for _ in range(int(INTERVAL)):
+        if clear(start.timestamp()) and clear(start.timestamp() + LENGTH):
+            return start
+        start += timedelta(seconds=1)
+    raise AssertionError("no second of the minute clear of every tick")
 
 
 async def said(db: asyncpg.Connection, ids: list[int]) -> dict[int, list[tuple[str, float]]]:
@@ -42,7 +65,7 @@ async def test_two_schedulers_say_each_edge_once_across_a_kill(
     db: asyncpg.Connection, monitor_factory, procs: ProcessFactory, target: TargetServer
 ) -> None:
     ids = [
-        (await monitor_factory(url=target.url(f"/m{n}"), interval_seconds=60.0))["id"]
+        (await monitor_factory(url=target.url(f"/m{n}"), interval_seconds=INTERVAL))["id"]
         for n in range(MONITORS)
     ]
     a = await procs.start("scheduler", env={**CLUSTER_ENV, "MONITOR_SCHEDULER_NAME": "sched-a"})
@@ -58,8 +81,7 @@ async def test_two_schedulers_say_each_edge_once_across_a_kill(
 
     await wait_for(shared, timeout=30, message="both schedulers running a share")
 
-    now = datetime.now(UTC)
-    start = (now + timedelta(seconds=LEAD)).replace(microsecond=0)
+    start = clear_start(ids, datetime.now(UTC) + timedelta(seconds=LEAD))
     end = start + timedelta(seconds=LENGTH)
     await db.execute(
         """INSERT INTO maintenance_windows (account_id, name, kind, starts_at, ends_at, monitor_ids,
@@ -74,7 +96,11 @@ async def test_two_schedulers_say_each_edge_once_across_a_kill(
     async def all_said(kind: str) -> bool:
         return all(any(k == kind for k, _ in told) for told in (await said(db, ids)).values())
 
-    await wait_for(lambda: all_said("maintenance_start"), timeout=LEAD + 10, message="every start said")
+    await wait_for(
+        lambda: all_said("maintenance_start"),
+        timeout=start.timestamp() - time.time() + 10,
+        message="every start said",
+    )
     # Stored with the state, as a check's is (a monitor never checked gets its state row now).
     stored = await db.fetchval(
         """SELECT count(*) FROM monitor_state

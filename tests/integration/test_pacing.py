@@ -121,10 +121,12 @@ async def test_pacers_together_never_exceed_the_limit(
         if times[i + count] - times[i] < window_us
     ]
     assert not crowded, f"more than {count} grants within {per}s (server µs): {crowded[:5]}"
-    # Paced, not starved: close to the limit, and every alerter got its turns (with ~25
-    # grants shared at random, one of three pacers gets none about once in 10,000 runs).
+    # Paced, not starved: near the limit, and every alerter got its turns (with ~25 grants
+    # shared at random, one of three pacers gets none about once in 10,000 runs). Each grant
+    # after a wait costs a round trip to Redis, which a loaded machine makes slow, so "near"
+    # is two fifths; pacers that waited far past the window (a starving one) get a tenth.
     most = count * (duration / per + 1)
-    assert sum(granted) >= 0.7 * count * duration / per, f"{granted} grants, the limit allows ~{most:g}"
+    assert sum(granted) >= 0.4 * count * duration / per, f"{granted} grants, the limit allows ~{most:g}"
     assert all(granted), granted
 
 
@@ -212,16 +214,21 @@ async def test_block_holds_every_pacer(connect: Connect, admin: aioredis.Redis) 
     elsewhere = Bucket("test:elsewhere", 10, 1.0)
 
     start = time.monotonic()
+
+    def left() -> float:
+        """What is left of the block, give or take the two clocks (see the accurate-wait test)."""
+        return 0.6 - (time.monotonic() - start) - 0.005
+
     await pacers[0].block(bucket.key, 0.6)
     waits = [await pacer.reserve([bucket]) for pacer in pacers]
-    assert all(0.4 < wait <= 0.6 for wait in waits), waits
+    assert all(left() <= wait <= 0.6 for wait in waits), (waits, left())
     # Another destination is not held; one reserved with the blocked one is.
     assert await pacers[1].reserve([elsewhere]) == 0.0
-    assert 0.4 < await pacers[1].reserve([elsewhere, bucket]) <= 0.6
+    assert left() <= await pacers[1].reserve([elsewhere, bucket]) <= 0.6
     # A shorter Retry-After from another alerter does not shorten the block.
     await pacers[2].block(bucket.key, 0.05)
     wait = await pacers[1].reserve([bucket])
-    assert wait > 0.3
+    assert wait >= left(), (wait, left())
     assert await admin.zcard(pacers[0].window_key(bucket.key)) == 0, "a blocked reservation took a slot"
 
     await asyncio.sleep(wait)
@@ -255,7 +262,7 @@ async def test_keys_expire_after_their_window(connect: Connect, admin: aioredis.
     assert 0 < ttls[pacer.block_key("test:held")] <= 400, ttls
 
     await wait_for(
-        lambda: _nothing_left(admin), timeout=3.0, message="pacing keys still there after their window"
+        lambda: _nothing_left(admin), timeout=10.0, message="pacing keys still there after their window"
     )
 
 
@@ -280,14 +287,16 @@ async def test_without_redis_pacing_goes_on_in_process(connect: Connect) -> None
                 grants.append(time.monotonic())
             else:
                 await asyncio.sleep(wait)
+        blocked_at = time.monotonic()
         await pacer.block("test:local-held", 0.5)
         held = await pacer.reserve([Bucket("test:local-held", 5, 1.0)])
+        held_left = 0.5 - (time.monotonic() - blocked_at)
 
     assert not pacer.redis_available
     assert len(grants) >= 4, grants  # 2 at once, 2 more 0.3 s later, ...
     crowded = [(a, b) for a, b in zip(grants, grants[2:], strict=False) if b - a < 0.3 - 0.001]
     assert not crowded, f"more than 2 grants within 0.3 s: {crowded}"
-    assert 0.3 < held <= 0.5
+    assert held_left <= held <= 0.5 and held > 0, (held, held_left)
     events = [entry["event"] for entry in logs]
     assert events.count("pacing.redis_unavailable") == 1, logs
     assert "pacing.redis_back" not in events

@@ -25,6 +25,7 @@ from contextlib import asynccontextmanager
 import pytest
 from support.dns import DNSServer, dns_fixture  # noqa: F401  (the dns fixture)
 from support.netns import POOL, NetnsHost, netns_host_fixture  # noqa: F401  (the netns_host fixture)
+from support.skips import skip_beyond_make
 
 from monitor.checks.base import CheckContext
 from monitor.checks.ping import PingCheck, not_permitted
@@ -97,7 +98,7 @@ def assert_up(result: CheckResult, address: str, count: int = 3) -> None:
 @pytest.mark.parametrize("kind", ["IPv4 literal", "IPv6 literal", "name"])
 async def test_a_host_that_answers_is_up(netns_host: NetnsHost, dns: DNSServer, kind: str) -> None:
     if kind == "IPv6 literal" and netns_host.address6 is None:
-        pytest.skip("IPv6 is disabled on this machine")
+        skip_beyond_make("IPv6 is disabled on this machine")
     host, address = {
         "IPv4 literal": (netns_host.address, netns_host.address),
         "IPv6 literal": (netns_host.address6, netns_host.address6),
@@ -133,7 +134,8 @@ async def test_a_host_that_drops_ping_is_down_within_the_timeout(netns_host: Net
             "rtt_avg_ms": None,
             "rtt_max_ms": None,
         }
-        assert took < 1.5 + 0.1, f"the check took {took:.2f}s, its timeout is 1.5s"
+        # Within its timeout, with room for a loaded machine; a timeout taken per echo would be 4.5 s.
+        assert took < 2 * 1.5, f"the check took {took:.2f}s, its timeout is 1.5s"
         # The echoes did leave: they arrived and were dropped.
         assert netns_host.icmp() == {"echo_requests": 3, "echo_replies": 0}
 

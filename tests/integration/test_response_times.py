@@ -29,8 +29,8 @@ from support.inprocess import InProcessFactory, inprocess_api_fixture  # noqa: F
 from support.markup import Element, parse
 from support.status_data import H, set_state
 
-from monitor import accounts
 from monitor import db as monitor_db
+from monitor.domain import keys as api_keys
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler import writer
 from monitor.scheduler.state import NOTHING, State
@@ -89,7 +89,7 @@ async def figures(
     db: asyncpg.Connection, migrated: str, inprocess_api: InProcessFactory
 ) -> AsyncIterator[Figures]:
     served = await inprocess_api()
-    key = await accounts.create_key(db, await ensure_account(db), "tests")
+    key = await api_keys.create_key(db, await ensure_account(db), "tests")
     now: datetime = await db.fetchval("SELECT now()")
     h0 = now.replace(minute=0, second=0, microsecond=0) - H
     pool = await monitor_db.create_pool(migrated, max_size=2, init=writer.prepare_connection)

@@ -123,5 +123,7 @@ async def test_a_member_frozen_mid_write_does_not_stall_the_others(
     )
     assert not doubled, f"ticks checked twice: {doubled[:5]}"
     print(f"frozen mid-write: taken over {took:.1f} s after the freeze")
-    assert took < 2 * LEASE + 1 + 3, f"taken over {took:.1f} s after the freeze"
+    # A lease or two on a quiet machine (about 5 s); the fault is the rows held for as long as
+    # the server keeps the frozen connection: hours.
+    assert took < 15, f"taken over {took:.1f} s after the freeze"
     assert not a.tracebacks() and not b.tracebacks()

@@ -38,7 +38,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from support import ApiClient, ProcessFactory, clean_environ
 from support import ensure_account as account_named
 
-from monitor import accounts
+from monitor.domain import keys as api_keys
 
 HOOKS = Path(__file__).with_name("schemathesis_hooks.py")
 RUN_TIMEOUT = 240.0
@@ -87,8 +87,8 @@ async def test_schemathesis_finds_no_server_error_and_no_schema_violation(
     db: asyncpg.Connection, procs: ProcessFactory, tmp_path: Path
 ) -> None:
     account = await account_named(db)
-    own = await accounts.create_key(db, account, "schemathesis")
-    spare = await accounts.create_key(db, account, "spare")
+    own = await api_keys.create_key(db, account, "schemathesis")
+    spare = await api_keys.create_key(db, account, "spare")
     api = await procs.start(
         "api",
         env={

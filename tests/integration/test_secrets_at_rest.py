@@ -292,7 +292,8 @@ async def test_rotate_with_a_key_that_opens_nothing_changes_nothing(
 
 @pytest.mark.parametrize("name", ["api", "scheduler", "alerter"])
 async def test_no_process_starts_without_a_key(name: str, procs: ProcessFactory) -> None:
-    proc = procs.spawn(name, env={"MONITOR_SECRET_KEY": None})
+    # A bad configuration on purpose: the process refuses to start, exit 1.
+    proc = procs.spawn(name, env={"MONITOR_SECRET_KEY": None}, expect_exit=1)
     assert await proc.wait() == 1
     assert "MONITOR_SECRET_KEY is required but not set" in proc.log_text(), proc.tail()
     assert "monitor secrets generate-key" in proc.log_text()

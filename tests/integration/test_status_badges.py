@@ -25,7 +25,7 @@ from support import ApiClient, ensure_account, insert_monitor
 from support.inprocess import InProcessFactory, inprocess_api_fixture  # noqa: F401
 from support.status_data import D, H, add_incident, hours_of_checks, set_state
 
-from monitor import accounts
+from monitor.domain import keys as api_keys
 from monitor.status.badges import COLORS
 from monitor.status.service import PUBLIC, StatusDesk
 
@@ -77,7 +77,7 @@ class Badged:
 @pytest.fixture
 async def badged(db: asyncpg.Connection, inprocess_api: InProcessFactory) -> AsyncIterator[Badged]:
     served = await inprocess_api()
-    key = await accounts.create_key(db, await ensure_account(db), "tests")
+    key = await api_keys.create_key(db, await ensure_account(db), "tests")
     t0 = await db.fetchval("SELECT now()")
     monitor = await insert_monitor(db, url="http://shop.example/", name="Shop", created_at=t0 - 40 * D)
     hour = t0.replace(minute=0, second=0, microsecond=0)

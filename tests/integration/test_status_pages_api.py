@@ -19,8 +19,8 @@ from support.inprocess import (  # noqa: F401
     inprocess_clients_fixture,
 )
 
-from monitor import accounts
-from monitor.api import status_pages
+from monitor.domain import keys as api_keys
+from monitor.domain import status_pages
 from monitor.status.service import PUBLIC
 
 pytestmark = pytest.mark.timeout(60)
@@ -243,7 +243,7 @@ async def test_the_apis_own_address_is_no_pages_domain(
     inprocess_api: InProcessFactory, db: asyncpg.Connection
 ) -> None:
     served = await inprocess_api(MONITOR_PUBLIC_URL="https://monitor.example.com")
-    key = await accounts.create_key(db, await ensure_account(db), "tests")
+    key = await api_keys.create_key(db, await ensure_account(db), "tests")
     monitor = await insert_monitor(db, url=URL)
     async with ApiClient(served.base_url, key=key.key) as api:
         made = await api.post(

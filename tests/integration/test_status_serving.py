@@ -36,8 +36,8 @@ from support.markup import parse
 from support.status_data import D, H, add_incident, hours_of_checks, set_state
 from support.tcpproxy import TcpProxy
 
-from monitor import accounts
 from monitor.checks import security_headers
+from monitor.domain import keys as api_keys
 from monitor.status.service import PUBLIC, StatusDesk
 
 pytestmark = pytest.mark.timeout(60)
@@ -46,6 +46,8 @@ ATOM = "{http://www.w3.org/2005/Atom}"
 NAME = '<script>alert(1)</script> & "x"'
 SLUG = "shop"
 DOMAIN = "status.example.com"
+# The cache period of the burst test: far longer than a burst of 250 requests takes.
+PERIOD = 10
 
 
 @dataclass
@@ -93,7 +95,7 @@ async def open_site(db: asyncpg.Connection, inprocess_api: InProcessFactory) -> 
 
         async def make(cache_seconds: float = 2, env: dict[str, str] | None = None, **fields: Any) -> Site:
             served = await inprocess_api(MONITOR_STATUS_CACHE_SECONDS=str(cache_seconds), **(env or {}))
-            key = await accounts.create_key(db, await ensure_account(db), "tests")
+            key = await api_keys.create_key(db, await ensure_account(db), "tests")
             api = await stack.enter_async_context(ApiClient(served.base_url, key=key.key))
             raw = await stack.enter_async_context(
                 aiohttp.ClientSession(
@@ -134,13 +136,15 @@ def statements(site: Site) -> tuple[float, float]:
 
 
 async def test_a_burst_costs_one_build_and_unknown_pages_cost_none(open_site: SiteFactory) -> None:
-    site = await open_site(cache_seconds=2)
+    site = await open_site(cache_seconds=PERIOD)
     before, said = builds(site), statements(site)
     started = time.monotonic()
     answers = await asyncio.gather(*(site.get(f"/status/{SLUG}") for _ in range(200)))
     missing = await asyncio.gather(*(site.get(f"/status/nothing-{i}") for i in range(50)))
     elapsed = time.monotonic() - started
-    assert elapsed < 2, f"the burst took {elapsed:.1f}s, more than one period: the counts below mean nothing"
+    assert elapsed < PERIOD, (
+        f"the burst took {elapsed:.1f}s, more than one period: the counts below mean nothing"
+    )
     assert {a.status for a in answers} == {200} and len({a.body for a in answers}) == 1
     assert {a.headers["ETag"] for a in answers} == {answers[0].headers["ETag"]}
     # One read of the list of pages, one build of this page; the unknown slugs cost nothing.
@@ -148,8 +152,10 @@ async def test_a_burst_costs_one_build_and_unknown_pages_cost_none(open_site: Si
     # And each is one SQL statement: the page's data is read in one query.
     assert [after - b for after, b in zip(statements(site), said, strict=True)] == [1, 1]
     assert {m.status for m in missing} == {404}
-    # Kept by a browser or proxy for what is left of the period, less than 2 s.
-    assert answers[0].headers["Cache-Control"] in ("public, max-age=0", "public, max-age=1")
+    # Kept by a browser or proxy for what is left of the period, less than the whole of it.
+    cache_control = answers[0].headers["Cache-Control"]
+    assert cache_control.startswith("public, max-age="), cache_control
+    assert int(cache_control.removeprefix("public, max-age=")) < PERIOD, cache_control
     assert answers[0].headers["Vary"] == "Accept-Encoding"
 
 

@@ -24,8 +24,9 @@ import asyncpg
 import pytest
 from aiohttp import web
 
-from monitor import accounts, config
+from monitor import config
 from monitor.api.app import create_app
+from monitor.domain import keys as api_keys
 
 from .api import ApiClient
 from .db import ensure_account
@@ -86,8 +87,8 @@ async def inprocess_clients_fixture(
 ) -> AsyncIterator[Clients]:
     """An in-process api with the default settings, on empty tables, and its clients."""
     served = await inprocess_api()
-    mine = await accounts.create_key(db, await ensure_account(db), "tests")
-    theirs = await accounts.create_key(db, await ensure_account(db, "other"), "other")
+    mine = await api_keys.create_key(db, await ensure_account(db), "tests")
+    theirs = await api_keys.create_key(db, await ensure_account(db, "other"), "other")
     async with (
         ApiClient(served.base_url, key=mine.key) as api,
         ApiClient(served.base_url, key=theirs.key) as other,

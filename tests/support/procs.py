@@ -4,6 +4,23 @@ Each process writes stdout and stderr to its own log file. :meth:`MonitorProcess
 polls that file for a JSON line with a given ``event`` (and field values) without blocking
 the event loop, so servers the test runs in the same loop (the target, the fake Telegram)
 keep answering while a test waits, and while a process shuts down.
+
+**What a process must do, checked at teardown** (the ``procs`` and ``api_server`` fixtures of
+tests/conftest.py call :meth:`ProcessFactory.check`): every process a test started has, by the
+end of the test, exited 0, stopped within ``STOP_TIMEOUT`` of its SIGTERM, and logged no
+traceback (a Python traceback on stderr, or an ``exception`` field in a JSON line). A test
+that breaks a process on purpose says so, per process, where it starts it or once it decides::
+
+    procs.spawn("api", env={"MONITOR_SECRET_KEY": None}, expect_exit=1)   # a bad config
+    proc = await procs.start("alerter", allow_traceback="ConnectionError")  # fault injection
+    proc.expect(exit=(0, 1), traceback=True)                              # decided later
+
+``expect_exit`` is the exit code (or codes) that count; ``allow_traceback`` is True for any
+traceback or a text each one must contain. A SIGKILL the test itself sends
+(``proc.send_signal(signal.SIGKILL)`` or ``proc.kill()``) is its own act: the exit by that
+signal counts without saying more (its tracebacks are still checked). A process frozen with
+SIGSTOP is sent SIGCONT after the SIGTERM that stops it. Use these only where a test means to
+kill or break a process, each with a comment saying why; never to quiet a failure.
 """
 
 from __future__ import annotations
@@ -16,7 +33,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +45,14 @@ STOP_TIMEOUT = 20.0
 # free one unless the test sets it. Only settings this version of monitor has are passed, since
 # the processes reject unknown MONITOR_* variables.
 PORT_SETTINGS = {"api": "api_port", "scheduler": "scheduler_http_port", "alerter": "alerter_http_port"}
+# An exit code, or the codes, a process may end with (``expect_exit``); 0 unless a test says.
+ExitCodes = int | Collection[int]
+# ``allow_traceback``: False (none may be logged), True (any), or a text each one must contain.
+AllowTraceback = bool | str
+
+
+def _codes(codes: ExitCodes) -> frozenset[int]:
+    return frozenset((codes,) if isinstance(codes, int) else codes)
 
 
 def _env_name(setting: str) -> str:
@@ -86,11 +111,26 @@ def process_env(database_url: str, redis_url: str) -> dict[str, str]:
 
 
 class MonitorProcess:
-    def __init__(self, name: str, argv: list[str], env: dict[str, str], log_path: Path) -> None:
+    def __init__(
+        self,
+        name: str,
+        argv: list[str],
+        env: dict[str, str],
+        log_path: Path,
+        *,
+        expect_exit: ExitCodes = 0,
+        allow_traceback: AllowTraceback = False,
+    ) -> None:
         self.name = name
         self.argv = argv
         self.env = env
         self.log_path = log_path
+        # What the teardown check accepts (see the module docstring, and :meth:`expect`).
+        self.expect_exit = _codes(expect_exit)
+        self.allow_traceback: AllowTraceback = allow_traceback
+        self.killed_by_test = False  # the test sent SIGKILL itself: that exit counts
+        self.hung_at_stop: float | None = None  # the timeout a SIGTERM was not obeyed within
+        self._frozen = False  # SIGSTOPped and not continued since
         port_variable = _env_name(PORT_SETTINGS[name]) if name in PORT_SETTINGS else None
         # The API's port, or the probe port (/healthz, /readyz, /metrics) of the scheduler and alerter.
         self.port: int | None = int(env[port_variable]) if port_variable and env.get(port_variable) else None
@@ -163,6 +203,41 @@ class MonitorProcess:
         found.extend(str(line["exception"]) for line in self.log_lines() if line.get("exception"))
         return found
 
+    def expect(
+        self, *, exit: ExitCodes | None = None, traceback: AllowTraceback | None = None
+    ) -> MonitorProcess:
+        """Say, once a test has decided to break this process, how it may end: ``exit`` the
+        code(s) that count, ``traceback`` True or a text each logged traceback contains."""
+        if exit is not None:
+            self.expect_exit = _codes(exit)
+        if traceback is not None:
+            self.allow_traceback = traceback
+        return self
+
+    def unexpected_tracebacks(self) -> list[str]:
+        """The tracebacks of the log that ``allow_traceback`` does not allow."""
+        if self.allow_traceback is True:
+            return []
+        allowed = self.allow_traceback or None
+        return [tb for tb in self.tracebacks() if allowed is None or allowed not in tb]
+
+    def problems(self) -> list[str]:
+        """What is wrong with how this process ended (empty when nothing is): still running,
+        a hang at stop, an exit code it was not meant to have, a traceback it was not."""
+        found = []
+        if self.hung_at_stop is not None:
+            found.append(f"did not stop within {self.hung_at_stop:g}s of SIGTERM (then killed)")
+        code = self.returncode
+        accepted = self.expect_exit | ({-signal.SIGKILL} if self.killed_by_test else set())
+        if code is None:
+            found.append("still running")
+        elif code not in accepted and self.hung_at_stop is None:
+            found.append(f"exited {code}, expected {' or '.join(map(str, sorted(accepted)))}")
+        tracebacks = self.unexpected_tracebacks()
+        if tracebacks:
+            found.append(f"logged {len(tracebacks)} traceback(s); the first:\n{tracebacks[0]}")
+        return found
+
     def tail(self, lines: int = 60) -> str:
         return "\n".join(self.log_text().splitlines()[-lines:])
 
@@ -215,8 +290,18 @@ class MonitorProcess:
     # -- stopping ----------------------------------------------------------------------
 
     def send_signal(self, sig: int) -> None:
+        """Signal the process if it still runs; a SIGKILL or SIGSTOP is remembered (above)."""
         if self.running:
+            if sig == signal.SIGKILL:
+                self.killed_by_test = True
+            elif sig in (signal.SIGSTOP, signal.SIGCONT):
+                self._frozen = sig == signal.SIGSTOP
             self.popen.send_signal(sig)
+
+    def _sigterm(self) -> None:
+        self.send_signal(signal.SIGTERM)
+        if self._frozen:  # a stopped process handles its SIGTERM once it runs again
+            self.send_signal(signal.SIGCONT)
 
     async def wait(self, timeout: float = STOP_TIMEOUT) -> int:  # noqa: ASYNC109
         """Wait (without blocking the loop) for the process to exit; its exit code."""
@@ -229,23 +314,31 @@ class MonitorProcess:
 
     async def terminate(self, timeout: float = STOP_TIMEOUT) -> int:  # noqa: ASYNC109
         """SIGTERM, then wait for the exit; its exit code. Fails (after a SIGKILL) on a hang."""
-        self.send_signal(signal.SIGTERM)
+        self._sigterm()
         try:
             return await self.wait(timeout)
         except AssertionError:
-            self.kill()
+            self._hung(timeout)
             raise
 
     def terminate_sync(self, timeout: float = STOP_TIMEOUT) -> int | None:
-        """SIGTERM and wait, blocking; SIGKILL after ``timeout``. For teardown outside a loop."""
-        self.send_signal(signal.SIGTERM)
+        """SIGTERM and wait, blocking; SIGKILL after ``timeout`` (None then: a hang, which
+        :meth:`problems` reports). For teardown outside a loop."""
+        self._sigterm()
         try:
             return self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.kill()
+            self._hung(timeout)
             return None
 
+    def _hung(self, timeout: float) -> None:
+        self.hung_at_stop = timeout
+        kill_process(self.popen)
+
     def kill(self) -> None:
+        """SIGKILL, by the test's own hand: the exit by it counts (see the module docstring)."""
+        if self.running:
+            self.killed_by_test = True
         kill_process(self.popen)
 
 
@@ -278,7 +371,8 @@ def kill_process(proc: subprocess.Popen[bytes]) -> None:
 
 
 class ProcessFactory:
-    """Starts monitor processes with a shared base environment; stops them all at the end."""
+    """Starts monitor processes with a shared base environment; stops them all at the end,
+    and :meth:`check` fails on any that ended in a way it was not meant to (module docstring)."""
 
     def __init__(self, log_dir: Path, base_env: Mapping[str, str]) -> None:
         self.log_dir = log_dir
@@ -286,14 +380,21 @@ class ProcessFactory:
         self.processes: list[MonitorProcess] = []
 
     def spawn(
-        self, name: str, *, env: Mapping[str, str | None] | None = None, prefix: Sequence[str] = ()
+        self,
+        name: str,
+        *,
+        env: Mapping[str, str | None] | None = None,
+        prefix: Sequence[str] = (),
+        expect_exit: ExitCodes = 0,
+        allow_traceback: AllowTraceback = False,
     ) -> MonitorProcess:
         """Start ``python -m monitor <name>`` without waiting for it.
 
         ``env`` adds to (or, with a None value, removes from) the base environment. The process
         listens on a free port (``proc.port``) unless its port variable is given. ``prefix`` runs
         it through a command that execs it in the same process, e.g. ``ip netns exec NS``
-        (tests/support/locations.py), so its PID is still the one to signal.
+        (tests/support/locations.py), so its PID is still the one to signal. ``expect_exit`` and
+        ``allow_traceback`` are for a test that breaks the process on purpose (module docstring).
         """
         full = clean_environ()
         full.update(self.base_env)
@@ -307,9 +408,16 @@ class ProcessFactory:
             full[_env_name(setting)] = str(free_port())
         if name == "api":
             full.setdefault("MONITOR_API_HOST", "127.0.0.1")
+        # Each test's schedulers spool in the test's own directory (a killed one's spool is
+        # replayed by the next scheduler started there, as on a machine).
+        if _known_setting("spool_dir"):
+            full.setdefault("MONITOR_SPOOL_DIR", str(self.log_dir.parent / "spool"))
         index = sum(1 for p in self.processes if p.name == name) + 1
         log_path = self.log_dir / f"{name}-{index}.log"
-        proc = MonitorProcess(name, [*prefix, sys.executable, "-m", "monitor", name], full, log_path)
+        argv = [*prefix, sys.executable, "-m", "monitor", name]
+        proc = MonitorProcess(
+            name, argv, full, log_path, expect_exit=expect_exit, allow_traceback=allow_traceback
+        )
         self.processes.append(proc)
         return proc
 
@@ -320,9 +428,13 @@ class ProcessFactory:
         env: Mapping[str, str | None] | None = None,
         timeout: float = 30.0,  # noqa: ASYNC109
         prefix: Sequence[str] = (),
+        expect_exit: ExitCodes = 0,
+        allow_traceback: AllowTraceback = False,
     ) -> MonitorProcess:
         """Start a service process and wait for its ``<name>.started`` line."""
-        proc = self.spawn(name, env=env, prefix=prefix)
+        proc = self.spawn(
+            name, env=env, prefix=prefix, expect_exit=expect_exit, allow_traceback=allow_traceback
+        )
         await proc.wait_log(f"{name}.started", timeout=timeout)
         return proc
 
@@ -339,18 +451,37 @@ class ProcessFactory:
         return {name: tbs for name, tbs in found.items() if tbs}
 
     async def stop_all(self, timeout: float = STOP_TIMEOUT) -> None:  # noqa: ASYNC109
-        """SIGTERM every process still running, in reverse start order, each by its PID."""
+        """SIGTERM every process still running, in reverse start order, each by its PID. One
+        that does not stop in ``timeout`` is killed and the next is stopped; :meth:`check`
+        reports the hang."""
         for proc in reversed(self.processes):
             if proc.running:
                 try:
                     await proc.terminate(timeout)
                 except AssertionError:
-                    pass  # killed; the log says the rest
+                    assert proc.hung_at_stop is not None  # killed: the check reports it
 
     def stop_all_sync(self, timeout: float = STOP_TIMEOUT) -> None:
         for proc in reversed(self.processes):
             if proc.running:
                 proc.terminate_sync(timeout)
+
+    def problems(self) -> dict[str, list[str]]:
+        """What is wrong with how each process ended, by log file name (empty if nothing)."""
+        found = {p.log_path.name: p.problems() for p in self.processes}
+        return {name: each for name, each in found.items() if each}
+
+    def check(self) -> None:
+        """Fail, naming each process and what is wrong, unless every process ended as it was
+        meant to (after :meth:`stop_all`; see the module docstring for the opt-outs)."""
+        found = self.problems()
+        if found:
+            lines = [f"{name}: {problem}" for name, problems in found.items() for problem in problems]
+            raise AssertionError(
+                "processes the test started did not end cleanly (a test that breaks one on purpose "
+                "says so with expect_exit= / allow_traceback=, see tests/support/procs.py):\n"
+                + "\n".join(lines)
+            )
 
     def report(self) -> str:
         parts = []

@@ -23,6 +23,13 @@ SERVICE = "mymaster"
 DOWN_AFTER_MS = 1000
 
 
+def available() -> str | None:
+    """Why these servers cannot run here (None when they can): Debian's redis-server."""
+    if shutil.which("redis-server") is None and not Path("/usr/bin/redis-server").exists():
+        return "redis-server is not installed"
+    return None
+
+
 class RedisProcess:
     def __init__(self, name: str, directory: Path, argv: list[str], port: int) -> None:
         self.name = name

@@ -154,9 +154,9 @@ async def test_wait_for_returns_the_truthy_value_of_sync_or_async_conditions() -
     async def later() -> str | None:
         return "done" if time.monotonic() >= deadline else None
 
-    assert await wait_for(later, timeout=5) == "done"
-    assert await wait_for(lambda: [1], timeout=5) == [1]
-    assert time.monotonic() - started < 2
+    assert await wait_for(later, timeout=30) == "done"
+    assert await wait_for(lambda: [1], timeout=30) == [1]
+    assert time.monotonic() - started < 10  # at once, not at a deadline
 
 
 async def test_wait_for_fails_with_the_message_and_last_value() -> None:
@@ -183,10 +183,10 @@ async def test_wait_for_retries_errors_but_not_assertions() -> None:
 
     started = time.monotonic()
     with pytest.raises(AssertionError, match="will not get better"):
-        await wait_for(asserts, timeout=5)
+        await wait_for(asserts, timeout=30)
     with pytest.raises(ValueError):
-        await wait_for(lambda: int("x"), timeout=5, retry_on=(OSError,))
-    assert time.monotonic() - started < 1
+        await wait_for(lambda: int("x"), timeout=30, retry_on=(OSError,))
+    assert time.monotonic() - started < 10  # at once, not at a deadline
 
 
 def test_free_port_is_bindable() -> None:

@@ -142,9 +142,9 @@ REGEX = [
 
 @pytest.mark.parametrize(("assertion", "seen", "message"), [c[1:] for c in REGEX], ids=[c[0] for c in REGEX])
 def test_regex(assertion: dict[str, Any], seen: Observed, message: str | None) -> None:
-    started = time.monotonic()
+    started = time.process_time()  # CPU: the budget cuts the pattern off, load or not
     run_table(assertion, seen, message)
-    assert time.monotonic() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 # -- json --------------------------------------------------------------------------------
@@ -315,9 +315,9 @@ HEADER = [
     ("assertion", "seen", "message"), [c[1:] for c in HEADER], ids=[c[0] for c in HEADER]
 )
 def test_header(assertion: dict[str, Any], seen: Observed, message: str | None) -> None:
-    started = time.monotonic()
+    started = time.process_time()  # CPU: the budget cuts the pattern off, load or not
     run_table(assertion, seen, message)
-    assert time.monotonic() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 # -- response time -----------------------------------------------------------------------

@@ -11,8 +11,8 @@ import pytest
 from pydantic import BaseModel
 
 from monitor import channels
-from monitor.api.schemas import ChannelCreate
 from monitor.channels import REGISTRY, registry, slack, telegram, webhook
+from monitor.domain.schemas.channels import ChannelCreate
 
 
 def test_every_kind_once_under_its_own_name() -> None:

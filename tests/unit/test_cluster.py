@@ -8,7 +8,19 @@ from datetime import UTC, datetime
 
 import pytest
 
-from monitor.scheduler.cluster import Member, Ownership, Role, View, missed_ticks, owner, plan, role, weight
+from monitor.scheduler.cluster import (
+    Member,
+    Ownership,
+    Role,
+    View,
+    missed_ticks,
+    owner,
+    plan,
+    resume_since,
+    role,
+    weight,
+)
+from monitor.scheduler.ticker import first_tick
 
 T = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -168,6 +180,7 @@ def test_ownership_is_remembered_until_the_members_change() -> None:
         (None, 100.0, 5.0, 0),  # never checked: nothing missed
         (95.02, 100.0, 5.0, 0),  # the next tick: nothing missed
         (95.0, 100.0, 5.0, 0),
+        (94.9996, 100.0, 5.0, 0),  # started a hair before its due time (clock drift)
         (90.3, 100.0, 5.0, 1),  # tick 95 fell in the handover
         (80.01, 100.0, 5.0, 3),
         (100.5, 100.0, 5.0, 0),  # a clock a hair apart: never negative
@@ -175,3 +188,22 @@ def test_ownership_is_remembered_until_the_members_change() -> None:
 )
 def test_missed_ticks(last: float | None, first_due: float, interval: float, missed: int) -> None:
     assert missed_ticks(last, first_due, interval) == missed
+
+
+# A monitor at offset 1.0 of a 10 s interval: ticks due at ..., 91, 101, 111, ...
+@pytest.mark.parametrize(
+    ("last", "joined", "now", "first_due"),
+    [
+        (91.02, None, 101.5, 111.0),  # not a whole join (or a death): from now, tick 101 passed over
+        (None, 95.0, 101.5, 111.0),  # never checked: from now
+        (91.02, 95.0, 101.5, 101.0),  # tick 101 came due in the handover: checked 0.5 s late
+        (90.9996, 95.0, 101.5, 101.0),  # the last check started a hair before its due time
+        (101.01, 95.0, 101.5, 111.0),  # the old owner checked 101 before it let go: not again
+        (91.02, 95.0, 104.0, 111.0),  # tick 101 is 3 s overdue, more than a quarter interval
+        (91.02, 101.2, 101.5, 111.0),  # due before the join: another member's (a dead one's)
+        (71.02, 95.0, 101.5, 101.0),  # ticks 81 and 91 passed over before the join, 101 is not
+    ],
+)
+def test_resume_since(last: float | None, joined: float | None, now: float, first_due: float) -> None:
+    since = resume_since(last, joined, now, 1.0, 10.0)
+    assert 1.0 + first_tick(since, 1.0, 10.0) * 10.0 == first_due

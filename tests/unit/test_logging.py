@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from monitor import accounts
+from monitor.domain import keys as api_keys
 from monitor.logging import REDACTED, redact, redact_event
 
-KEY = "mk_0a1b2c3d_" + "Zx9-_" * 8 + "q7P"  # the shape accounts.generate_key makes
-GENERATED = accounts.generate_key()[0]
+KEY = "mk_0a1b2c3d_" + "Zx9-_" * 8 + "q7P"  # the shape api_keys.generate_key makes
+GENERATED = api_keys.generate_key()[0]
 BOT = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"  # id:35 characters
 PING = "hD1q-9xQ_ZrT0vYb3kLmN8pW2sAeC4uF"  # a heartbeat's token (checks/heartbeat.new_token)
 

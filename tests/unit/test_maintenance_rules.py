@@ -165,11 +165,11 @@ NEVER = [
 def test_a_rule_that_never_occurs_is_refused_by_check(body: str, field: str) -> None:
     rule = recurring(body)
     assert rule.first() is None
-    began = time.perf_counter()
+    began = time.process_time()  # CPU: what a shared machine's load leaves alone
     with pytest.raises(RuleError, match="never occurs") as caught:
         rule.check()
     assert caught.value.field == field
-    assert time.perf_counter() - began < 2
+    assert time.process_time() - began < 2
 
 
 def test_the_parsers_normalise_what_they_accept() -> None:
@@ -288,9 +288,9 @@ def test_the_occurrences_of_one_call_are_capped() -> None:
     """A window every minute over 90 days is 129,600 occurrences: one call reads at most
     MAX_OCCURRENCES (a day's worth of them before the range), and stops there quickly."""
     rule = recurring("* * * * *", M)
-    began = time.perf_counter()
+    began = time.process_time()  # CPU: what a shared machine's load leaves alone
     spans = occurrences(rule, Z(2026, 1, 1), Z(2026, 4, 1))
-    assert time.perf_counter() - began < 2
+    assert time.process_time() - began < 2
     assert len(spans) == 1
     start, end = spans[0]
     assert start == Z(2026, 1, 1)
@@ -335,9 +335,9 @@ def test_a_run_that_never_ends_is_read_back_a_bounded_way() -> None:
     LOOK_BACK times, each about a duration further back, and its end where reading stops."""
     rule = recurring("* * * * *", 5 * M)
     at = Z(2026, 6, 1, 12)
-    began = time.perf_counter()
+    began = time.process_time()  # CPU: what a shared machine's load leaves alone
     start, end = active_at(rule, at) or (at, at)
-    assert time.perf_counter() - began < 2
+    assert time.process_time() - began < 2
     assert at - (LOOK_BACK + 1) * 5 * M <= start < at - LOOK_BACK * 4 * M
     assert end > at + D
     assert next_after(rule, at) is None  # nothing opens inside an open run

@@ -13,10 +13,14 @@ import pytest
 import schemathesis
 from openapi_spec_validator import OpenAPIV31SpecValidator
 
-from monitor.api import openapi, schemas, schemas_maintenance, schemas_status
+from monitor.api import openapi, schemas
 from monitor.api.app import create_app
 from monitor.api.schemas_http import MASK
 from monitor.config import Settings
+from monitor.domain.schemas import channels as channel_schemas
+from monitor.domain.schemas import maintenance as schemas_maintenance
+from monitor.domain.schemas import status_pages as schemas_status
+from monitor.domain.schemas.keys import KeyCreate
 
 MIN_INTERVAL = 30.0
 LIMITS = openapi.Limits(MIN_INTERVAL)
@@ -34,8 +38,8 @@ PUBLIC = {("GET", p) for p in ("/api/v1/openapi.json", "/healthz", "/readyz", "/
                           "/badge/{token}/{kind}/{window}.svg")}  # fmt: skip
 BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.MonitorUpdate,
           **{m.__name__: m for m in (*schemas.CREATE_BODIES.values(), *schemas.PATCH_BODIES.values())},
-          "ChannelCreate": schemas.ChannelCreate, "ChannelPatch": schemas.ChannelPatch,
-          "KeyCreate": schemas.KeyCreate, "MaintenanceCreate": schemas_maintenance.MaintenanceCreate,
+          "ChannelCreate": channel_schemas.ChannelCreate, "ChannelPatch": channel_schemas.ChannelPatch,
+          "KeyCreate": KeyCreate, "MaintenanceCreate": schemas_maintenance.MaintenanceCreate,
           "MaintenancePatch": schemas_maintenance.MaintenancePatch,
           "StatusPageCreate": schemas_status.StatusPageCreate,
           "StatusPagePatch": schemas_status.StatusPagePatch}  # fmt: skip

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from monitor import times
-from monitor.api.uptime import Uptime
+from monitor.domain.uptime import Uptime
 from monitor.status.render import CSS_URL, FAVICON_ICO_URL, FAVICON_URL, as_json, atom, html
 from monitor.status.view import DAY, DAYS, WINDOWS, PageData, build, days_until
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from monitor.api.uptime import Uptime
+from monitor.domain.uptime import Uptime
 from monitor.status.view import (
     DAY,
     DAYS,

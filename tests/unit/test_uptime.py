@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from monitor.api.uptime import figures
+from monitor.domain.uptime import figures
 
 H = timedelta(hours=1)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -1,5 +1,5 @@
-"""The API's SSRF layer: a host a monitor would check or a channel would send to, judged when it
-is saved, with one refusal for both.
+"""The first of the two SSRF layers: a host a monitor would check or a channel would send to,
+judged when it is saved, with one refusal for both.
 
 The same ``VettedResolver`` as the scheduler and the alerter judges it (``monitor.net``: one
 policy, one place); the processes judge it again at every connection, since DNS changes. A
@@ -11,11 +11,9 @@ setting that would: a newcomer trying ``http://127.0.0.1:9000/`` learns that
 
 from __future__ import annotations
 
-from aiohttp import web
-
 from monitor import logging as mlog
-from monitor.api.context import RESOLVER
-from monitor.api.errors import ApiError
+from monitor.domain.context import Vetter
+from monitor.domain.errors import DomainError
 from monitor.net.policy import BlockedTarget, InvalidTarget
 from monitor.net.resolver import ResolutionError
 
@@ -37,14 +35,14 @@ def refusal(exc: BlockedTarget, field: str) -> str:
     return message
 
 
-async def vet_host(request: web.Request, host: str, field: str) -> None:
+async def vet_host(resolver: Vetter, host: str, field: str) -> None:
     """Refuse ``host`` if it is denied right now; a name that does not resolve passes."""
     try:
-        await request.app[RESOLVER].vet(host)
+        await resolver.vet(host)
     except BlockedTarget as exc:
-        raise ApiError(400, "target_blocked", refusal(exc, field), field) from None
+        raise DomainError(400, "target_blocked", refusal(exc, field), field) from None
     except InvalidTarget as exc:
-        raise ApiError(400, "invalid", f"{field}: {exc}", field) from None
+        raise DomainError(400, "invalid", f"{field}: {exc}", field) from None
     except ResolutionError as exc:
         # Not resolving is not dangerous: the site may not be live yet, or DNS may be down.
         # The object is saved and its checks (or sends) report the failure (as Uptime Kuma

@@ -1,5 +1,5 @@
-"""Status pages in the API: the request bodies (validated here, field by field) and the answers
-(described for the OpenAPI document, like ``responses.py``).
+"""Status pages: the bodies (validated here, field by field) and the answers (described for the
+OpenAPI document).
 
 A page is public: what it shows is the owner's choice, made here. A logo and a favicon are
 https URLs (a page served over https must not pull an image over http, and their origins are
@@ -16,8 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, Field, StrictBool, field_validator
 
-from monitor.api.schemas import TagName, _Body
-from monitor.api.schemas_maintenance import MonitorId, _Out
+from monitor.domain.schemas.common import Body, MonitorId, Out, TagName
 
 MAX_GROUPS = 20
 MAX_GROUP_MONITORS = 200
@@ -88,7 +87,7 @@ Domain = Annotated[
 GroupName = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_one_line)]
 
 
-class Group(_Body):
+class Group(Body):
     """Monitors shown together under a heading: those named (in this order), then those with
     any of the tags (by name)."""
 
@@ -97,7 +96,7 @@ class Group(_Body):
     tags: list[TagName] = Field(default_factory=list, max_length=MAX_TAGS, description="any of them")
 
 
-class StatusPageCreate(_Body):
+class StatusPageCreate(Body):
     """A public status page: anyone with its address sees the state, uptime and incidents of
     the monitors in its groups; their targets only when ``show_urls`` is true."""
 
@@ -111,7 +110,7 @@ class StatusPageCreate(_Body):
     groups: list[Group] = Field(min_length=1, max_length=MAX_GROUPS)
 
 
-class StatusPagePatch(_Body):
+class StatusPagePatch(Body):
     """Only the fields given change; ``groups`` replaces every group; ``null`` removes
     ``description``, ``logo_url``, ``favicon_url`` and ``domain``."""
 
@@ -135,13 +134,13 @@ class StatusPagePatch(_Body):
 # -- answers -----------------------------------------------------------------------------------
 
 
-class GroupShown(_Out):
+class GroupShown(Out):
     name: str
     monitor_ids: list[int]
     tags: list[str]
 
 
-class StatusPage(_Out):
+class StatusPage(Out):
     id: int
     slug: str
     title: str
@@ -156,10 +155,10 @@ class StatusPage(_Out):
     updated_at: datetime
 
 
-class StatusPageList(_Out):
+class StatusPageList(Out):
     items: list[StatusPage]
     next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
 
 
-class BadgeToken(_Out):
+class BadgeToken(Out):
     badge_url: str = Field(description="the monitor's new badge URL; the old one answers 404")

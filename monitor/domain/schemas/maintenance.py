@@ -1,9 +1,9 @@
-"""Maintenance windows in the API: the request bodies (validated here, field by field) and the
-answers (described for the OpenAPI document, like ``responses.py``).
+"""Maintenance windows: the bodies (validated here, field by field) and the answers (described
+for the OpenAPI document).
 
 A window's schedule is ``once`` (``from``, ``to``) or ``recurring`` (``rrule`` or ``cron``,
 ``duration_minutes``, ``timezone``, ``starts_at``); what only the whole schedule can tell (a
-rule that never occurs) is ``monitor.maintenance``'s, checked by the handler.
+rule that never occurs) is ``monitor.maintenance``'s, checked by ``monitor.domain.maintenance``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AwareDatetime,
-    BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
@@ -24,7 +23,7 @@ from pydantic import (
     field_validator,
 )
 
-from monitor.api.schemas import Name, TagName, _Body
+from monitor.domain.schemas.common import Body, MonitorId, Name, Out, TagName
 from monitor.maintenance import MAX_DURATION, RuleError, parse_cron, parse_rrule, zone
 
 MAX_DURATION_MINUTES = int(MAX_DURATION.total_seconds() // 60)
@@ -37,7 +36,6 @@ _LOCAL_TIME = re.compile(LOCAL_TIME)
 LOCAL_SHOWN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$"
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9999, 1, 1, tzinfo=UTC)
-MonitorId = Annotated[int, Field(strict=True, ge=1, le=2**63 - 1)]
 
 
 def _text(value: Any) -> Any:
@@ -67,7 +65,7 @@ def _in_range(value: datetime) -> datetime:
     return value
 
 
-class OnceSchedule(_Body):
+class OnceSchedule(Body):
     """A one-off window: from ``from`` to ``to``."""
 
     model_config = ConfigDict(populate_by_name=True)
@@ -89,7 +87,7 @@ class OnceSchedule(_Body):
         return value
 
 
-class RecurringSchedule(_Body):
+class RecurringSchedule(Body):
     """A window that recurs: ``rrule`` or ``cron`` (one of the two) gives the start times on the
     wall clock of ``timezone``; each occurrence lasts ``duration_minutes``."""
 
@@ -149,7 +147,7 @@ def parse_local(value: str) -> datetime:
     return parsed
 
 
-class MaintenanceCreate(_Body):
+class MaintenanceCreate(Body):
     """A maintenance window: ``once`` or ``recurring`` (one of the two), and the monitors it
     applies to, by id and by tag (those of the account with any of the tags). Inside a window
     checks go on and are stored, no down or reminder alert is sent, and the time is left out
@@ -163,7 +161,7 @@ class MaintenanceCreate(_Body):
     notify: StrictBool = Field(False, description="tell the monitors' channels when it opens and closes")
 
 
-class MaintenancePatch(_Body):
+class MaintenancePatch(Body):
     """Only the fields given change; ``once`` or ``recurring`` replaces the whole schedule."""
 
     name: Name | None = None
@@ -184,11 +182,7 @@ class MaintenancePatch(_Body):
 # -- answers -----------------------------------------------------------------------------------
 
 
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Occurrence(_Out):
+class Occurrence(Out):
     """One span of a window, merged with any of its occurrences that overlap it."""
 
     model_config = ConfigDict(populate_by_name=True)
@@ -201,7 +195,7 @@ class OnceShown(Occurrence):
     """A one-off window's span."""
 
 
-class RecurringShown(_Out):
+class RecurringShown(Out):
     rrule: str | None = Field(description="the RRULE as stored (parts upper-cased); null for cron")
     cron: str | None = Field(description="null for an RRULE")
     duration_minutes: int
@@ -209,7 +203,7 @@ class RecurringShown(_Out):
     starts_at: str = Field(pattern=LOCAL_SHOWN, description="the first start, on the zone's clock")
 
 
-class MaintenanceWindow(_Out):
+class MaintenanceWindow(Out):
     id: int
     name: str
     kind: Literal["once", "rrule", "cron"]
@@ -225,12 +219,12 @@ class MaintenanceWindow(_Out):
     updated_at: datetime
 
 
-class MaintenanceWindowList(_Out):
+class MaintenanceWindowList(Out):
     items: list[MaintenanceWindow]
     next_cursor: str | None = Field(description="pass as ?cursor= for the next page; null on the last")
 
 
-class MonitorWindow(_Out):
+class MonitorWindow(Out):
     """A window that applies to the monitor (by its id or one of its tags)."""
 
     id: int
@@ -240,7 +234,7 @@ class MonitorWindow(_Out):
     next: Occurrence | None
 
 
-class SummaryWindow(_Out):
+class SummaryWindow(Out):
     model_config = ConfigDict(populate_by_name=True)
 
     id: int
@@ -251,7 +245,7 @@ class SummaryWindow(_Out):
     tags: list[str]
 
 
-class SummaryMaintenance(_Out):
+class SummaryMaintenance(Out):
     active: list[SummaryWindow] = Field(description="the windows open now, closing first first")
     upcoming: list[SummaryWindow] = Field(
         description="the next span of each window not open now, soonest first"

@@ -1,0 +1,8 @@
+"""What each resource's input and answers look like, as pydantic models: the one place input is
+validated (every face validates with these), and what the OpenAPI document and the dashboard's
+forms are built from.
+
+``common.py`` holds what every body shares (no unknown fields, no NUL, a name as alerts show
+it, a tag); one module per resource holds its bodies and the shape of its answers. A monitor's
+bodies are still ``monitor/api/schemas*.py``'s until the monitors resource has its domain module.
+"""
