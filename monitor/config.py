@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import ssl
 from collections.abc import Mapping
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from monitor import dsn, secrets
-from monitor.scheduler.connectivity import parse_reference
+from monitor.net.policy import InvalidTarget, parse_target_url
 
 PREFIX = "MONITOR_"
 # Read by scripts/services.sh, scripts/system-test.sh and the Makefile, not by the processes.
@@ -52,6 +54,52 @@ def _split_csv(value: object) -> object:
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
     return value
+
+
+# A Telegram chat id: a number (negative for groups) or an @channel name. The operator's chat
+# is a setting, and the telegram channel kind (monitor/channels/telegram.py) takes its chats by
+# the same rule; it lives here, at the bottom, so that the settings import no channel.
+TELEGRAM_CHAT_ID = re.compile(r"^-?\d{1,20}$|^@[A-Za-z][A-Za-z0-9_]{4,31}$")
+
+
+def parse_chat_id(value: Any) -> Any:
+    """A chat id as Telegram takes it: a number (negative for groups) or an @channel name."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if value is not None and (not isinstance(value, str) or not TELEGRAM_CHAT_ID.match(value)):
+        raise ValueError("must be a numeric Telegram chat id or an @channel username")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A reference target of the connectivity guard (``MONITOR_CONNECTIVITY_TARGETS``,
+    monitor/scheduler/connectivity.py): an http(s) ``url`` (any HTTP answer counts), or, with
+    ``url`` None, a TCP connection to ``host`` (IDNA, IPv6 without brackets) and ``port``."""
+
+    text: str
+    url: str | None
+    host: str
+    port: int
+
+
+def parse_reference(text: str) -> Reference:
+    """``http(s)://...`` or ``host:port`` (``[v6]:port``); ValueError saying what is wrong."""
+    value = text.strip()
+    if "://" in value:
+        try:
+            url = parse_target_url(value)
+        except InvalidTarget as exc:
+            raise ValueError(f"{text!r}: {exc}") from None
+        return Reference(value, str(url), url.raw_host or "", url.port or 0)
+    _, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or any(ch in value for ch in "/?#@"):
+        raise ValueError(f"{text!r} is neither an http(s):// URL nor host:port")
+    try:
+        url = parse_target_url(f"http://{value}/")
+    except InvalidTarget as exc:
+        raise ValueError(f"{text!r}: {exc}") from None
+    return Reference(value, None, url.raw_host or "", url.port or 0)
 
 
 class Settings(BaseModel):
@@ -173,10 +221,6 @@ class Settings(BaseModel):
     def _operator_chat(cls, value: object) -> object:
         if value is None or (isinstance(value, str) and not value.strip()):
             return None
-        # Imported here: the telegram module brings the alerter's channels, which only the
-        # processes that set this need.
-        from monitor.channels.telegram import parse_chat_id
-
         return parse_chat_id(value.strip() if isinstance(value, str) else value)
 
     @field_validator("ca_file")

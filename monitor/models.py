@@ -1,4 +1,4 @@
-"""The scheduler's view of a monitor row, and of a check's result."""
+"""The scheduler's view of a monitor row (with its alert rules), and of a check's result."""
 
 from __future__ import annotations
 
@@ -8,7 +8,21 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from monitor.scheduler.state import DEFAULT_POLICY, Policy
+
+@dataclass(frozen=True)
+class Policy:
+    """A monitor's alert rules (from its row), as the state machine (scheduler/state.py) applies them."""
+
+    confirm_after: int = 1
+    recover_after: int = 1
+    remind_every: timedelta | None = None
+    remind_max: int | None = None
+    flap_threshold: int | None = None
+    flap_window: timedelta = timedelta(minutes=30)
+
+
+DEFAULT_POLICY = Policy()
+
 
 # Most monitors share a handful of combinations of alert rules: keep one of each (memory per
 # monitor matters when one scheduler carries 100,000 of them).

@@ -8,7 +8,6 @@ Flood limits (Telegram's FAQ): about one message a second per chat, 20 a minute 
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,10 +21,10 @@ from monitor.channels.notice import notice, summarize, tally
 from monitor.channels.text import clip as _clip
 from monitor.channels.text import escaper, format_duration, lead, write
 from monitor.channels.text import when as _when
+from monitor.config import parse_chat_id
 from monitor.events import Event
 
 MAX_MESSAGE = 4096
-CHAT_ID = re.compile(r"^-?\d{1,20}$|^@[A-Za-z][A-Za-z0-9_]{4,31}$")
 PER_CHAT_INTERVAL = 1.05  # a little over 1 s: clocks and network jitter differ
 GROUP_WINDOW = 61.0  # 20 a minute, with a second of margin for the same reason
 GROUP_MAX = 20
@@ -34,15 +33,6 @@ MAX_HEADLINE = 1024  # a headline's characters, escaped: a cut message keeps its
 MAX_LINE = 600  # one alert of a combined message, escaped, without its URL
 # What Telegram's HTML reads (and html.escape writes): every user-supplied string goes through it.
 escape = escaper({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;"})
-
-
-def parse_chat_id(value: Any) -> Any:
-    """A chat id as Telegram takes it: a number (negative for groups) or an @channel name."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = str(value)
-    if value is not None and (not isinstance(value, str) or not CHAT_ID.match(value)):
-        raise ValueError("must be a numeric Telegram chat id or an @channel username")
-    return value
 
 
 class TelegramSettings(BaseModel):
@@ -148,6 +138,12 @@ def destination(channel: Mapping[str, Any]) -> str | None:
     return f"telegram:{chat}" if chat else None
 
 
+def operator_channel(chat_id: str) -> dict[str, Any]:
+    """The operator's chat (``MONITOR_OPERATOR_CHAT``) as an event carries a channel; id 0 is no
+    stored channel's, and its destination is the chat's, as for every channel naming it."""
+    return {"id": 0, "kind": "telegram", "name": "operator", "chat_id": chat_id}
+
+
 def limits(destination: str) -> list[Bucket]:
     chat = destination.removeprefix("telegram:")
     buckets = [Bucket(destination, 1, PER_CHAT_INTERVAL), Bucket("telegram:bot", BOT_PER_SECOND, 1.0)]
@@ -163,11 +159,13 @@ async def deliver(ctx: SendContext, channel: Mapping[str, Any], text: Any) -> No
     assert token is not None  # unavailable() holds the chat's alerts back without one
     config = TelegramConfig(token, ctx.settings.telegram_api_base)
     chat = str(channel["chat_id"])
-    target = ctx.moves.get(f"telegram:{chat}", chat)
+    key = destination(channel)
+    assert key is not None  # a channel without a chat has no destination, so nothing to send
+    target = ctx.moves.get(key, chat)
     try:
         await send(ctx.http, config, target, text)
     except DestinationMoved as exc:
-        ctx.moves[f"telegram:{chat}"] = exc.moved_to
+        ctx.moves[key] = exc.moved_to
         await ctx.on_moved("telegram", "chat_id", target, exc.moved_to)
         await send(ctx.http, config, exc.moved_to, text)
 

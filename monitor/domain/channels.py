@@ -21,6 +21,7 @@ import asyncpg
 from pydantic import BaseModel, ValidationError
 
 from monitor.channels import REGISTRY as CHANNEL_KINDS
+from monitor.channels import carried
 from monitor.channels.base import ChannelKind, config_values, target_hosts
 from monitor.domain import paging
 from monitor.domain.context import Actor, Deps
@@ -157,7 +158,7 @@ async def send_test(deps: Deps, actor: Actor, channel_id: int) -> dict[str, Any]
             "ended_at": None,
             "duration_seconds": None,
             "cause": {},
-            "channels": [{"id": row["id"], "kind": row["kind"], "name": row["name"], **row["config"]}],
+            "channels": [carried(row)],
         }
         await conn.execute(
             "INSERT INTO outbox (event_id, monitor_id, kind, payload) VALUES ($1, NULL, 'test', $2)",

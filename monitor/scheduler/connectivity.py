@@ -46,8 +46,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from monitor import logging as mlog
+from monitor.config import parse_reference
 from monitor.net.client import fetch
-from monitor.net.policy import BlockedTarget, InvalidTarget, parse_target_url
+from monitor.net.policy import BlockedTarget, InvalidTarget
 from monitor.net.resolver import ResolutionError, VettedResolver
 from monitor.net.session import make_session
 
@@ -89,36 +90,6 @@ class Change:
     @property
     def lasted(self) -> float:
         return self.at - self.since
-
-
-@dataclass(frozen=True, slots=True)
-class Reference:
-    """A reference target: an http(s) ``url`` (any HTTP answer counts), or, with ``url`` None,
-    a TCP connection to ``host`` (IDNA, IPv6 without brackets) and ``port``."""
-
-    text: str
-    url: str | None
-    host: str
-    port: int
-
-
-def parse_reference(text: str) -> Reference:
-    """``http(s)://...`` or ``host:port`` (``[v6]:port``); ValueError saying what is wrong."""
-    value = text.strip()
-    if "://" in value:
-        try:
-            url = parse_target_url(value)
-        except InvalidTarget as exc:
-            raise ValueError(f"{text!r}: {exc}") from None
-        return Reference(value, str(url), url.raw_host or "", url.port or 0)
-    _, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or any(ch in value for ch in "/?#@"):
-        raise ValueError(f"{text!r} is neither an http(s):// URL nor host:port")
-    try:
-        url = parse_target_url(f"http://{value}/")
-    except InvalidTarget as exc:
-        raise ValueError(f"{text!r}: {exc}") from None
-    return Reference(value, None, url.raw_host or "", url.port or 0)
 
 
 def share_verdict(failing: int, seen: int, *, min_monitors: int, failing_share: float) -> Verdict:

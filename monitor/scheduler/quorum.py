@@ -39,7 +39,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from monitor.scheduler.state import Change, Policy, State, Status
+from monitor.models import Policy
+from monitor.scheduler.state import Change, State, Status
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,28 +63,14 @@ not well enough.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
+from monitor.models import DEFAULT_POLICY, Policy
 from monitor.times import rfc3339
 
 Status = Literal["unknown", "up", "degraded", "down"]
 Told = Literal["up", "degraded", "down"]
-
-
-@dataclass(frozen=True)
-class Policy:
-    """A monitor's alert rules (from its row)."""
-
-    confirm_after: int = 1
-    recover_after: int = 1
-    remind_every: timedelta | None = None
-    remind_max: int | None = None
-    flap_threshold: int | None = None
-    flap_window: timedelta = timedelta(minutes=30)
-
-
-DEFAULT_POLICY = Policy()
 
 
 @dataclass(frozen=True)

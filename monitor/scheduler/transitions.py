@@ -208,7 +208,7 @@ async def _write_alert(conn: asyncpg.Connection, pending: Pending, alert: Alert,
             if alert.kind == "degraded" and not details.get("reason"):
                 details["reason"] = row["reason"]
     channels = [
-        {"id": r["id"], "kind": r["kind"], "name": r["name"], **r["config"]}
+        channel_registry.carried(r)
         for r in await conn.fetch(
             """SELECT c.id, c.kind, c.name, c.config FROM monitor_channels mc
                JOIN channels c ON c.id = mc.channel_id WHERE mc.monitor_id = $1 ORDER BY c.id""",

@@ -39,6 +39,7 @@ import asyncpg
 from monitor import channels as channel_registry
 from monitor import logging as mlog
 from monitor import rollups
+from monitor.channels import telegram
 from monitor.events import Event
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.metrics import SchedulerMetrics
@@ -535,7 +536,7 @@ class Writer:
             return
         channels: list[dict[str, Any]] = []
         if self._operator_chat is not None:
-            channels.append({"id": 0, "kind": "telegram", "name": "operator", "chat_id": self._operator_chat})
+            channels.append(telegram.operator_channel(self._operator_chat))
         if self._operator_channel is not None:
             row = await conn.fetchrow(
                 "SELECT id, kind, name, config FROM channels WHERE id = $1", self._operator_channel
@@ -543,7 +544,7 @@ class Writer:
             if row is None:
                 log.error("operator.channel_missing", channel_id=self._operator_channel)
             else:
-                channels.append({"id": row["id"], "kind": row["kind"], "name": row["name"], **row["config"]})
+                channels.append(channel_registry.carried(row))
         event = Event(
             event_id=str(notice.event_id),
             kind=notice.kind,

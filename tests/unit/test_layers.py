@@ -15,6 +15,12 @@ An AST walk of every module (imports inside functions count too: they are arrows
 checks each import against these rules. ``KNOWN`` holds the arrows that broke the rules when the
 test was written; each is mended by issue 27 and then taken out of the list, and the test also
 fails on an entry that no longer occurs, so the list can only shrink.
+
+Within the ground floor the arrows must not go round either: a cycle there (config -> telegram
+-> events -> redisconn -> config, as issue 27 found) makes the order in which modules are first
+imported decide whether a name exists yet. That walk counts what runs (imports inside functions
+too, ``if TYPE_CHECKING:`` blocks not: they are for the type checker, which reads cycles fine) and
+follows ``from package import module`` to the module.
 """
 
 from __future__ import annotations
@@ -40,12 +46,7 @@ WEB_FRAMEWORKS = frozenset({"aiohttp", "jinja2"})
 FACE_MAY_USE = {"api": frozenset({"status", "dashboard"})}
 
 # Arrows that broke the rules when this test was written (importing module -> imported module).
-KNOWN: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("monitor.config", "monitor.scheduler.connectivity"),
-        ("monitor.models", "monitor.scheduler.state"),
-    }
-)
+KNOWN: frozenset[tuple[str, str]] = frozenset()
 
 
 def module_name(path: Path) -> str:
@@ -68,6 +69,60 @@ def imports(path: Path) -> Iterator[str]:
                 yield ".".join(base + ([node.module] if node.module else []))
             elif node.module:
                 yield node.module
+
+
+def runtime_imports(path: Path, modules: frozenset[str]) -> Iterator[str]:
+    """The modules of ``modules`` that importing ``path`` (or calling its functions) imports:
+    ``from a import b`` counts as ``a.b`` when that is a module, ``if TYPE_CHECKING:`` not at all."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for statement in node.body
+        for inner in ast.walk(statement)
+    }
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found = sub if sub in modules else base
+                if found in modules:
+                    yield found
+
+
+def cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (its modules in order, the first repeated at the end), or None."""
+    done: set[str] = set()
+
+    def visit(path: list[str]) -> list[str] | None:
+        for following in sorted(graph.get(path[-1], ())):
+            if following in path:
+                return [*path[path.index(following) :], following]
+            if following not in done:
+                found = visit([*path, following])
+                if found is not None:
+                    return found
+        done.add(path[-1])
+        return None
+
+    for start in sorted(graph):
+        if start not in done:
+            found = visit([start])
+            if found is not None:
+                return found
+    return None
 
 
 def floor(module: str) -> tuple[str, str]:
@@ -118,6 +173,27 @@ def test_no_arrow_points_up_or_across() -> None:
 def test_known_breaks_are_taken_out_once_mended() -> None:
     gone = sorted(KNOWN - arrows())
     assert not gone, "mended: take these out of KNOWN:\n" + "\n".join(f"  {a} -> {b}" for a, b in gone)
+
+
+def test_ground_floor_has_no_import_cycle() -> None:
+    paths = {module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
+    ground = frozenset(name for name in paths if floor(name)[0] == "ground")
+    graph = {name: set(runtime_imports(paths[name], ground)) - {name} for name in ground}
+    found = cycle(graph)
+    assert found is None, "the ground floor imports in a circle: " + " -> ".join(found or ())
+
+
+@pytest.mark.parametrize(
+    ("graph", "found"),
+    [
+        ({"a": {"b"}, "b": set()}, None),
+        ({"a": {"b", "c"}, "b": {"c"}, "c": set()}, None),
+        ({"a": {"b"}, "b": {"c"}, "c": {"a"}}, ["a", "b", "c", "a"]),
+        ({"a": {"b"}, "b": {"c"}, "c": {"b"}}, ["b", "c", "b"]),
+    ],
+)
+def test_cycle(graph: dict[str, set[str]], found: list[str] | None) -> None:
+    assert cycle(graph) == found
 
 
 # Faces whose resources have their domain module: they parse, call an operation and answer.

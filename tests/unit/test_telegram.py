@@ -8,6 +8,7 @@ import pytest
 from aioresponses import aioresponses
 from pydantic import SecretStr
 
+from monitor import channels
 from monitor.channels import telegram
 from monitor.channels.base import DeliveryError
 from monitor.events import Event
@@ -165,3 +166,14 @@ def test_old_alerts_are_one_summary(
         assert part in text, (name, part, text)
     for part in absent:
         assert part not in text, (name, part, text)
+
+
+def test_the_operators_chat_is_named_by_the_registry_like_a_stored_channel() -> None:
+    """The scheduler's notices to the operator's chat and an alert to a stored channel naming
+    that chat reach one destination, named in one place (the kind's ``destination``)."""
+    row = {"id": 5, "kind": "telegram", "name": "On call", "config": {"chat_id": "-100123"}}
+    stored = channels.carried(row)
+    assert stored == {"id": 5, "kind": "telegram", "name": "On call", "chat_id": "-100123"}
+    operator = telegram.operator_channel("-100123")
+    assert channels.destination(operator) == channels.destination(stored) == "telegram:-100123"
+    assert operator["id"] == 0
