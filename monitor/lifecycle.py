@@ -87,10 +87,17 @@ async def serve(service: Service, *, shutdown_timeout: float, notifier: Notifier
         abandoned=abandoned,
     )
     notify.stop_watchdog()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        # Closing the loop would restore the default action (termination) for these.
-        loop.remove_signal_handler(sig)
-        signal.signal(sig, signal.SIG_IGN)
+    # Closing the loop would restore the default action (termination) for these, and so does
+    # removing a handler, for an instant before SIG_IGN is set: blocked meanwhile, a signal sent
+    # in that instant waits, and SIG_IGN discards it (POSIX), so it cannot end the process.
+    stopping = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
+    try:
+        for sig in stopping:
+            loop.remove_signal_handler(sig)
+            signal.signal(sig, signal.SIG_IGN)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stopping)
     return 0
 
 
