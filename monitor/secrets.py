@@ -319,16 +319,16 @@ async def reseal(conn: asyncpg.Connection, box: SecretBox, *, rotate: bool) -> R
         await conn.executemany("UPDATE channels SET config = $2 WHERE id = $1", updates)
         done.channel_rows = len(updates)
         rows = await conn.fetch("SELECT user_id, secret FROM user_totp ORDER BY user_id FOR UPDATE")
-        updates = []
+        totp: list[tuple[int, str]] = []
         for row in rows:
             try:
-                new = change(row["secret"])
+                secret = change(row["secret"])
             except SecretKeyError as exc:
                 raise SecretKeyError(f"two factors of user {row['user_id']}: {exc}") from None
-            if new != row["secret"]:
-                updates.append((row["user_id"], new))
-        await conn.executemany("UPDATE user_totp SET secret = $2 WHERE user_id = $1", updates)
-        done.totp_rows = len(updates)
+            if secret != row["secret"]:
+                totp.append((row["user_id"], secret))
+        await conn.executemany("UPDATE user_totp SET secret = $2 WHERE user_id = $1", totp)
+        done.totp_rows = len(totp)
     return done
 
 
