@@ -23,6 +23,7 @@ from monitor.api import (
     openapi,
     pings,
     public,
+    sessions,
     status_pages,
     summary,
 )
@@ -185,7 +186,8 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
-    for module in (monitors, history, channels, keys, maintenance, summary, status_pages, pings, openapi):
+    routed = (monitors, history, channels, keys, maintenance, summary, status_pages, pings, sessions, openapi)
+    for module in routed:
         module.add_routes(app.router)
     public.setup(app)
     return app

@@ -18,8 +18,8 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from monitor import __version__
+from monitor.api import openapi_signin, schemas
 from monitor.api import responses as out
-from monitor.api import schemas
 from monitor.api.context import SETTINGS
 from monitor.api.history import BUCKETS
 from monitor.api.monitors import STATUSES, UPTIME_INCLUDES
@@ -54,6 +54,7 @@ MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     (pages.StatusPageCreate, "validation"), (pages.StatusPagePatch, "validation"),
     (pages.StatusPage, "serialization"), (pages.StatusPageList, "serialization"),
     (pages.BadgeToken, "serialization"),
+    *openapi_signin.MODELS,
 ]  # fmt: skip
 
 
@@ -137,7 +138,11 @@ ERRORS = {
     "is out of range (`invalid`), or a monitor's target or a channel's URL or host is an address the "
     "SSRF policy denies (`target_blocked`; the message names the `MONITOR_ALLOW_CIDRS` entry that "
     "would admit it).",
-    401: "No API key, a malformed `Authorization` header, or an unknown or revoked key.",
+    401: "No API key, a malformed `Authorization` header, or an unknown or revoked key; or no "
+    "session, or one that ended; on signing in, a wrong e-mail, password or one-time code "
+    "(`wrong_credentials`, `code_required`, `wrong_code`).",
+    403: "A write with the session cookie from another site or without its CSRF token (`csrf`); "
+    "a wrong current password (`wrong_password`); an account the user is not a member of.",
     404: "No such object in the caller's account; another account's object answers the same.",
     409: "The account already has its quota of monitors or status pages (`quota_exceeded`), or another "
     "status page has this slug or domain (`conflict`).",
@@ -145,7 +150,8 @@ ERRORS = {
     413: "The request body is larger than the API accepts (`too_large`; the message says the limit).",
     415: "The body is not declared JSON: send `Content-Type: application/json` (`unsupported_media_type`).",
     422: "The body breaks the schema (`invalid`); `field` names the field at fault.",
-    429: "Too many requests with this key (`rate_limited`); retry after `Retry-After` seconds.",
+    429: "Too many requests with this key (`rate_limited`), or too many failed sign-ins "
+    "(`too_many_attempts`); retry after `Retry-After` seconds.",
     503: "The database is unreachable (`database_unavailable`); retry after `Retry-After` seconds.",
 }
 RETRY_AFTER = {"Retry-After": {"required": True, "schema": {"type": "integer", "minimum": 1}}}
@@ -262,7 +268,7 @@ MONITOR_EXAMPLE = {"name": "Home page", "url": "https://example.com/", "interval
                    "expected_status": ["200-399"], "tags": ["prod"],
                    "assertions": [{"type": "keyword", "keyword": "Welcome"}]}  # fmt: skip
 TAGS = ("monitors", "history", "channels", "maintenance", "status-pages", "keys", "account", "heartbeats",
-        "public", "meta")  # fmt: skip
+        "session", "public", "meta")  # fmt: skip
 MAINTENANCE_EXAMPLE = {"name": "Sunday patching", "tags": ["prod"], "notify": True,
                        "recurring": {"rrule": "FREQ=WEEKLY;BYDAY=SU;BYHOUR=2", "duration_minutes": 60,
                                      "timezone": "Europe/Berlin"}}  # fmt: skip
@@ -353,6 +359,7 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     b.add("delete", "/api/v1/keys/{id}", "revokeKey", "Revoke a key (at once; revoking again is a no-op)",
           tag="keys", ok={204: {"description": "Revoked."}}, errors=(404,), parameters=(key_id,))
     _pings(b)
+    openapi_signin.add_signin(b)
     b.add("get", "/api/v1/openapi.json", "getOpenApi", "This document", tag="meta", public=True,
           ok={200: _json({"type": "object"}, "The OpenAPI 3.1 document.")})
     b.add("get", "/healthz", "healthz", "Liveness: the process answers", tag="meta", public=True,
@@ -409,7 +416,7 @@ def document_bytes(limits: Limits) -> bytes:
 
 def document(limits: Limits) -> dict[str, Any]:
     found, refs = _components(limits)
-    return {
+    made = {
         "openapi": "3.1.0",
         "info": {
             "title": "monitor",
@@ -429,6 +436,8 @@ def document(limits: Limits) -> dict[str, Any]:
             },
         },
     }
+    openapi_signin.extra(made)
+    return made
 
 
 async def openapi(request: web.Request) -> web.Response:
