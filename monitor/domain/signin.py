@@ -154,7 +154,7 @@ async def _new_session(deps: Deps, conn: asyncpg.Connection, user_id: int, clien
     row = await conn.fetchrow(
         """WITH gone AS (DELETE FROM sessions WHERE user_id = $2 AND expires_at <= now())
            INSERT INTO sessions (id_hash, user_id, expires_at, address, user_agent)
-           VALUES ($1, $2, now() + make_interval(secs => least($3, $4)), $5, $6)
+           VALUES ($1, $2, now() + make_interval(secs => least($3::float8, $4::float8)), $5, $6)
            RETURNING expires_at, (SELECT email FROM users WHERE id = $2) AS email""",
         id_hash,
         user_id,
@@ -186,8 +186,8 @@ async def session_for(deps: Deps, session_id: str) -> Session | None:
     if life.needs_touch(row["now"], row["last_seen_at"]):
         expires_at = await deps.pool.fetchval(
             """UPDATE sessions SET last_seen_at = now(),
-                   expires_at = least(now() + make_interval(secs => $2),
-                                      created_at + make_interval(secs => $3))
+                   expires_at = least(now() + make_interval(secs => $2::float8),
+                                      created_at + make_interval(secs => $3::float8))
                WHERE id_hash = $1 RETURNING expires_at""",
             id_hash,
             life.idle,
