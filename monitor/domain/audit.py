@@ -52,6 +52,17 @@ async def record(
     )
 
 
+def fields_of(body: Mapping[str, Any]) -> list[str]:
+    """The names of the fields a body gave, and of those one level into an object it gave
+    (``config.url``): what an audit row records of a change, never the values."""
+    names = []
+    for name, value in body.items():
+        names.append(str(name))
+        if isinstance(value, Mapping):
+            names.extend(f"{name}.{inner}" for inner in value)
+    return names
+
+
 def render(row: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "id": row["id"],

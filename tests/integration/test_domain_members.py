@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 from support.domain import Callers, callers_fixture, count, deps_fixture  # noqa: F401
 
-from monitor.domain import audit, keys, members, users
+from monitor.domain import audit, channels, keys, members, users
 from monitor.domain.context import Actor, Deps, Role
 from monitor.domain.errors import DomainError
 
@@ -138,3 +138,17 @@ async def test_writes_are_audited_by_field_name_never_value(deps: Deps, callers:
     error = await failed(audit.listing(deps, viewer))
     assert error.status == 403 and "admin" in error.message
     assert (await audit.listing(deps, callers.other))["items"] == []
+
+
+async def test_a_channels_secret_reaches_the_log_by_name_only(deps: Deps, callers: Callers) -> None:
+    url = "http://127.0.0.1:9/hook?token=s3cr3t-value"
+    made = await channels.create(
+        deps, callers.owner, {"kind": "webhook", "name": "hook", "config": {"url": url}}
+    )
+    await channels.update(deps, callers.owner, made["id"], {"config": {"url": url + "2"}})
+    await channels.delete(deps, callers.owner, made["id"])
+    log = (await audit.listing(deps, callers.owner, filters={"resource": "channels"}))["items"]
+    assert [(e["operation"], e["fields"]) for e in log] == [
+        ("delete", []), ("update", ["config", "config.url"]), ("create", ["config", "config.url", "kind", "name"])
+    ]  # fmt: skip
+    assert "s3cr3t" not in str(log) and all(e["user"] is None and e["key_id"] is None for e in log)
