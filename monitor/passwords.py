@@ -80,8 +80,7 @@ class Hasher:
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="argon2")
         self._slots = threads + waiting
         self._busy = 0
-        # Verified against when there is no stored hash, so an unknown user costs the same time.
-        self._dummy = _HASHER.hash("no such user: the time of a real verification")
+        self._dummy: str | None = None
 
     async def _run(self, fn: functools.partial[T]) -> T:
         if self._busy >= self._slots:
@@ -98,6 +97,8 @@ class Hasher:
     async def verify(self, stored: str | None, password: str) -> Verified:
         """Whether ``password`` is the one ``stored`` was made from (None: no password, which
         takes as long and fails); with the rehash to store when the parameters changed."""
+        if self._dummy is None:  # verified against when there is no hash: it takes as long
+            self._dummy = await self._run(functools.partial(_HASHER.hash, "no such user: a dummy"))
         result = await self._run(functools.partial(_verify, stored or self._dummy, password))
         return result if stored is not None else Verified(False)
 

@@ -19,9 +19,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from monitor.api import sessions
 from monitor.api.context import DEPS, POOL, SETTINGS
 from monitor.api.errors import ApiError
-from monitor.domain import signin
+from monitor.domain import roles, signin
 from monitor.domain.context import Actor
-from monitor.domain.keys import account_for_key
+from monitor.domain.keys import caller_for_key
 from monitor.probes import new_registry
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -32,20 +32,28 @@ ACCOUNT = "account_id"
 KEY = "key_id"
 ACTOR = "actor"  # a signed-in person's, made with the session
 RATE = "rate_key"  # what the rate limit counts a session's requests by
+ROLE = "role"
+READS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def account_id(request: web.Request) -> int:
+    """The caller's account, for the handlers of monitors and their history and summary (which
+    hold their SQL yet, issue 27): asking for it checks the caller's role for ``monitors``, a
+    read for GET and a write for every other method (``roles.RULES``), so none of them runs
+    for a caller whose role may not."""
+    operation = "read" if request.method in READS else "write"
+    roles.authorize(actor(request), "monitors", operation)
     return int(request[ACCOUNT])
 
 
 def actor(request: web.Request) -> Actor:
-    """Who asks, for the domain's operations: the authenticated key, acting for its account (as
-    its owner, until keys carry a role of their own), or the signed-in person in the account
-    they named, with their membership's role."""
+    """Who asks, for the domain's operations: the authenticated key, acting for its account with
+    the key's role, or the signed-in person in the account they named, with their membership's
+    role."""
     made = request.get(ACTOR)
     if isinstance(made, Actor):
         return made
-    return Actor(account_id(request), key_id=request[KEY], address=request.remote)
+    return Actor(int(request[ACCOUNT]), role=request[ROLE], key_id=request[KEY], address=request.remote)
 
 
 @web.middleware
@@ -66,11 +74,11 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
             "unauthorized",
             "send an API key as 'Authorization: Bearer <key>', or sign in (POST /api/v1/session)",
         )
-    found = await account_for_key(request.app[POOL], key.strip())
+    found = await caller_for_key(request.app[POOL], key.strip())
     if found is None:
         raise ApiError(401, "unauthorized", "the API key is unknown or revoked")
-    request[ACCOUNT], request[KEY] = found
-    with structlog.contextvars.bound_contextvars(account_id=found[0]):
+    request[ACCOUNT], request[KEY], request[ROLE] = found.account_id, found.key_id, found.role
+    with structlog.contextvars.bound_contextvars(account_id=found.account_id):
         return await handler(request)
 
 
@@ -82,7 +90,7 @@ async def _as_person(request: web.Request, handler: Handler, session: signin.Ses
     made = await signin.actor_for(
         request.app[DEPS], session, request.headers.get(signin.ACCOUNT_HEADER), sessions.client(request)
     )
-    request[ACCOUNT], request[KEY], request[ACTOR] = made.account_id, None, made
+    request[ACCOUNT], request[KEY], request[ROLE], request[ACTOR] = made.account_id, None, made.role, made
     with structlog.contextvars.bound_contextvars(account_id=made.account_id, user_id=session.user_id):
         return await handler(request)
 

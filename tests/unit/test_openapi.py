@@ -18,6 +18,7 @@ from monitor.api.app import create_app
 from monitor.config import Settings
 from monitor.domain.schemas import channels as channel_schemas
 from monitor.domain.schemas import maintenance as schemas_maintenance
+from monitor.domain.schemas import members as schemas_members
 from monitor.domain.schemas import signin as signin_schemas
 from monitor.domain.schemas import status_pages as schemas_status
 from monitor.domain.schemas.keys import KeyCreate
@@ -48,6 +49,7 @@ BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.Monit
           "MaintenancePatch": schemas_maintenance.MaintenancePatch,
           "StatusPageCreate": schemas_status.StatusPageCreate,
           "StatusPagePatch": schemas_status.StatusPagePatch,
+          "MemberAdd": schemas_members.MemberAdd, "MemberPatch": schemas_members.MemberPatch,
           **{m.__name__: m for m in (signin_schemas.SignIn, signin_schemas.TotpConfirm,
                                      signin_schemas.TotpDisable, signin_schemas.PasswordChange)}}  # fmt: skip
 
