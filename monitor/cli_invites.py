@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from monitor.cli_accounts import ROLES
 from monitor.cli_support import load_settings, with_deps
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from monitor.mailer import Mailer
 
 NO_MAIL = "no mail server is set (MONITOR_SMTP_HOST); hand over this link, which works once:"
-ROLE_CHOICE = click.Choice(["owner", "admin", "editor", "viewer", "notify"])
+ROLE_CHOICE = click.Choice(ROLES)
 
 
 def _base_url(settings: Settings) -> str:
