@@ -21,6 +21,7 @@ from monitor.api.errors import ApiError
 from monitor.api.guard import actor
 from monitor.api.params import json_object
 from monitor.domain import invitations
+from monitor.domain.roles import authorize
 from monitor.mailer import DeliveryError, Letter, Mailer
 
 log = mlog.get(__name__)
@@ -37,6 +38,7 @@ def base_url(request: web.Request) -> str:
 async def create_invitation(request: web.Request) -> web.Response:
     mailer = request.app.get(MAILER)
     made_by = actor(request)
+    authorize(made_by, invitations.RESOURCE, "write")  # a 403 before saying there is no mail server
     if mailer is None:
         raise ApiError(
             503,
