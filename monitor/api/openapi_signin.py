@@ -102,6 +102,11 @@ def add_signin(b: Builder) -> None:
 
 
 def extra(document: dict[str, Any]) -> None:
-    """What signing in adds to the document as a whole: the cookie's scheme, as an alternative."""
-    document["security"].append({"session": []})
+    """What signing in adds to the document as a whole: the cookie's scheme. It is not listed
+    as an alternative of every operation's (the default stays the bearer key, which is what
+    clients and fuzzers authenticate with; a fuzzer given both sends a random cookie instead of
+    the key); the description says that every operation takes it too."""
     document["components"]["securitySchemes"]["session"] = SCHEME
+    document["info"]["description"] += (
+        " A dashboard session (the `session` scheme, `POST /api/v1/session`) works wherever a key does."
+    )

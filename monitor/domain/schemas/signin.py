@@ -10,10 +10,13 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field
 
+from monitor.channels.email import ADDRESS
 from monitor.domain.context import Role
 from monitor.domain.schemas.common import Body, Out
 
-EMAIL = r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$"
+# What an SMTP server takes in a command: the email channel's rule (a dot-atom local part, an
+# ASCII host name), so an address that would be refused at RCPT is refused here, with its field.
+EMAIL = rf"^{ADDRESS.pattern}$"
 Email = Annotated[str, Field(min_length=3, max_length=254, pattern=EMAIL, description="an e-mail address")]
 # Any password is judged on sign-in (a wrong one fails like any other); 1024 bounds the request.
 Password = Annotated[str, Field(min_length=1, max_length=1024)]
