@@ -43,6 +43,15 @@ async def make_user(
     return user_id
 
 
+async def make_password(db: asyncpg.Connection, email: str, password: str) -> None:
+    hasher = Hasher(threads=1)
+    try:
+        hashed = await hasher.hash(password)
+    finally:
+        hasher.close()
+    await db.execute("UPDATE users SET password_hash = $2 WHERE email = $1", email, hashed)
+
+
 @dataclass
 class Answer:
     status: int
