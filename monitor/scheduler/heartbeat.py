@@ -4,9 +4,9 @@ A heartbeat monitor is not checked; it waits. ``HeartbeatTicker`` keeps one loop
 monitor's deadline (``checks/heartbeat.py``: the last ping plus the period or the next cron
 time, plus the grace time), as ``TimerTicker`` keeps one at the next tick, and a monitor
 costs the same while it waits. It answers the scheduler's ticker protocol
-(``ticker.MonitorTicker``) like a pull check's ticker, so the running set (running.py) starts,
-stops and hands both over by one path. The deadline passing in silence is a failing result; a ping
-is a result too. Both go through the same state machine and writer as checks (``judging.judge``
+(``ticker.MonitorTicker``) as a pull check's ticker does, so the running set (running.py)
+starts, stops and hands both over by one path. The deadline passing in silence is a failing
+result; a ping is a result too. Both go through the same state machine and writer as checks (``judging.judge``
 and ``judging.settle``), so confirm_after, reminders, maintenance windows, dependencies and
 flapping apply as they do to any monitor. The connectivity guard does not: a job that did not
 ping says nothing about the checker's network.
@@ -135,8 +135,9 @@ class HeartbeatTicker:
         self._disarm()
 
     def busy(self) -> asyncio.Task[None] | None:
-        """None: a ping or a miss is judged and written as it comes; nothing of it is in flight
-        that a handover or a new role would have to wait for."""
+        """None: a heartbeat runs no check. A ping is judged as it is read; a miss being
+        confirmed (reading the stored pings first) is not waited for at a handover or a new
+        role: the monitor's next owner reads the same pings."""
         return None
 
     def missed(self, last_check: float | None, since: float | None) -> int:
