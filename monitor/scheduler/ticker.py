@@ -33,6 +33,7 @@ from monitor import logging as mlog
 from monitor.aio import Deadline, Slots
 from monitor.checks import REGISTRY, CheckContext
 from monitor.models import CheckResult, MonitorSpec
+from monitor.scheduler.cluster import missed_ticks
 from monitor.scheduler.connectivity import Guard
 from monitor.scheduler.judging import NOT_SEEN, judge, judge_here, restart_streak, settle
 from monitor.scheduler.metrics import SchedulerMetrics
@@ -135,7 +136,8 @@ class TickerShared:
 
 
 class MonitorTicker(Protocol):
-    """What the scheduler asks of a monitor's ticker, whichever its shape (``tickers.py``)."""
+    """What the scheduler asks of a monitor's ticker, whichever its shape (``tickers.py``) and
+    whichever its kind: a heartbeat's deadline (``heartbeat.HeartbeatTicker``) answers the same."""
 
     spec: MonitorSpec
 
@@ -145,6 +147,11 @@ class MonitorTicker(Protocol):
 
     def busy(self) -> asyncio.Task[None] | None:
         """The task of the monitor's check in flight, if one is (to wait for its result)."""
+        ...
+
+    def missed(self, last_check: float | None, since: float | None) -> int:
+        """The ticks a handover passed over: between the monitor's last stored check (epoch
+        seconds) and its first tick here (the first due at or after ``since``, default now)."""
         ...
 
 
@@ -182,6 +189,9 @@ class TimerTicker:
         current = self._current
         return current if current is not None and not current.done() else None
 
+    def missed(self, last_check: float | None, since: float | None) -> int:
+        return ticks_missed(self.spec, self._shared, last_check, since)
+
     def _schedule(self) -> None:
         shared = self._shared
         due_wall = self._offset + self._k * self.spec.interval_seconds
@@ -215,6 +225,18 @@ def begin(spec: MonitorSpec, shared: TickerShared, since: float | None) -> tuple
     shared.parents[spec.id] = spec.depends_on
     offset = stable_offset(spec.id, spec.interval_seconds, shared.slot)
     return offset, first_tick(time.time() if since is None else since, offset, spec.interval_seconds)
+
+
+def ticks_missed(
+    spec: MonitorSpec, shared: TickerShared, last_check: float | None, since: float | None
+) -> int:
+    """``MonitorTicker.missed`` of a ticking monitor, whichever the ticker's shape."""
+    if last_check is None:
+        return 0
+    interval = spec.interval_seconds
+    offset = stable_offset(spec.id, interval, shared.slot)
+    first_due = offset + first_tick(time.time() if since is None else since, offset, interval) * interval
+    return missed_ticks(last_check, first_due, interval)
 
 
 def skip(spec: MonitorSpec, shared: TickerShared, reason: str, ticks: int | None = None) -> None:
