@@ -14,6 +14,7 @@ from monitor import logging as mlog
 from monitor.cli_accounts import accounts_group, keys_group
 from monitor.cli_alerts import alerts
 from monitor.cli_support import JSON_OPTION, load_settings, print_rows, with_connection
+from monitor.cli_users import users_group
 
 
 def _loop_factory(settings: config.Settings) -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -193,5 +194,5 @@ def cluster_status(as_json: bool) -> None:
             )
 
 
-for _group in (alerts, accounts_group, keys_group):
+for _group in (alerts, accounts_group, keys_group, users_group):
     main.add_command(_group)

@@ -124,6 +124,8 @@ class Settings(BaseModel):
     allow_cidrs: list[str] = Field(default_factory=list)
     min_interval_seconds: float = Field(30.0, gt=0)
     retention_days: int = Field(90, ge=1)
+    # Rows of the audit log older than this are swept by the scheduler, hourly.
+    audit_retention_days: int = Field(365, ge=1)
     log_format: Literal["json", "console"] = "json"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     shutdown_timeout_seconds: float = Field(10.0, gt=0)

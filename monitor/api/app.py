@@ -19,6 +19,7 @@ from monitor.api import (
     history,
     keys,
     maintenance,
+    members,
     monitors,
     openapi,
     pings,
@@ -179,13 +180,15 @@ def create_app(settings: Settings) -> web.Application:
         yield
         await app[pings.PINGS].close()
         await app[RESOLVER].close()
+        app[DEPS].hasher.close()
         await app[POOL].close()
 
     app.cleanup_ctx.append(resources)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
-    for module in (monitors, history, channels, keys, maintenance, summary, status_pages, pings, openapi):
+    for module in (monitors, history, channels, keys, members, maintenance, summary, status_pages, pings,
+                   openapi):  # fmt: skip
         module.add_routes(app.router)
     public.setup(app)
     return app

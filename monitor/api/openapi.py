@@ -31,6 +31,7 @@ from monitor.config import Settings
 from monitor.domain.schemas import channels as chan
 from monitor.domain.schemas import keys as key_models
 from monitor.domain.schemas import maintenance as maint
+from monitor.domain.schemas import members as people
 from monitor.domain.schemas import status_pages as pages
 
 REF = "#/components/schemas/{model}"
@@ -41,7 +42,7 @@ JSON = "application/json"
 _PATCHES: list[type[BaseModel]] = list(schemas.PATCH_BODIES.values())
 _REQUESTS: list[type[BaseModel]] = [
     schemas.MonitorCreate, schemas.MonitorUpdate, *_PATCHES, chan.ChannelCreate, chan.ChannelPatch,
-    key_models.KeyCreate,
+    key_models.KeyCreate, people.MemberAdd, people.MemberPatch,
 ]  # fmt: skip
 MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     *((m, "validation") for m in _REQUESTS),
@@ -54,6 +55,8 @@ MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     (pages.StatusPageCreate, "validation"), (pages.StatusPagePatch, "validation"),
     (pages.StatusPage, "serialization"), (pages.StatusPageList, "serialization"),
     (pages.BadgeToken, "serialization"),
+    (people.Member, "serialization"), (people.MemberList, "serialization"),
+    (people.AuditList, "serialization"),
 ]  # fmt: skip
 
 
@@ -138,9 +141,12 @@ ERRORS = {
     "SSRF policy denies (`target_blocked`; the message names the `MONITOR_ALLOW_CIDRS` entry that "
     "would admit it).",
     401: "No API key, a malformed `Authorization` header, or an unknown or revoked key.",
+    403: "The caller's role may not do this (`forbidden`; the message names the role needed), or a role "
+    "given is higher than the caller's own (`field` is `role`).",
     404: "No such object in the caller's account; another account's object answers the same.",
-    409: "The account already has its quota of monitors or status pages (`quota_exceeded`), or another "
-    "status page has this slug or domain (`conflict`).",
+    409: "The account already has its quota of monitors or status pages (`quota_exceeded`), another "
+    "status page has this slug or domain, the user is a member already, or the change would leave the "
+    "account without an owner (`conflict`).",
     412: "`If-Match` does not match the monitor's current `ETag` (`precondition_failed`).",
     413: "The request body is larger than the API accepts (`too_large`; the message says the limit).",
     415: "The body is not declared JSON: send `Content-Type: application/json` (`unsupported_media_type`).",
@@ -149,8 +155,8 @@ ERRORS = {
     503: "The database is unreachable (`database_unavailable`); retry after `Retry-After` seconds.",
 }
 RETRY_AFTER = {"Retry-After": {"required": True, "schema": {"type": "integer", "minimum": 1}}}
-# Every authenticated operation can answer these, whatever it does.
-ALWAYS = (401, 429, 503)
+# Every authenticated operation can answer these, whatever it does (403: a role that may not).
+ALWAYS = (401, 403, 429, 503)
 WITH_BODY = (400, 413, 415, 422)
 
 
@@ -261,8 +267,8 @@ class _Builder:
 MONITOR_EXAMPLE = {"name": "Home page", "url": "https://example.com/", "interval_seconds": 60,
                    "expected_status": ["200-399"], "tags": ["prod"],
                    "assertions": [{"type": "keyword", "keyword": "Welcome"}]}  # fmt: skip
-TAGS = ("monitors", "history", "channels", "maintenance", "status-pages", "keys", "account", "heartbeats",
-        "public", "meta")  # fmt: skip
+TAGS = ("monitors", "history", "channels", "maintenance", "status-pages", "keys", "members", "audit",
+        "account", "heartbeats", "public", "meta")  # fmt: skip
 MAINTENANCE_EXAMPLE = {"name": "Sunday patching", "tags": ["prod"], "notify": True,
                        "recurring": {"rrule": "FREQ=WEEKLY;BYDAY=SU;BYHOUR=2", "duration_minutes": 60,
                                      "timezone": "Europe/Berlin"}}  # fmt: skip
@@ -352,6 +358,9 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
           ok={200: _json(r["KeyList"], "One page of keys.")}, errors=(400,), parameters=(LIMIT, CURSOR))
     b.add("delete", "/api/v1/keys/{id}", "revokeKey", "Revoke a key (at once; revoking again is a no-op)",
           tag="keys", ok={204: {"description": "Revoked."}}, errors=(404,), parameters=(key_id,))
+    from monitor.api.openapi_people import add_people  # it builds on this module's parts
+
+    add_people(b)
     _pings(b)
     b.add("get", "/api/v1/openapi.json", "getOpenApi", "This document", tag="meta", public=True,
           ok={200: _json({"type": "object"}, "The OpenAPI 3.1 document.")})

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 from monitor.channels import REGISTRY as CHANNEL_KINDS
 from monitor.channels import carried
 from monitor.channels.base import ChannelKind, config_values, target_hosts
-from monitor.domain import paging
+from monitor.domain import audit, paging
 from monitor.domain.context import Actor, Deps
 from monitor.domain.errors import DomainError, from_validation, not_found, validated
 from monitor.domain.roles import authorize
@@ -71,7 +71,7 @@ async def create(deps: Deps, actor: Actor, body: Mapping[str, Any]) -> dict[str,
     kind = CHANNEL_KINDS[spec.kind]
     await _vet(deps, target_hosts(kind, spec.config))
     config, shown = stored(deps.secret_box, kind, config_values(spec.config))
-    async with deps.pool.acquire() as conn:
+    async with deps.pool.acquire() as conn, conn.transaction():
         new_id = await conn.fetchval(
             "INSERT INTO channels (account_id, kind, name, config) VALUES ($1, $2, $3, $4) RETURNING id",
             actor.account_id,
@@ -79,6 +79,7 @@ async def create(deps: Deps, actor: Actor, body: Mapping[str, Any]) -> dict[str,
             spec.name,
             config,
         )
+        await audit.record(conn, actor, RESOURCE, "create", new_id, audit.fields_of(body))
         row = await conn.fetchrow(SELECT + " WHERE t.id = $1", new_id)
     return render(row, shown=shown)
 
@@ -123,6 +124,7 @@ async def update(deps: Deps, actor: Actor, channel_id: int, body: Mapping[str, A
             patch.name,
             config,
         )
+        await audit.record(conn, actor, RESOURCE, "update", channel_id, audit.fields_of(body))
         row = await _owned(conn, actor, channel_id)
     return render(row, shown=shown)
 
@@ -130,17 +132,21 @@ async def update(deps: Deps, actor: Actor, channel_id: int, body: Mapping[str, A
 async def delete(deps: Deps, actor: Actor, channel_id: int) -> None:
     """The channel goes, detached from its monitors (``monitor_channels`` cascades)."""
     authorize(actor, RESOURCE, "write")
-    deleted = await deps.pool.fetchval(
-        "DELETE FROM channels WHERE id = $1 AND account_id = $2 RETURNING id", channel_id, actor.account_id
-    )
-    if deleted is None:
-        raise not_found(WHAT)
+    async with deps.pool.acquire() as conn, conn.transaction():
+        deleted = await conn.fetchval(
+            "DELETE FROM channels WHERE id = $1 AND account_id = $2 RETURNING id",
+            channel_id,
+            actor.account_id,
+        )
+        if deleted is None:
+            raise not_found(WHAT)
+        await audit.record(conn, actor, RESOURCE, "delete", channel_id)
 
 
 async def send_test(deps: Deps, actor: Actor, channel_id: int) -> dict[str, Any]:
     """Queue a test message on the same path as real alerts: outbox, relay, stream, alerter."""
     authorize(actor, RESOURCE, "write")
-    async with deps.pool.acquire() as conn:
+    async with deps.pool.acquire() as conn, conn.transaction():
         row = await _owned(conn, actor, channel_id)
         event_id = uuid.uuid4()
         now = await conn.fetchval("SELECT now()")
@@ -165,6 +171,7 @@ async def send_test(deps: Deps, actor: Actor, channel_id: int) -> dict[str, Any]
             event_id,
             event,
         )
+        await audit.record(conn, actor, RESOURCE, "test", channel_id)
     return {"event_id": str(event_id), "status": "queued"}
 
 

@@ -7,8 +7,10 @@ account it names. Operations take nothing from module state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
+
+from monitor.passwords import Hasher
 
 if TYPE_CHECKING:
     import asyncpg
@@ -48,3 +50,5 @@ class Deps:
     settings: Settings
     secret_box: SecretBox
     resolver: Vetter
+    # Users' passwords, hashed on a bounded pool of threads (monitor/passwords.py).
+    hasher: Hasher = field(default_factory=Hasher)

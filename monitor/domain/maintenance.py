@@ -19,7 +19,7 @@ from typing import Any
 import asyncpg
 
 from monitor import logging as mlog
-from monitor.domain import paging
+from monitor.domain import audit, paging
 from monitor.domain.context import Actor, Deps
 from monitor.domain.errors import DomainError, not_found, validated
 from monitor.domain.roles import authorize
@@ -118,6 +118,7 @@ async def create(deps: Deps, actor: Actor, body: Mapping[str, Any]) -> dict[str,
             actor.account_id,
             *values.values(),
         )
+        await audit.record(conn, actor, RESOURCE, "create", row["id"], audit.fields_of(body))
     return render(row, datetime.now(UTC))
 
 
@@ -171,18 +172,21 @@ async def update(deps: Deps, actor: Actor, window_id: int, body: Mapping[str, An
             )
         else:
             row = current
+        await audit.record(conn, actor, RESOURCE, "update", window_id, audit.fields_of(body))
     return render(row, datetime.now(UTC))
 
 
 async def delete(deps: Deps, actor: Actor, window_id: int) -> None:
     authorize(actor, RESOURCE, "write")
-    deleted = await deps.pool.fetchval(
-        "DELETE FROM maintenance_windows WHERE id = $1 AND account_id = $2 RETURNING id",
-        window_id,
-        actor.account_id,
-    )
-    if deleted is None:
-        raise not_found(WHAT)
+    async with deps.pool.acquire() as conn, conn.transaction():
+        deleted = await conn.fetchval(
+            "DELETE FROM maintenance_windows WHERE id = $1 AND account_id = $2 RETURNING id",
+            window_id,
+            actor.account_id,
+        )
+        if deleted is None:
+            raise not_found(WHAT)
+        await audit.record(conn, actor, RESOURCE, "delete", window_id)
 
 
 # -- what the operations check ------------------------------------------------------------------

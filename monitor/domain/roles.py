@@ -6,15 +6,17 @@ status pages), ``admin`` (members, keys, channels), ``owner`` (the account itsel
 operation of the domain layer asks ``authorize`` first, so a route added later without a row
 here fails loudly (a KeyError in its first test) instead of being open to every role.
 
-Until issue 28 brings people, every caller is an API key acting as its account's owner, so the
-table changes nothing yet; it is the one place the roles will be read from.
+A caller's role is its membership's (a signed-in person) or its key's: a key carries a role no
+higher than its maker's (``keys.create``); a key made before roles existed is its account's
+owner (sql/021). A role given to a member or a key is never higher than the giver's
+(``within``), so an admin cannot make an owner.
 """
 
 from __future__ import annotations
 
 from monitor.domain.context import ROLES, Actor, Role
 
-__all__ = ["RULES", "Role", "allows", "authorize", "needed"]
+__all__ = ["RULES", "Role", "allows", "authorize", "needed", "rank", "within"]
 from monitor.domain.errors import DomainError
 
 RULES: dict[tuple[str, str], Role] = {
@@ -30,9 +32,25 @@ RULES: dict[tuple[str, str], Role] = {
     ("keys", "write"): "admin",
     ("accounts", "read"): "viewer",
     ("accounts", "write"): "owner",
+    ("members", "read"): "admin",
+    ("members", "write"): "admin",
+    ("audit", "read"): "admin",
 }
 
 _RANK = {role: rank for rank, role in enumerate(ROLES)}
+
+
+def rank(role: Role) -> int:
+    return _RANK[role]
+
+
+def within(actor: Actor, role: Role, field: str = "role") -> None:
+    """A 403 naming ``field`` if ``role`` is higher than the caller's own: nobody gives more than
+    they hold."""
+    if _RANK[role] > _RANK[actor.role]:
+        raise DomainError(
+            403, "forbidden", f"{field}: cannot be higher than your own role ({actor.role})", field
+        )
 
 
 def needed(resource: str, operation: str) -> Role:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import asyncpg
 
-from monitor.domain import paging
+from monitor.domain import audit, paging
 from monitor.domain.context import Actor, Deps
 from monitor.domain.errors import DomainError, not_found, validated
 from monitor.domain.roles import authorize
@@ -92,6 +92,7 @@ async def create(
             )
         except asyncpg.UniqueViolationError as exc:
             raise conflict(exc) from None
+        await audit.record(conn, actor, RESOURCE, "create", row["id"], audit.fields_of(body))
     if published is not None:
         published.forget(row["slug"])
     return render(row, base)
@@ -148,6 +149,7 @@ async def update(
                 )
             except asyncpg.UniqueViolationError as exc:
                 raise conflict(exc) from None
+        await audit.record(conn, actor, RESOURCE, "update", page_id, audit.fields_of(body))
     if published is not None:
         published.forget(current["slug"], row["slug"])
     return render(row, base)
@@ -155,11 +157,15 @@ async def update(
 
 async def delete(deps: Deps, actor: Actor, page_id: int, *, published: Published | None = None) -> None:
     authorize(actor, RESOURCE, "write")
-    slug = await deps.pool.fetchval(
-        "DELETE FROM status_pages WHERE id = $1 AND account_id = $2 RETURNING slug", page_id, actor.account_id
-    )
-    if slug is None:
-        raise not_found(WHAT)
+    async with deps.pool.acquire() as conn, conn.transaction():
+        slug = await conn.fetchval(
+            "DELETE FROM status_pages WHERE id = $1 AND account_id = $2 RETURNING slug",
+            page_id,
+            actor.account_id,
+        )
+        if slug is None:
+            raise not_found(WHAT)
+        await audit.record(conn, actor, RESOURCE, "delete", page_id)
     if published is not None:
         published.forget(slug)
 
@@ -170,15 +176,17 @@ async def rotate_badge_token(
     """A new badge token for the monitor: its old badge URLs answer 404 from now on (where
     ``published`` serves them at once, elsewhere within their cache period)."""
     authorize(actor, "monitors", "write")
-    row = await deps.pool.fetchrow(
-        """UPDATE monitors m SET badge_token = DEFAULT, updated_at = clock_timestamp()
-           FROM (SELECT id, badge_token FROM monitors WHERE id = $1 AND account_id = $2 FOR UPDATE) old
-           WHERE m.id = old.id RETURNING m.badge_token, old.badge_token AS old_token""",
-        monitor_id,
-        actor.account_id,
-    )
-    if row is None:
-        raise not_found("monitor")
+    async with deps.pool.acquire() as conn, conn.transaction():
+        row = await conn.fetchrow(
+            """UPDATE monitors m SET badge_token = DEFAULT, updated_at = clock_timestamp()
+               FROM (SELECT id, badge_token FROM monitors WHERE id = $1 AND account_id = $2 FOR UPDATE) old
+               WHERE m.id = old.id RETURNING m.badge_token, old.badge_token AS old_token""",
+            monitor_id,
+            actor.account_id,
+        )
+        if row is None:
+            raise not_found("monitor")
+        await audit.record(conn, actor, "monitors", "rotate_badge_token", monitor_id)
     if published is not None:
         published.forget_badge(row["old_token"])
     return {"badge_url": f"{base}{BADGE_PATH}{row['badge_token']}"}

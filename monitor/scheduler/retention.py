@@ -3,6 +3,10 @@
 The Community edition runs ``add_retention_policy`` as a background job. The
 Apache edition refuses it ("not supported under the current apache license"), so
 there the scheduler calls ``drop_chunks`` itself, hourly.
+
+The audit log (sql/021) is an ordinary table: every scheduler deletes its rows older than
+``MONITOR_AUDIT_RETENTION_DAYS`` hourly, in batches (a first sweep after a long stop may find
+many), whatever the edition; two schedulers sweeping at once delete disjoint rows or nothing.
 """
 
 from __future__ import annotations
@@ -68,4 +72,38 @@ async def run_timer(pool: asyncpg.Pool, days: int, period: timedelta = TIMER_PER
                 log.info("retention.chunks_dropped", chunks=dropped, days=days)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
             log.warning("retention.drop_failed", error=str(exc) or type(exc).__name__)
+        await asyncio.sleep(period.total_seconds())
+
+
+AUDIT_BATCH = 10_000
+
+
+async def sweep_audit(pool: asyncpg.Pool, days: int) -> int:
+    """Delete the audit rows older than ``days``, ``AUDIT_BATCH`` at a time: how many went."""
+    total = 0
+    while True:
+        deleted = await pool.fetchval(
+            """WITH gone AS (
+                   DELETE FROM audit_log WHERE id IN (
+                       SELECT id FROM audit_log WHERE at < now() - make_interval(days => $1)
+                       ORDER BY at LIMIT $2 FOR UPDATE SKIP LOCKED)
+                   RETURNING 1)
+               SELECT count(*) FROM gone""",
+            days,
+            AUDIT_BATCH,
+        )
+        total += deleted
+        if deleted < AUDIT_BATCH:
+            return total
+
+
+async def run_audit_timer(pool: asyncpg.Pool, days: int, period: timedelta = TIMER_PERIOD) -> None:
+    """Sweep the audit log now and then every ``period``; failures are retried next time."""
+    while True:
+        try:
+            swept = await sweep_audit(pool, days)
+            if swept:
+                log.info("retention.audit_swept", rows=swept, days=days)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+            log.warning("retention.audit_sweep_failed", error=str(exc) or type(exc).__name__)
         await asyncio.sleep(period.total_seconds())

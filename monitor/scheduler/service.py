@@ -196,6 +196,7 @@ class Scheduler:
         mode = await retention.setup(self._pool, s.retention_days)
         if mode == "timer":
             self._spawn(retention.run_timer(self._pool, s.retention_days), "retention")
+        self._spawn(retention.run_audit_timer(self._pool, s.audit_retention_days), "audit-retention")
         self.writer.start()
         self.relay.start()
         await self.calendar.load(self._pool)

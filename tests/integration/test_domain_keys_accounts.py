@@ -19,7 +19,17 @@ async def test_a_key_is_made_listed_and_revoked(deps: Deps, callers: Callers, db
     assert await keys.account_for_key(deps.pool, made["key"]) == (callers.owner.account_id, made["id"])
     assert str(made["key"]) not in str(await db.fetch("SELECT * FROM api_keys"))  # only its hash
     listed = await keys.listing(deps, callers.owner)
-    assert listed == {"items": [{k: v for k, v in made.items() if k != "key"}], "next_cursor": None}
+    assert listed["items"][0]["last_used_at"] is not None  # account_for_key used it
+    assert listed == {
+        "items": [
+            {
+                **{k: v for k, v in made.items() if k != "key"},
+                "last_used_at": listed["items"][0]["last_used_at"],
+            }
+        ],
+        "next_cursor": None,
+    }
+    assert "key" not in listed["items"][0]
 
     revoked = await keys.revoke(deps, callers.owner, made["id"])
     assert revoked.newly and revoked.key.revoked_at is not None and revoked.key.account == "test"

@@ -23,6 +23,7 @@ TABLES = (
     "outbox",
     "deliveries",
     "scheduler_members",
+    "users",
 )
 TEST_ACCOUNT = "test"
 

@@ -25,9 +25,12 @@ def test_a_key_is_its_prefix_then_a_long_random_secret() -> None:
 @pytest.mark.parametrize(("revoked_at", "shown"), [(None, None), (WHEN, "2030-01-01T00:00:00Z")])
 def test_render(revoked_at: datetime | None, shown: str | None) -> None:
     row = {"id": 2, "name": "ci", "prefix": "0a1b2c3d", "hash": b"x", "created_at": WHEN,
-           "revoked_at": revoked_at, "last_used_at": None, "account_id": 1}  # fmt: skip
-    assert render(row) == {"id": 2, "name": "ci", "prefix": "mk_0a1b2c3d",
-                           "created_at": "2030-01-01T00:00:00Z", "revoked_at": shown}  # fmt: skip
+           "revoked_at": revoked_at, "last_used_at": None, "account_id": 1, "role": "viewer",
+           "created_by": 7, "maker_email": "ada@example.com"}  # fmt: skip
+    assert render(row) == {"id": 2, "name": "ci", "prefix": "mk_0a1b2c3d", "role": "viewer",
+                           "created_by": {"id": 7, "email": "ada@example.com"},
+                           "created_at": "2030-01-01T00:00:00Z", "last_used_at": None,
+                           "revoked_at": shown}  # fmt: skip
 
 
 def test_a_box_without_a_key_refuses_whatever_needs_one() -> None:

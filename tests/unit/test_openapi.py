@@ -18,6 +18,7 @@ from monitor.api.app import create_app
 from monitor.config import Settings
 from monitor.domain.schemas import channels as channel_schemas
 from monitor.domain.schemas import maintenance as schemas_maintenance
+from monitor.domain.schemas import members as schemas_members
 from monitor.domain.schemas import status_pages as schemas_status
 from monitor.domain.schemas.keys import KeyCreate
 from monitor.secrets import MASK
@@ -42,7 +43,8 @@ BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.Monit
           "KeyCreate": KeyCreate, "MaintenanceCreate": schemas_maintenance.MaintenanceCreate,
           "MaintenancePatch": schemas_maintenance.MaintenancePatch,
           "StatusPageCreate": schemas_status.StatusPageCreate,
-          "StatusPagePatch": schemas_status.StatusPagePatch}  # fmt: skip
+          "StatusPagePatch": schemas_status.StatusPagePatch,
+          "MemberAdd": schemas_members.MemberAdd, "MemberPatch": schemas_members.MemberPatch}  # fmt: skip
 
 
 def responses(key: tuple[str, str]) -> set[str]:
