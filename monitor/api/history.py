@@ -22,7 +22,7 @@ from monitor.api.params import (
     time_range,
     window_param,
 )
-from monitor.api.schemas_locations import LOCATION
+from monitor.domain.schemas.locations import LOCATION
 from monitor.domain.uptime import (
     Uptime,
     count_checks,

@@ -32,12 +32,12 @@ from monitor.api.params import (
     rfc3339,
     window_param,
 )
-from monitor.api.schemas import PATCH_BODIES, TAG, MonitorCreate, check_timeout, validate_create
-from monitor.api.schemas_locations import patch_problem
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks import Check
 from monitor.checks.heartbeat import new_token
 from monitor.domain.maintenance import monitor_windows
+from monitor.domain.schemas.locations import patch_problem
+from monitor.domain.schemas.monitors import PATCH_BODIES, TAG, MonitorCreate, check_timeout, validate_create
 from monitor.domain.uptime import uptimes
 from monitor.secrets import SECRET_VIEW, SecretBox, open_monitor_secrets, seal_monitor_secrets
 

@@ -1,6 +1,6 @@
 """``/api/v1/openapi.json``: the OpenAPI 3.1 description of the API.
 
-Schemas come from pydantic: the request models that validate input (``schemas.py``) and
+Schemas come from pydantic: the request models that validate input (``monitor/domain/schemas/``) and
 the response models that describe each answer (``responses.py``); only the paths are
 written here. The document is built once per set of the limits that depend on configuration
 (the minimum interval, the largest body cap, whether tls_verify may be false) and served
@@ -19,19 +19,19 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from monitor import __version__
 from monitor.api import responses as out
-from monitor.api import schemas
 from monitor.api.context import SETTINGS
 from monitor.api.history import BUCKETS
 from monitor.api.monitors import STATUSES, UPTIME_INCLUDES
 from monitor.api.params import MAX_ID
-from monitor.api.schemas_locations import LOCATION as LOCATION_NAME
 from monitor.checks.heartbeat import MAX_BODY_BYTES as MAX_PING_BODY_BYTES
 from monitor.checks.http_settings import DEFAULT_HTTP_MAX_BODY_BYTES
 from monitor.config import Settings
 from monitor.domain.schemas import channels as chan
 from monitor.domain.schemas import keys as key_models
 from monitor.domain.schemas import maintenance as maint
+from monitor.domain.schemas import monitors as schemas
 from monitor.domain.schemas import status_pages as pages
+from monitor.domain.schemas.locations import LOCATION as LOCATION_NAME
 
 REF = "#/components/schemas/{model}"
 JSON = "application/json"

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import SkipJsonSchema
 
-from monitor.api.schemas_locations import LOCATIONS_DOC, QUORUM_DOC
 from monitor.checks import REGISTRY as CHECKS
+from monitor.domain.schemas.locations import LOCATIONS_DOC, QUORUM_DOC
 from monitor.domain.schemas.maintenance import MonitorWindow, SummaryMaintenance
 
 

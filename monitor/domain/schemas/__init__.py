@@ -3,6 +3,6 @@ validated (every face validates with these), and what the OpenAPI document and t
 forms are built from.
 
 ``common.py`` holds what every body shares (no unknown fields, no NUL, a name as alerts show
-it, a tag); one module per resource holds its bodies and the shape of its answers. A monitor's
-bodies are still ``monitor/api/schemas*.py``'s until the monitors resource has its domain module.
+it, a tag); one module per resource holds its bodies and the shape of its answers
+(``monitors.py`` a monitor's, made for each check type; ``locations.py`` its locations and quorum).
 """
