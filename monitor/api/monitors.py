@@ -12,7 +12,6 @@ from monitor import logging as mlog
 from monitor.api.context import POOL, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, from_validation, not_found
 from monitor.api.guard import account_id
-from monitor.api.locations import drop_removed, location_status
 from monitor.api.monitor_types import (
     BADGE_PATH,
     changed_settings,
@@ -35,6 +34,7 @@ from monitor.api.params import (
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks import Check
 from monitor.checks.heartbeat import new_token
+from monitor.domain.locations import drop_removed, location_status
 from monitor.domain.maintenance import monitor_windows
 from monitor.domain.schemas.locations import patch_problem
 from monitor.domain.schemas.monitors import PATCH_BODIES, TAG, MonitorCreate, check_timeout, validate_create
