@@ -21,11 +21,11 @@ from monitor import __version__
 from monitor.api import responses as out
 from monitor.api.context import SETTINGS
 from monitor.api.history import BUCKETS
-from monitor.api.monitors import STATUSES, UPTIME_INCLUDES
 from monitor.api.params import MAX_ID
 from monitor.checks.heartbeat import MAX_BODY_BYTES as MAX_PING_BODY_BYTES
 from monitor.checks.http_settings import DEFAULT_HTTP_MAX_BODY_BYTES
 from monitor.config import Settings
+from monitor.domain.monitors import STATUSES, UPTIME_INCLUDES
 from monitor.domain.schemas import channels as chan
 from monitor.domain.schemas import keys as key_models
 from monitor.domain.schemas import maintenance as maint

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiohttp import web
 
 from monitor import times
+from monitor.api.context import SETTINGS
 from monitor.api.errors import ApiError
 from monitor.domain import paging
 from monitor.domain.paging import MAX_ID
@@ -19,9 +19,6 @@ from monitor.domain.paging import encode_cursor as encode_cursor
 from monitor.domain.paging import next_page as next_page
 
 _WINDOW = re.compile(r"^(\d{1,4})([hd])$")
-# One entity-tag of an If-Match list (RFC 9110 8.8.3), after any empty list elements: W/ if
-# weak, the quoted opaque tag (etagc: visible ASCII but DQUOTE, and obs-text), a comma or the end.
-_ENTITY_TAG = re.compile(r'[ \t,]*(W/)?("[\x21\x23-\x7e\x80-\xff]*")[ \t]*(?:,|$)')
 # Times a query may name: no check predates 1970, and a margin below datetime's year 9999
 # keeps the arithmetic on them (windows, hour rounding) from overflowing.
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
@@ -31,6 +28,13 @@ LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 def _digits(raw: str) -> bool:
     # str.isdigit() is also true of "²" and other digits int() refuses.
     return raw.isascii() and raw.isdigit()
+
+
+def public_base(request: web.Request) -> str:
+    """The origin (and path prefix) users reach the api at: MONITOR_PUBLIC_URL, else the
+    address of this request."""
+    configured = request.app[SETTINGS].public_url
+    return configured.rstrip("/") if configured else str(request.url.origin())
 
 
 def path_id(request: web.Request, name: str = "id", what: str = "monitor") -> int:
@@ -59,26 +63,6 @@ async def json_object(request: web.Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_json", "request body must be a JSON object")
     return body
-
-
-def if_match(values: Sequence[str], current: str) -> bool:
-    """Whether the ``If-Match`` header fields ``values`` let a change of the representation whose
-    strong ETag is ``current`` go ahead (RFC 9110 13.1.1): ``*``, or a list of entity-tags of
-    which one is ``current`` by the strong comparison (a weak tag never matches). An empty or
-    malformed field matches nothing."""
-    text = ", ".join(values).strip()
-    if text == "*":
-        return True
-    tags: list[str] = []
-    position = 0
-    while text[position:].strip(" \t,"):
-        match = _ENTITY_TAG.match(text, position)
-        if match is None:
-            return False
-        if match.group(1) is None:
-            tags.append(match.group(2))
-        position = match.end()
-    return current in tags
 
 
 def int_param(request: web.Request, name: str, default: int, low: int, high: int) -> int:
