@@ -20,11 +20,11 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 from monitor import __version__
 from monitor.api import responses as out
 from monitor.api.context import SETTINGS
-from monitor.api.history import BUCKETS
 from monitor.api.params import MAX_ID
 from monitor.checks.heartbeat import MAX_BODY_BYTES as MAX_PING_BODY_BYTES
 from monitor.checks.http_settings import DEFAULT_HTTP_MAX_BODY_BYTES
 from monitor.config import Settings
+from monitor.domain.history import BUCKETS
 from monitor.domain.monitors import STATUSES, UPTIME_INCLUDES
 from monitor.domain.schemas import channels as chan
 from monitor.domain.schemas import keys as key_models

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
@@ -18,7 +17,6 @@ from monitor.domain.paging import MAX_ID
 from monitor.domain.paging import encode_cursor as encode_cursor
 from monitor.domain.paging import next_page as next_page
 
-_WINDOW = re.compile(r"^(\d{1,4})([hd])$")
 # Times a query may name: no check predates 1970, and a margin below datetime's year 9999
 # keeps the arithmetic on them (windows, hour rounding) from overflowing.
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
@@ -91,17 +89,6 @@ def time_param(request: web.Request, name: str) -> datetime | None:
     if utc is None or not EARLIEST <= utc <= LATEST:
         raise ApiError(400, "invalid", f"{name}: must be between 1970-01-01 and 9999-01-01", name)
     return utc
-
-
-def window_param(raw: str, name: str = "window") -> timedelta:
-    match = _WINDOW.match(raw)
-    if not match or int(match.group(1)) == 0:
-        raise ApiError(400, "invalid", f"{name}: must look like 24h, 7d, 30d or 90d", name)
-    amount = int(match.group(1))
-    delta = timedelta(hours=amount) if match.group(2) == "h" else timedelta(days=amount)
-    if delta > timedelta(days=3650):
-        raise ApiError(400, "invalid", f"{name}: at most 3650d", name)
-    return delta
 
 
 def time_range(request: web.Request) -> tuple[datetime | None, datetime | None]:

@@ -203,6 +203,7 @@ THIN = (
     "api/status_pages.py",
     "api/keys.py",
     "api/monitors.py",
+    "api/history.py",
     "cli_accounts.py",
 )
 _SQL = re.compile(r"\b(SELECT\s.+\sFROM|INSERT INTO|UPDATE\s+\w+\s.*SET|DELETE FROM)\b", re.S)
