@@ -204,6 +204,7 @@ THIN = (
     "api/keys.py",
     "api/monitors.py",
     "api/history.py",
+    "api/summary.py",
     "cli_accounts.py",
 )
 _SQL = re.compile(r"\b(SELECT\s.+\sFROM|INSERT INTO|UPDATE\s+\w+\s.*SET|DELETE FROM)\b", re.S)
