@@ -30,6 +30,7 @@ from monitor.api.context import DEPS, POOL, RESOLVER, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, error_response, render_error
 from monitor.config import Settings
 from monitor.domain.context import Deps
+from monitor.domain.pings import PingDesk
 from monitor.net.policy import AddressPolicy, log_allow_list
 from monitor.net.resolver import VettedResolver
 from monitor.probes import metrics_response
@@ -171,7 +172,7 @@ def create_app(settings: Settings) -> web.Application:
         app[SECRET_BOX] = settings.secret_box()  # first: without a key the API does not start
         # min_size=0: the API starts, and answers 503, even while the database is down.
         app[POOL] = await db.create_pool(settings.dsn, min_size=0, max_size=10, init=db.preload_array_codecs)
-        app[pings.PINGS] = pings.PingDesk(app[POOL])
+        app[pings.PINGS] = PingDesk(app[POOL], pings.limiter())
         policy = AddressPolicy(settings.allow_cidrs)
         log_allow_list(log, policy)  # as the scheduler and the alerter do
         app[RESOLVER] = VettedResolver(policy, settings.dns_servers)

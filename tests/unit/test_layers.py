@@ -205,6 +205,7 @@ THIN = (
     "api/monitors.py",
     "api/history.py",
     "api/summary.py",
+    "api/pings.py",
     "cli_accounts.py",
 )
 _SQL = re.compile(r"\b(SELECT\s.+\sFROM|INSERT INTO|UPDATE\s+\w+\s.*SET|DELETE FROM)\b", re.S)
