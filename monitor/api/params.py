@@ -1,4 +1,5 @@
-"""Parsing of query parameters, path ids, JSON bodies and pagination cursors."""
+"""Parsing of a request: query parameters, path ids, JSON bodies, the public base URL. What they
+mean is the domain's (its operations judge the values, a cursor included)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,10 @@ from typing import Any
 
 from aiohttp import web
 
-from monitor import times
 from monitor.api.context import SETTINGS
 from monitor.api.errors import ApiError
 from monitor.domain import paging
 from monitor.domain.paging import MAX_ID
-
-# The cursor of every listing's next page, for the handlers that make their own pages.
-from monitor.domain.paging import encode_cursor as encode_cursor
-from monitor.domain.paging import next_page as next_page
 
 # Times a query may name: no check predates 1970, and a margin below datetime's year 9999
 # keeps the arithmetic on them (windows, hour rounding) from overflowing.
@@ -98,14 +94,6 @@ def time_range(request: web.Request) -> tuple[datetime | None, datetime | None]:
     return start, end
 
 
-def decode_cursor(request: web.Request, shape: tuple[type, ...]) -> list[Any] | None:
-    """``?cursor=``'s values (``monitor.domain.paging``'s cursor), None when there is none."""
-    return paging.decode_cursor(request.query.get("cursor"), shape)
-
-
 def limit_param(request: web.Request) -> int:
     """``?limit=``: how many items a page of a listing holds."""
     return int_param(request, "limit", paging.DEFAULT_LIMIT, 1, paging.MAX_LIMIT)
-
-
-rfc3339 = times.rfc3339_or_none
