@@ -140,7 +140,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 async def readyz(request: web.Request) -> web.Response:
     try:
-        await db.answers(request.app[POOL], acquire_within=2)
+        await db.answers(request.app[POOL], within=2)
     except (*DB_UNAVAILABLE, asyncpg.PostgresError):
         return web.json_response({"status": "unavailable", "database": "down"}, status=503)
     return web.json_response({"status": "ok", "database": "up"})
