@@ -12,7 +12,6 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from monitor.api.context import POOL, SETTINGS
 from monitor.api.errors import ApiError
-from monitor.domain import roles
 from monitor.domain.context import Actor
 from monitor.domain.keys import caller_for_key
 from monitor.probes import new_registry
@@ -24,17 +23,6 @@ PUBLIC = frozenset({"/healthz", "/readyz", "/metrics", "/api/v1/openapi.json"})
 ACCOUNT = "account_id"
 KEY = "key_id"
 ROLE = "role"
-READS = frozenset({"GET", "HEAD", "OPTIONS"})
-
-
-def account_id(request: web.Request) -> int:
-    """The caller's account, for the handlers of monitors and their history and summary (which
-    hold their SQL yet, issue 27): asking for it checks the caller's role for ``monitors``, a
-    read for GET and a write for every other method (``roles.RULES``), so none of them runs
-    for a caller whose role may not."""
-    operation = "read" if request.method in READS else "write"
-    roles.authorize(actor(request), "monitors", operation)
-    return int(request[ACCOUNT])
 
 
 def actor(request: web.Request) -> Actor:
