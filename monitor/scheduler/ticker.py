@@ -4,7 +4,11 @@ Tick ``k`` is due at ``offset + k * interval`` seconds after the Unix epoch, whe
 ``offset`` is a stable hash of the monitor id within the interval. Due times never
 depend on how long earlier checks took, monitors created together are spread over
 the interval, and a restarted scheduler keeps each monitor's rhythm. A check still
-running at its next tick is not doubled: that tick is skipped and counted.
+running at its next tick is not doubled: that tick is skipped and counted. Nor is a check
+that would start more than ``cluster.LATEST`` (0.45) of an interval after its due time (a loop
+busy starting, or every one of ``MONITOR_CHECK_CONCURRENCY`` taken): it would be nearer the
+next tick than its own, so it is skipped too, and consecutive checks of a monitor stay more than
+half an interval apart.
 
 Offsets are whole *slots* (``MONITOR_TICK_SLOT_MS``, 100 ms by default) of the interval, so
 the ticks of all monitors fall on one grid and those due in the same slot fire in one wake-up
@@ -33,7 +37,7 @@ from monitor import logging as mlog
 from monitor.aio import Deadline, Slots
 from monitor.checks import REGISTRY, CheckContext
 from monitor.models import CheckResult, MonitorSpec
-from monitor.scheduler.cluster import missed_ticks
+from monitor.scheduler.cluster import missed_ticks, too_late
 from monitor.scheduler.connectivity import Guard
 from monitor.scheduler.judging import NOT_SEEN, judge, judge_here, restart_streak, settle
 from monitor.scheduler.metrics import SchedulerMetrics
@@ -269,6 +273,9 @@ async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> Non
     try:
         started = time.time()
         lateness = max(0.0, started - due_wall)
+        if too_late(lateness, spec.interval_seconds):  # it would be nearer the next tick's check
+            skip(spec, shared, "scheduler fell behind")
+            return
         at = datetime.fromtimestamp(started, UTC)
         if spec.locations:
             places = spec.locations
