@@ -84,6 +84,13 @@ async def writable(conn: asyncpg.Connection) -> bool:
     return not read_only(conn)
 
 
+async def answers(pool: asyncpg.Pool, within: float) -> None:
+    """Return once a connection of ``pool`` (taken within ``within`` seconds) answered a
+    query; raise what taking or asking it raised (the api's ``/readyz``)."""
+    async with pool.acquire(timeout=within) as conn:
+        await conn.fetchval("SELECT 1")
+
+
 async def create_pool(
     dsn: str,
     *,

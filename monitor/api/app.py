@@ -33,6 +33,7 @@ from monitor.api.context import DEPS, POOL, RESOLVER, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, error_response, render_error
 from monitor.config import Settings
 from monitor.domain.context import Deps
+from monitor.domain.pings import PingDesk
 from monitor.net.policy import AddressPolicy, log_allow_list
 from monitor.net.resolver import VettedResolver
 from monitor.probes import metrics_response
@@ -142,8 +143,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 async def readyz(request: web.Request) -> web.Response:
     try:
-        async with request.app[POOL].acquire(timeout=2) as conn:
-            await conn.fetchval("SELECT 1")
+        await db.answers(request.app[POOL], within=2)
     except (*DB_UNAVAILABLE, asyncpg.PostgresError):
         return web.json_response({"status": "unavailable", "database": "down"}, status=503)
     return web.json_response({"status": "ok", "database": "up"})
@@ -174,7 +174,7 @@ def create_app(settings: Settings) -> web.Application:
         app[SECRET_BOX] = settings.secret_box()  # first: without a key the API does not start
         # min_size=0: the API starts, and answers 503, even while the database is down.
         app[POOL] = await db.create_pool(settings.dsn, min_size=0, max_size=10, init=db.preload_array_codecs)
-        app[pings.PINGS] = pings.PingDesk(app[POOL])
+        app[pings.PINGS] = PingDesk(app[POOL], pings.limiter())
         policy = AddressPolicy(settings.allow_cidrs)
         log_allow_list(log, policy)  # as the scheduler and the alerter do
         app[RESOLVER] = VettedResolver(policy, settings.dns_servers)

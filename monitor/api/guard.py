@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from monitor.api import sessions
 from monitor.api.context import DEPS, POOL, SETTINGS
 from monitor.api.errors import ApiError
-from monitor.domain import roles, signin
+from monitor.domain import signin
 from monitor.domain.context import Actor
 from monitor.domain.keys import caller_for_key
 from monitor.probes import new_registry
@@ -33,17 +33,6 @@ KEY = "key_id"
 ACTOR = "actor"  # a signed-in person's, made with the session
 RATE = "rate_key"  # what the rate limit counts a session's requests by
 ROLE = "role"
-READS = frozenset({"GET", "HEAD", "OPTIONS"})
-
-
-def account_id(request: web.Request) -> int:
-    """The caller's account, for the handlers of monitors and their history and summary (which
-    hold their SQL yet, issue 27): asking for it checks the caller's role for ``monitors``, a
-    read for GET and a write for every other method (``roles.RULES``), so none of them runs
-    for a caller whose role may not."""
-    operation = "read" if request.method in READS else "write"
-    roles.authorize(actor(request), "monitors", operation)
-    return int(request[ACCOUNT])
 
 
 def actor(request: web.Request) -> Actor:

@@ -1,10 +1,10 @@
 """``/api/v1/openapi.json``: the OpenAPI 3.1 description of the API.
 
-Schemas come from pydantic: the request models that validate input (``schemas.py``) and
-the response models that describe each answer (``responses.py``); only the paths are
-written here. The document is built once per set of the limits that depend on configuration
-(the minimum interval, the largest body cap, whether tls_verify may be false) and served
-from that cache.
+Schemas come from pydantic: the request models that validate input and the response models
+that describe each answer (``monitor/domain/schemas/``; the API's own, its error and probes, in
+``responses.py``); only the paths are written here. The document is built once per set of the
+limits that depend on configuration (the minimum interval, the largest body cap, whether
+tls_verify may be false) and served from that cache.
 """
 
 from __future__ import annotations
@@ -18,21 +18,25 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from monitor import __version__
-from monitor.api import openapi_signin, schemas
+from monitor.api import openapi_signin
 from monitor.api import responses as out
 from monitor.api.context import SETTINGS
-from monitor.api.history import BUCKETS
-from monitor.api.monitors import STATUSES, UPTIME_INCLUDES
 from monitor.api.params import MAX_ID
-from monitor.api.schemas_locations import LOCATION as LOCATION_NAME
 from monitor.checks.heartbeat import MAX_BODY_BYTES as MAX_PING_BODY_BYTES
 from monitor.checks.http_settings import DEFAULT_HTTP_MAX_BODY_BYTES
 from monitor.config import Settings
+from monitor.domain.history import BUCKETS
+from monitor.domain.monitors import STATUSES, UPTIME_INCLUDES
 from monitor.domain.schemas import channels as chan
+from monitor.domain.schemas import history as past
 from monitor.domain.schemas import keys as key_models
 from monitor.domain.schemas import maintenance as maint
 from monitor.domain.schemas import members as people
+from monitor.domain.schemas import monitor_answers as shown
+from monitor.domain.schemas import monitors as schemas
 from monitor.domain.schemas import status_pages as pages
+from monitor.domain.schemas import summary as glance
+from monitor.domain.schemas.locations import LOCATION as LOCATION_NAME
 
 REF = "#/components/schemas/{model}"
 JSON = "application/json"
@@ -46,10 +50,10 @@ _REQUESTS: list[type[BaseModel]] = [
 ]  # fmt: skip
 MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     *((m, "validation") for m in _REQUESTS),
-    *((m, "serialization") for m in (out.Error, out.Health, out.Monitor, out.MonitorList, out.CheckList,
-                                     out.IncidentList, out.Uptime, out.UptimeWindows, out.Stats,
-                                     out.Summary, chan.Channel, chan.ChannelList, chan.Accepted,
-                                     key_models.Key, key_models.NewKey, key_models.KeyList)),
+    *((m, "serialization") for m in (out.Error, out.Health, shown.Monitor, shown.MonitorList,
+                                     past.CheckList, past.IncidentList, past.Uptime, past.UptimeWindows,
+                                     past.Stats, glance.Summary, chan.Channel, chan.ChannelList,
+                                     chan.Accepted, key_models.Key, key_models.NewKey, key_models.KeyList)),
     (maint.MaintenanceCreate, "validation"), (maint.MaintenancePatch, "validation"),
     (maint.MaintenanceWindow, "serialization"), (maint.MaintenanceWindowList, "serialization"),
     (pages.StatusPageCreate, "validation"), (pages.StatusPagePatch, "validation"),

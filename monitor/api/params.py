@@ -1,27 +1,18 @@
-"""Parsing of query parameters, path ids, JSON bodies and pagination cursors."""
+"""Parsing of a request: query parameters, path ids, JSON bodies, the public base URL. What they
+mean is the domain's (its operations judge the values, a cursor included)."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
 
-from monitor import times
+from monitor.api.context import SETTINGS
 from monitor.api.errors import ApiError
 from monitor.domain import paging
 from monitor.domain.paging import MAX_ID
 
-# The cursor of every listing's next page, for the handlers that make their own pages.
-from monitor.domain.paging import encode_cursor as encode_cursor
-from monitor.domain.paging import next_page as next_page
-
-_WINDOW = re.compile(r"^(\d{1,4})([hd])$")
-# One entity-tag of an If-Match list (RFC 9110 8.8.3), after any empty list elements: W/ if
-# weak, the quoted opaque tag (etagc: visible ASCII but DQUOTE, and obs-text), a comma or the end.
-_ENTITY_TAG = re.compile(r'[ \t,]*(W/)?("[\x21\x23-\x7e\x80-\xff]*")[ \t]*(?:,|$)')
 # Times a query may name: no check predates 1970, and a margin below datetime's year 9999
 # keeps the arithmetic on them (windows, hour rounding) from overflowing.
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
@@ -31,6 +22,13 @@ LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 def _digits(raw: str) -> bool:
     # str.isdigit() is also true of "²" and other digits int() refuses.
     return raw.isascii() and raw.isdigit()
+
+
+def public_base(request: web.Request) -> str:
+    """The origin (and path prefix) users reach the api at: MONITOR_PUBLIC_URL, else the
+    address of this request."""
+    configured = request.app[SETTINGS].public_url
+    return configured.rstrip("/") if configured else str(request.url.origin())
 
 
 def path_id(request: web.Request, name: str = "id", what: str = "monitor") -> int:
@@ -61,26 +59,6 @@ async def json_object(request: web.Request) -> dict[str, Any]:
     return body
 
 
-def if_match(values: Sequence[str], current: str) -> bool:
-    """Whether the ``If-Match`` header fields ``values`` let a change of the representation whose
-    strong ETag is ``current`` go ahead (RFC 9110 13.1.1): ``*``, or a list of entity-tags of
-    which one is ``current`` by the strong comparison (a weak tag never matches). An empty or
-    malformed field matches nothing."""
-    text = ", ".join(values).strip()
-    if text == "*":
-        return True
-    tags: list[str] = []
-    position = 0
-    while text[position:].strip(" \t,"):
-        match = _ENTITY_TAG.match(text, position)
-        if match is None:
-            return False
-        if match.group(1) is None:
-            tags.append(match.group(2))
-        position = match.end()
-    return current in tags
-
-
 def int_param(request: web.Request, name: str, default: int, low: int, high: int) -> int:
     raw = request.query.get(name)
     if raw is None:
@@ -109,17 +87,6 @@ def time_param(request: web.Request, name: str) -> datetime | None:
     return utc
 
 
-def window_param(raw: str, name: str = "window") -> timedelta:
-    match = _WINDOW.match(raw)
-    if not match or int(match.group(1)) == 0:
-        raise ApiError(400, "invalid", f"{name}: must look like 24h, 7d, 30d or 90d", name)
-    amount = int(match.group(1))
-    delta = timedelta(hours=amount) if match.group(2) == "h" else timedelta(days=amount)
-    if delta > timedelta(days=3650):
-        raise ApiError(400, "invalid", f"{name}: at most 3650d", name)
-    return delta
-
-
 def time_range(request: web.Request) -> tuple[datetime | None, datetime | None]:
     start, end = time_param(request, "from"), time_param(request, "to")
     if start is not None and end is not None and start >= end:
@@ -127,14 +94,6 @@ def time_range(request: web.Request) -> tuple[datetime | None, datetime | None]:
     return start, end
 
 
-def decode_cursor(request: web.Request, shape: tuple[type, ...]) -> list[Any] | None:
-    """``?cursor=``'s values (``monitor.domain.paging``'s cursor), None when there is none."""
-    return paging.decode_cursor(request.query.get("cursor"), shape)
-
-
 def limit_param(request: web.Request) -> int:
     """``?limit=``: how many items a page of a listing holds."""
     return int_param(request, "limit", paging.DEFAULT_LIMIT, 1, paging.MAX_LIMIT)
-
-
-rfc3339 = times.rfc3339_or_none

@@ -10,8 +10,7 @@ from aiohttp import web
 
 from monitor.api.context import DEPS
 from monitor.api.guard import actor
-from monitor.api.monitor_types import public_base
-from monitor.api.params import body_target_id, json_object, limit_param, path_id
+from monitor.api.params import body_target_id, json_object, limit_param, path_id, public_base
 from monitor.domain import status_pages
 from monitor.status.service import PUBLIC
 

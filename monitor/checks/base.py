@@ -53,7 +53,7 @@ class CheckContext:
 class ResultDetails(BaseModel):
     """What a type's results hold in their ``details`` (the ``checks.details`` column): each key
     there when the check had it to say, no other. The OpenAPI document describes ``details`` from
-    these models (``api/responses.py``); the docstring of a type's model is its note there."""
+    these models (``domain/schemas/history.py``); the docstring of a type's model is its note there."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -22,6 +22,8 @@ from monitor.domain.errors import DomainError
 RULES: dict[tuple[str, str], Role] = {
     ("monitors", "read"): "viewer",
     ("monitors", "write"): "editor",
+    ("history", "read"): "viewer",
+    ("summary", "read"): "viewer",
     ("maintenance", "read"): "viewer",
     ("maintenance", "write"): "editor",
     ("status_pages", "read"): "viewer",

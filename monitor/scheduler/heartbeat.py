@@ -2,9 +2,11 @@
 
 A heartbeat monitor is not checked; it waits. ``HeartbeatTicker`` keeps one loop timer at the
 monitor's deadline (``checks/heartbeat.py``: the last ping plus the period or the next cron
-time, plus the grace time), as ``MonitorTicker`` keeps one at the next tick, and a monitor
-costs the same while it waits. The deadline passing in silence is a failing result; a ping
-is a result too. Both go through the same state machine and writer as checks (``judging.judge``
+time, plus the grace time), as ``TimerTicker`` keeps one at the next tick, and a monitor
+costs the same while it waits. It answers the scheduler's ticker protocol
+(``ticker.MonitorTicker``) as a pull check's ticker does, so the running set (running.py)
+starts, stops and hands both over by one path. The deadline passing in silence is a failing
+result; a ping is a result too. Both go through the same state machine and writer as checks (``judging.judge``
 and ``judging.settle``), so confirm_after, reminders, maintenance windows, dependencies and
 flapping apply as they do to any monitor. The connectivity guard does not: a job that did not
 ping says nothing about the checker's network.
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -85,7 +87,7 @@ class HeartbeatTicker:
         shared: TickerShared,
         row: Any = None,
         *,
-        previous: Any = None,
+        previous: HeartbeatTicker | None = None,
         drain: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.spec = spec
@@ -97,7 +99,7 @@ class HeartbeatTicker:
         self.schedule: Schedule = schedule_of(settings, spec.interval_seconds)
         self._handle: asyncio.TimerHandle | None = None
         self._stopped = False
-        if isinstance(previous, HeartbeatTicker):
+        if previous is not None:
             self._last_ping, self._started_at, self._last_at = (
                 previous._last_ping,
                 previous._started_at,
@@ -131,6 +133,17 @@ class HeartbeatTicker:
     def stop(self) -> None:
         self._stopped = True
         self._disarm()
+
+    def busy(self) -> asyncio.Task[None] | None:
+        """None: a heartbeat runs no check. A ping is judged as it is read; a miss being
+        confirmed (reading the stored pings first) is not waited for at a handover or a new
+        role: the monitor's next owner reads the same pings."""
+        return None
+
+    def missed(self, last_check: float | None, since: float | None) -> int:
+        """Zero: a heartbeat has no ticks to pass over; a deadline passed while nobody ran it
+        fires once the pings in the table are read."""
+        return 0
 
     def _disarm(self) -> None:
         if self._handle is not None:
@@ -202,12 +215,15 @@ class PingIntake:
         self,
         pool: asyncpg.Pool,
         writer: Writer,
-        tickers: dict[int, Any],
+        tickers: Mapping[int, object],
+        heartbeats: Mapping[int, HeartbeatTicker],
         owns: Callable[[int], bool] | None = None,
     ) -> None:
         self._pool = pool
         self._writer = writer
+        # Every ticker (a monitor loaded here), and the heartbeats' among them (the pings' own).
         self._tickers = tickers
+        self._heartbeats = heartbeats
         # With several schedulers, whether a monitor is this one's (cluster.py); the others'
         # pings are left in the table for them (``_elsewhere`` until the division changes).
         self._owns = owns
@@ -285,8 +301,8 @@ class PingIntake:
         coming = await self._active(unloaded) if unloaded else set()
         taken: list[int] = []
         for row, first_seen in pending:
-            ticker = self._tickers.get(row["monitor_id"])
-            if isinstance(ticker, HeartbeatTicker):
+            ticker = self._heartbeats.get(row["monitor_id"])
+            if ticker is not None:
                 ticker.ping(row["kind"], row["time"], row["body"], row["body_truncated"])
             elif row["monitor_id"] in coming and now - first_seen < PARK_SECONDS:
                 self._waiting.setdefault(row["id"], (row, first_seen))

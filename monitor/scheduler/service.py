@@ -1,18 +1,25 @@
-"""The scheduler service: reconciles monitor rows to tickers and owns the shared parts.
+"""The scheduler service: wires the catalogue, the running set and the shared parts.
 
-Changes reach it by LISTEN/NOTIFY (the ``monitors_changed`` trigger carries the id;
-only that monitor's ticker is restarted) and, as a safety net, by a periodic full
-comparison of ``(id, updated_at)``. Of the active monitors it runs those that are its share
-among the live schedulers (sharing.py): all of them when it runs alone.
+A monitor's way into a check goes through three modules, one job each:
+
+- monitor/scheduler/catalogue.py knows which monitors are active and what changed (LISTEN/NOTIFY
+  of one monitor, a periodic full comparison of versions), and loads a row into a spec;
+- monitor/scheduler/running.py keeps one ticker per monitor run here (pull checks and
+  heartbeats behind one protocol) and what they share as monitors start, stop and move;
+- monitor/scheduler/sharing.py applies each division of the monitors among the live
+  schedulers, through one interface to the other two (``sharing.Local``, :class:`_Local` here).
+
+This module owns the process's resources (pool, Redis, the HTTP session and resolver, the
+writer, spool, relay, guard, probes listener), the order they start and stop in, and the
+small tasks that belong to none of the three (the maintenance calendar's reloads).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import time
-from dataclasses import replace
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,31 +33,28 @@ from monitor.aio import Slots
 from monitor.checks import REGISTRY, CheckContext
 from monitor.config import Settings
 from monitor.health import ping_database, ping_redis, watch_loop
-from monitor.models import MonitorSpec
 from monitor.net.client import HttpSession, make_session
 from monitor.net.policy import AddressPolicy, log_allow_list
 from monitor.net.resolver import VettedResolver
 from monitor.net.session import tls_context
-from monitor.scheduler import locations, replay, retention, writer
 from monitor.scheduler import membership as cluster_membership
+from monitor.scheduler import replay, retention, writer
 from monitor.scheduler.calendar import Calendar
-from monitor.scheduler.cluster import Role, missed_ticks, resume_since
+from monitor.scheduler.catalogue import Catalogue
+from monitor.scheduler.cluster import Role
 from monitor.scheduler.connectivity import Change, Guard, ReferenceProbe
 from monitor.scheduler.edges import Edges
-from monitor.scheduler.heartbeat import HeartbeatTicker, PingIntake
+from monitor.scheduler.heartbeat import PingIntake
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
-from monitor.scheduler.sharing import DB_ERRORS, Sharing, read_foreign_parents
+from monitor.scheduler.running import RunningSet
+from monitor.scheduler.sharing import DB_ERRORS, Sharing
 from monitor.scheduler.spool import Spool
-from monitor.scheduler.state import State, Window
-from monitor.scheduler.ticker import MonitorTicker, TickerShared, first_tick, stable_offset
-from monitor.scheduler.tickers import make_ticker
+from monitor.scheduler.ticker import TickerShared
 from monitor.scheduler.writer import Notice, Writer
-from monitor.secrets import SecretBox, open_monitor_secrets
 
 log = mlog.get(__name__)
 
-CHANNEL = "monitors_changed"
 OUTBOX_CHANNEL = "outbox_added"
 MAINTENANCE_CHANNEL = "maintenance_changed"
 PINGS_CHANNEL = "pings_added"
@@ -61,26 +65,14 @@ class Scheduler:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.tickers: dict[int, MonitorTicker | HeartbeatTicker] = {}
-        self.versions: dict[int, datetime] = {}
-        # Every active monitor (its version), this scheduler's share or not: what a new
-        # division of the monitors is applied to.
-        self._wanted: dict[int, datetime] = {}
-        # The locations of those checked from several (quorum.py); most monitors have none.
-        self._locations: dict[int, tuple[str, ...]] = {}
-        self.sharing: Sharing | None = None
-        self._cluster_task: asyncio.Task[None] | None = None
-        # After the first load, a monitor started here came from another scheduler.
-        self._loaded = False
-        # Monitors run elsewhere whose stored status is in the shared states (a dependant here
-        # is held by them): not a state to start from if they move here.
-        self._foreign: set[int] = set()
         self.metrics = SchedulerMetrics()
+        self.sharing: Sharing | None = None
+        self.catalogue: Catalogue | None = None
+        self.running: RunningSet | None = None
+        self._cluster_task: asyncio.Task[None] | None = None
         self._shared: TickerShared | None = None
-        self._changed: asyncio.Queue[int | None] = asyncio.Queue()
         self._background: list[asyncio.Task[None]] = []
         self._pool: asyncpg.Pool | None = None
-        self._listener: asyncpg.Connection | None = None
         self._redis: aioredis.Redis | None = None
         self._resolver: VettedResolver | None = None
         self._session: HttpSession | None = None
@@ -88,7 +80,6 @@ class Scheduler:
         self.spool: Spool | None = None
         self.relay: Relay | None = None
         self._probes: web.AppRunner | None = None
-        self._box: SecretBox | None = None
         self.guard: Guard | None = None
         self.calendar = Calendar()
         # Set by NOTIFY maintenance_changed (and a new LISTEN connection): one task reloads
@@ -104,7 +95,7 @@ class Scheduler:
     async def start(self) -> None:
         s = self.settings
         s.require("database_url", "redis_url", "secret_key")
-        self._box = s.secret_box()
+        box = s.secret_box()
         policy = AddressPolicy(s.allow_cidrs)
         log_allow_list(log, policy)
         self._pool = await db.create_pool(s.dsn, min_size=0, max_size=6, init=writer.prepare_connection)
@@ -115,19 +106,7 @@ class Scheduler:
             s.location,
             s.lease_seconds,
         )
-        self.sharing = Sharing(
-            member,
-            self.metrics,
-            wanted=lambda: self._wanted,
-            running=lambda: self.tickers,
-            locations=lambda monitor_id: self._locations.get(monitor_id, ()),
-            running_as=self._running_as,
-            stop=self._let_go,
-            start=self._take,
-            flush=self._flush,
-            redivided=self._redivided,
-            each_round=self._each_round,
-        )
+        self.sharing = Sharing(member, self.metrics, _Local(self))
         self._resolver = VettedResolver(policy, s.dns_servers)
         self._session = make_session(
             self._resolver,
@@ -190,8 +169,26 @@ class Scheduler:
             may_start=member.may_check,
             location=s.location,
         )
-        self.edges = Edges(self.calendar, self._shared, lambda: self.tickers, self.writer.add_edge)
-        self.metrics.monitors.set_function(lambda: len(self.tickers))
+        running = self.running = RunningSet(self._pool, self._shared, s.ticker, self.metrics)
+        self.edges = Edges(self.calendar, self._shared, lambda: running.tickers, self.writer.add_edge)
+        self.catalogue = Catalogue(
+            self._pool,
+            box,
+            running,
+            self.sharing,
+            self.edges,
+            self.metrics,
+            dsn=s.dsn,
+            listeners={
+                OUTBOX_CHANNEL: self.relay.wake,
+                MAINTENANCE_CHANNEL: self._on_maintenance,
+                PINGS_CHANNEL: self._on_pings,
+                cluster_membership.CHANNEL: self.sharing.wake,
+            },
+            resync=self._resync,
+            reconcile_every=s.reconcile_interval_seconds,
+        )
+        self.metrics.monitors.set_function(lambda: len(running.tickers))
         # Bind the listener before any work starts: a port in use fails the start cleanly.
         self._probes = await probes.start(
             s.probe_host, s.scheduler_http_port, self.metrics.registry, self._ready
@@ -204,9 +201,12 @@ class Scheduler:
         self.relay.start()
         await self.calendar.load(self._pool)
         self.edges.arm()
-        await self._listen()
+        await self.catalogue.listen()
         # Before the monitors load: a heartbeat's deadline reads the stored pings before it fires.
-        self.pings = PingIntake(self._pool, self.writer, self.tickers, owns=self.sharing.runs)
+        self.pings = PingIntake(
+            self._pool, self.writer, running.tickers, running.heartbeats, owns=self.sharing.runs
+        )
+        running.drain = self.pings.drain
         await self.sharing.join()
         loop = asyncio.get_running_loop()
         await self.sharing.first_division(loop.time() + s.lease_seconds)
@@ -215,12 +215,11 @@ class Scheduler:
         # unless nobody left since this member joined: then every monitor goes on from the tick
         # after its last stored check (cluster.resume_since), none passed over.
         self._cluster_task = asyncio.create_task(self.sharing.run(), name="cluster")
-        await self.reconcile(since=time.time(), joined=self.sharing.joined_whole())
-        self._loaded = True
+        await self.catalogue.first_load(since=time.time(), joined=self.sharing.joined_whole())
         self._spawn(self.pings.run(), "pings")
-        self._spawn(self._apply_changes(), "changes")
+        self._spawn(self.catalogue.follow(), "changes")
         self._spawn(self._keep_calendar(), "calendar")
-        self._spawn(self._periodic_reconcile(), "reconcile")
+        self._spawn(self.catalogue.keep_reconciling(), "reconcile")
         self._spawn(watch_loop(self.metrics.loop_blocked), "loop-watch")
         self._spawn(self.guard.run(), "connectivity")
         # The monitors just loaded live as long as the process: move them out of the cyclic
@@ -250,8 +249,9 @@ class Scheduler:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
-        for ticker in self.tickers.values():
-            ticker.stop()
+        if self.running is not None:
+            for ticker in self.running.tickers.values():
+                ticker.stop()
 
     async def drain(self) -> None:
         """Stop starting checks, then wait for the ones in flight (the lease is still renewed:
@@ -303,30 +303,22 @@ class Scheduler:
             await self._session.close()
         if self._resolver is not None:
             await self._resolver.close()
-        if self._listener is not None and not self._listener.is_closed():
-            await self._listener.close()
+        if self.catalogue is not None:
+            await self.catalogue.close()  # the LISTEN connection
         if self._redis is not None:
             await self._redis.aclose()
         if self._pool is not None:
             await self._pool.close()
 
-    # -- reconcile -----------------------------------------------------------------
-
     def _spawn(self, coro: Any, name: str) -> None:
         self._background.append(asyncio.create_task(coro, name=name))
 
-    async def _listen(self) -> None:
-        self._listener = await db.connect(self.settings.dsn)
-        await self._listener.add_listener(CHANNEL, self._on_notify)
-        await self._listener.add_listener(OUTBOX_CHANNEL, self._on_outbox)
-        await self._listener.add_listener(MAINTENANCE_CHANNEL, self._on_maintenance)
-        await self._listener.add_listener(PINGS_CHANNEL, self._on_pings)
-        if self.sharing is not None:
-            await self._listener.add_listener(cluster_membership.CHANNEL, self.sharing.wake)
-        self._listener.add_termination_listener(lambda _conn: self._changed.put_nowait(None))
-
-    def _on_maintenance(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
+    def _on_maintenance(self) -> None:
         self._calendar_stale.set()
+
+    def _on_pings(self) -> None:
+        if self.pings is not None:
+            self.pings.wake()
 
     async def _keep_calendar(self) -> None:
         """Read every window again when one changed (few windows, rare changes); a failed read
@@ -337,384 +329,76 @@ class Scheduler:
             self._calendar_stale.clear()
             try:
                 await self.calendar.load(self._pool)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+            except DB_ERRORS as exc:
                 log.warning("scheduler.calendar_failed", error=str(exc) or type(exc).__name__)
                 await asyncio.sleep(1)
                 self._calendar_stale.set()
                 continue
-            if self.edges is not None:
+            if self.edges is not None and self.running is not None:
                 # A window made, moved or deleted while open is an edge now.
                 self.edges.arm()
-                self.edges.sweep([t.spec for t in self.tickers.values()])
+                self.edges.sweep([t.spec for t in self.running.tickers.values()])
 
-    def _on_pings(self, *_: Any) -> None:
-        if self.pings is not None:
-            self.pings.wake()
-
-    def _on_outbox(self, _conn: Any, _pid: int, _channel: str, _payload: str) -> None:
+    async def _resync(self) -> None:
+        """The LISTEN connection died and is back: what was announced meanwhile is read again."""
+        assert self.catalogue is not None
+        self._calendar_stale.set()  # windows changed while nobody listened
+        await self.catalogue.reconcile()
         if self.relay is not None:
-            self.relay.wake()
-
-    def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
-        if payload.isdigit():
-            self._changed.put_nowait(int(payload))
-
-    async def _apply_changes(self) -> None:
-        while True:
-            monitor_id = await self._changed.get()
-            try:
-                if monitor_id is None:  # the LISTEN connection died: reconnect, then compare all
-                    await self._relisten()
-                    self._calendar_stale.set()  # windows changed while nobody listened
-                    await self.reconcile()
-                    if self.relay is not None:
-                        self.relay.wake()  # outbox rows announced while nobody listened
-                    if self.pings is not None:
-                        self.pings.wake()  # and pings
-                    if self.sharing is not None:
-                        self.sharing.wake()  # and changes of the cluster
-                else:
-                    await self._reload(monitor_id)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
-                log.warning(
-                    "scheduler.change_failed", monitor_id=monitor_id, error=str(exc) or type(exc).__name__
-                )
-                await asyncio.sleep(1)
-                self._changed.put_nowait(monitor_id)
-
-    async def _relisten(self) -> None:
-        if self._listener is not None and not self._listener.is_closed():
-            with contextlib.suppress(Exception):
-                await self._listener.close()
-        await self._listen()
-
-    async def _periodic_reconcile(self) -> None:
-        while True:
-            await asyncio.sleep(self.settings.reconcile_interval_seconds)
-            try:
-                listener = self._listener
-                if listener is not None and not listener.is_closed() and not await db.writable(listener):
-                    listener.terminate()  # an old primary fenced read-only: re-listen on the new one
-                await self.reconcile()
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
-                log.warning("scheduler.reconcile_failed", error=str(exc) or type(exc).__name__)
-
-    async def reconcile(self, since: float | None = None, joined: float | None = None) -> None:
-        """Compare every active monitor's version with the running tickers.
-
-        ``since``: the time the new tickers count their first tick from (default: now);
-        ``joined``: this member's join, when the monitors come from live members
-        (``Sharing.joined_whole``): each goes on from the tick after its last stored check.
-        """
-        assert self.sharing is not None
-        async with self.sharing.lock:  # a division is not applied halfway through this
-            await self._reconcile(since, joined)
-
-    async def _reconcile(self, since: float | None, joined: float | None = None) -> None:
-        assert self._pool is not None and self.sharing is not None
-        rows = await self._pool.fetch("SELECT id, updated_at, locations FROM monitors WHERE NOT paused")
-        wanted = self._wanted = {r["id"]: r["updated_at"] for r in rows}
-        for monitor_id in [m for m in self._locations if m not in wanted]:
-            self._set_locations(monitor_id, None)
-        for row in rows:
-            self._set_locations(row["id"], row["locations"])
-        mine, settled = self.sharing.mine, self.sharing.settled()
-        for monitor_id in list(self.tickers):
-            if monitor_id not in wanted or mine(monitor_id) != self._running_as(monitor_id):
-                self._stop(monitor_id)
-                if monitor_id not in wanted or mine(monitor_id) is None:
-                    self._forget_located(monitor_id)
-        stale = [
-            mid
-            for mid, version in wanted.items()
-            if self.versions.get(mid) != version and mine(mid) and (settled or mid in self.tickers)
-        ]
-        missed = 0
-        for chunk in range(0, len(stale), 1000):
-            missed += await self._load(stale[chunk : chunk + 1000], since, joined=joined)
-        self._count_handover(missed, len(stale))
-        if stale:
-            log.info("scheduler.reconciled", started_or_restarted=len(stale), running=len(self.tickers))
-
-    async def _reload(self, monitor_id: int) -> None:
-        assert self.sharing is not None
-        async with self.sharing.lock:  # a division is not applied halfway through this
-            await self._reload_one(monitor_id)
-
-    async def _reload_one(self, monitor_id: int) -> None:
-        assert self._pool is not None and self.sharing is not None
-        row = await self._pool.fetchrow(
-            "SELECT updated_at, locations FROM monitors WHERE id = $1 AND NOT paused", monitor_id
-        )
-        if row is None:
-            self._wanted.pop(monitor_id, None)
-        else:
-            self._wanted[monitor_id] = row["updated_at"]
-        ticker = self.tickers.get(monitor_id)
-        before = self._running_as(monitor_id) if ticker is not None else None
-        self._set_locations(monitor_id, None if row is None else row["locations"])
-        running = ticker is not None
-        busy = ticker.busy() if ticker is not None and not isinstance(ticker, HeartbeatTicker) else None
-        self._stop(monitor_id)
-        role = self.sharing.mine(monitor_id)  # fixed while this holds the division's lock
-        if row is None or role is None:
-            self._forget_located(monitor_id)
-        elif busy is not None and before != role:
-            # A new role (an edit of the locations): the check in flight is judged in the old
-            # one, before the monitor starts again in the new (as a handover waits, _let_go).
-            await asyncio.wait([busy])
-        if role is not None and (running or self.sharing.settled()):
-            await self._load([monitor_id])
-        elif role is None:
-            return  # another scheduler's: it logs the change
-        # One line per change, so an operator (and a test) can see when it took effect.
-        if monitor_id in self.tickers:
-            log.info(
-                "monitor.scheduled",
-                monitor_id=monitor_id,
-                interval_s=self.tickers[monitor_id].spec.interval_seconds,
-            )
-        else:
-            log.info("monitor.unscheduled", monitor_id=monitor_id)
-
-    async def _load(
-        self, ids: list[int], since: float | None = None, takeover: bool = False, joined: float | None = None
-    ) -> int:
-        """Start the tickers of these monitors (those active); with ``takeover``, count the ticks
-        each missed since its last stored check, and return how many. With ``joined`` (see
-        :meth:`reconcile`), each starts from the tick after its last stored check, and the ticks
-        passed over are counted for those another member checked after that join."""
-        assert self._pool is not None and self._shared is not None and self._box is not None
-        shared = self._shared
-        rows = await self._pool.fetch(
-            """SELECT m.*, s.status, s.consecutive_failures, s.streak_started_at, s.consecutive_successes,
-                      s.recovering_since, s.consecutive_slow, s.slow_since, s.told, s.told_at,
-                      s.reminders, s.held, s.flips, s.flapping, s.maintenance, s.cert_not_after,
-                      s.last_check_at, s.last_ok, s.last_error, x.secrets,
-                      (SELECT max(p.ended_at) FROM monitor_pauses p WHERE p.monitor_id = m.id) AS resumed_at
-               FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id
-               LEFT JOIN monitor_secrets x ON x.monitor_id = m.id
-               WHERE m.id = ANY($1::bigint[])""",
-            ids,
-        )
-        found = set()
-        missed = 0
-        located: dict[int, MonitorSpec] = {}
-        started: list[MonitorSpec] = []
-        for row in rows:
-            found.add(row["id"])
-            previous = self.tickers.get(row["id"])
-            self._stop(row["id"])
-            if row["paused"]:
-                self._forget_located(row["id"])
-                continue
-            try:
-                secrets = open_monitor_secrets(self._box, row["secrets"])
-                options = REGISTRY.get(row["type"]).options(row["settings"], secrets)
-            except Exception as exc:  # stored by a newer version, by hand, with another key: skip it
-                log.error(
-                    "monitor.unloadable", monitor_id=row["id"], error=str(exc)[:300] or type(exc).__name__
-                )
-                continue
-            spec = MonitorSpec.from_row(row, options)
-            # The locations as this row has them (an edit may not have been NOTIFYed yet): the
-            # role is worked out from them, and a monitor no longer this member's is not started.
-            self._set_locations(spec.id, row["locations"])
-            role = self.sharing.mine(spec.id) if self.sharing is not None else "primary"
-            if role is None:
-                continue
-            shared.names[spec.id] = spec.name
-            if role == "secondary":
-                shared.secondary.add(spec.id)
-            else:
-                shared.secondary.discard(spec.id)
-            if spec.id in self._foreign:  # a status read for a dependant here, not its state
-                self._foreign.discard(spec.id)
-                shared.states.pop(spec.id, None)
-            if spec.id not in shared.states and row["status"] is not None:
-                shared.states[spec.id] = stored_state(row)
-            ticker: MonitorTicker | HeartbeatTicker
-            if REGISTRY.get(spec.type).scheduled:
-                ticker = make_ticker(self.settings.ticker, spec, shared)
-            else:
-                drain = self.pings.drain if self.pings is not None else None
-                ticker = HeartbeatTicker(spec, shared, row, previous=previous, drain=drain)
-            last = row["last_check_at"].timestamp() if row["last_check_at"] is not None else None
-            start_at = since
-            if spec.locations:  # started once its location's stored state is read (below)
-                located[spec.id] = spec
-            elif isinstance(ticker, HeartbeatTicker):
-                ticker.start(since)
-            else:
-                if joined is not None:
-                    now = time.time() if since is None else since
-                    start_at = resume_since(last, joined, now, self._offset(spec), spec.interval_seconds)
-                ticker.start(start_at)
-            self.tickers[spec.id] = ticker
-            self.versions[spec.id] = row["updated_at"]
-            started.append(spec)
-            handed = joined is not None and last is not None and last >= joined
-            if (takeover or handed) and not isinstance(ticker, HeartbeatTicker):
-                missed += self._missed(spec, last, start_at)
-        for monitor_id in set(ids) - found:
-            self._forget_located(monitor_id)
-            shared.states.pop(monitor_id, None)
-            shared.names.pop(monitor_id, None)
-            shared.parents.pop(monitor_id, None)
-        read = False
-        try:
-            await locations.load(self._pool, shared, located)
-            read = True
-        finally:  # read or not, none is left in the tickers unstarted (a later load retries)
-            closing = self.sharing is not None and self.sharing.closing
-            for monitor_id, spec in located.items():
-                waiting = self.tickers.get(monitor_id)
-                if waiting is None or waiting.spec is not spec:
-                    continue  # stopped or replaced while it read
-                if read and not closing:
-                    waiting.start(since)
-                else:
-                    self._stop(monitor_id)
-        if self.edges is not None:
-            # A window that opened or closed while nobody ran these monitors (or while they
-            # moved here) is said now, once, from their stored state (edges.py).
-            running = self.tickers
-            self.edges.sweep([s for s in started if (t := running.get(s.id)) is not None and t.spec is s])
-        return missed
-
-    # -- the division of the monitors among schedulers (sharing.py) -------------------
-
-    async def _let_go(self, ids: set[int]) -> None:
-        """Stop monitors that moved to another scheduler, and wait for their checks in flight
-        (each ends within its timeout) so that their results are written before the next owner
-        starts."""
-        in_flight = []
-        for monitor_id in ids:
-            ticker = self.tickers.get(monitor_id)
-            busy = ticker.busy() if ticker is not None and not isinstance(ticker, HeartbeatTicker) else None
-            if busy is not None:
-                in_flight.append(busy)
-            self._stop(monitor_id)
-        if in_flight:
-            await asyncio.wait(in_flight)
-        if self._shared is not None:
-            for monitor_id in ids:
-                self._shared.states.pop(monitor_id, None)
-            locations.forget(self._shared, ids)
-        log.info("cluster.handed_over", monitors=len(ids))
-
-    async def _take(self, ids: set[int]) -> None:
-        """Start monitors that are this scheduler's now, each from its stored state."""
-        if self._shared is not None:
-            for monitor_id in ids:
-                self._shared.states.pop(monitor_id, None)
-            locations.forget(self._shared, ids)
-        ordered = sorted(ids)
-        missed = 0
-        joined = self.sharing.joined_whole() if self.sharing is not None else None
-        for chunk in range(0, len(ordered), 1000):
-            missed += await self._load(ordered[chunk : chunk + 1000], takeover=self._loaded, joined=joined)
-        if self._loaded:
-            self.metrics.takeovers.inc(len(ids))
-        self._count_handover(missed, len(ids))
-        log.info("cluster.taken_over", monitors=len(ids), running=len(self.tickers))
-
-    def _count_handover(self, missed: int, monitors: int) -> None:
-        if missed:  # one line for the handover, not one per monitor
-            self.metrics.skipped.inc(missed)
-            log.info("check.skipped", reason="handover", monitors=monitors, ticks=missed)
-
-    def _missed(self, spec: MonitorSpec, last_check: float | None, since: float | None) -> int:
-        """The ticks between a monitor's last stored check and its first one here (the first
-        due at or after ``since``, default now)."""
-        if last_check is None:
-            return 0
-        interval = spec.interval_seconds
-        offset = self._offset(spec)
-        first_due = offset + first_tick(time.time() if since is None else since, offset, interval) * interval
-        return missed_ticks(last_check, first_due, interval)
-
-    def _offset(self, spec: MonitorSpec) -> float:
-        return stable_offset(spec.id, spec.interval_seconds, self._shared.slot if self._shared else 0.0)
-
-    async def _flush(self) -> bool:
-        return await self.writer.flush() if self.writer is not None else True
-
-    async def _each_round(self) -> None:
-        """After each cluster round: the other locations' views of the monitors this member is
-        primary for, and the status of parents run elsewhere."""
-        if self._pool is None or self._shared is None or self.sharing is None or self.sharing.view is None:
-            return
-        shared = self._shared
-        if len(self.sharing.view.members) <= 1:
-            return
-        primary = [m for m in self._locations if m in self.tickers and m not in shared.secondary]
-        try:
-            views = await locations.read_remote(self._pool, shared.location, primary)
-            # Not for those stopped, or turned secondary, while it read.
-            shared.remote.update(
-                (m, v) for m, v in views.items() if m in self.tickers and m not in shared.secondary
-            )
-            # One run here as a secondary keeps no overall state: as a parent, its stored status is
-            # read, like one run elsewhere.
-            running = (
-                {m for m in self.tickers if m not in shared.secondary} if shared.secondary else self.tickers
-            )
-            self._foreign |= await read_foreign_parents(self._pool, shared, running)
-        except DB_ERRORS as exc:
-            log.warning("cluster.round_read_failed", error=str(exc) or type(exc).__name__)
-
-    def _running_as(self, monitor_id: int) -> Role:
-        """The role a running monitor was started in here."""
-        return "secondary" if self._shared is not None and monitor_id in self._shared.secondary else "primary"
-
-    def _set_locations(self, monitor_id: int, names: list[str] | None) -> None:
-        found = tuple(names or ())
-        if found != self._locations.get(monitor_id, ()):
-            if found:
-                self._locations[monitor_id] = found
-            else:
-                self._locations.pop(monitor_id, None)
-            if self.sharing is not None:
-                self.sharing.own.forget(monitor_id)
-
-    def _redivided(self) -> None:
-        """The members changed: the live locations, and the pings of monitors that moved here."""
-        if self._shared is not None and self.sharing is not None:
-            self._shared.live_locations = self.sharing.own.live_locations
+            self.relay.wake()  # outbox rows announced while nobody listened
         if self.pings is not None:
-            self.pings.redivided()
-
-    def _forget_located(self, monitor_id: int) -> None:
-        """The monitor is not run here any more: its locations' state is its next owner's."""
-        if self._shared is not None:
-            locations.forget(self._shared, (monitor_id,))
-
-    def _stop(self, monitor_id: int) -> None:
-        # Its state stays (a check in flight still updates it; a paused monitor that others
-        # depend on is not down), its name too (their alerts still name it); but not the
-        # overall state a secondary holds, which it never kept up (read again if it leads).
-        if self._shared is not None and monitor_id in self._shared.secondary:
-            self._shared.states.pop(monitor_id, None)
-        ticker = self.tickers.pop(monitor_id, None)
-        self.versions.pop(monitor_id, None)
-        if ticker is not None:
-            ticker.stop()
+            self.pings.wake()  # and pings
+        if self.sharing is not None:
+            self.sharing.wake()  # and changes of the cluster
 
 
-def stored_state(row: Any) -> State:
-    """A monitor's state as the writer stored it (``monitor_state``'s columns)."""
-    window = row["maintenance"]
-    return replace(
-        locations.stored(row),
-        told=row["told"],
-        told_at=row["told_at"],
-        reminders=row["reminders"],
-        held=row["held"],
-        flips=tuple(row["flips"] or ()),
-        flapping=row["flapping"],
-        window=None
-        if window is None
-        else Window(window["id"], window["name"], datetime.fromisoformat(window["until"]), window["notify"]),
-        cert_not_after=row["cert_not_after"],
-    )
+class _Local:
+    """This scheduler as the division of the monitors sees it (``sharing.Local``): its
+    catalogue, its running set and its writer, made after ``Sharing`` is (hence looked up)."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
+
+    def _catalogue(self) -> Catalogue:
+        assert self._scheduler.catalogue is not None
+        return self._scheduler.catalogue
+
+    def _running(self) -> RunningSet:
+        assert self._scheduler.running is not None
+        return self._scheduler.running
+
+    def wanted(self) -> Collection[int]:
+        return self._catalogue().wanted
+
+    def running(self) -> Collection[int]:
+        return self._running().tickers
+
+    def locations(self, monitor_id: int) -> Sequence[str]:
+        return self._catalogue().locations.get(monitor_id, ())
+
+    def running_as(self, monitor_id: int) -> Role:
+        return self._running().running_as(monitor_id)
+
+    async def let_go(self, ids: set[int]) -> None:
+        await self._running().let_go(ids)
+
+    async def take(self, ids: set[int]) -> None:
+        await self._catalogue().take(ids)
+
+    async def flush(self) -> bool:
+        writer = self._scheduler.writer
+        return await writer.flush() if writer is not None else True
+
+    def redivided(self) -> None:
+        """The members changed: the live locations, and the pings of monitors that moved here."""
+        s = self._scheduler
+        if s.running is not None and s.sharing is not None:
+            s.running.shared.live_locations = s.sharing.own.live_locations
+        if s.pings is not None:
+            s.pings.redivided()
+
+    async def each_round(self) -> None:
+        s = self._scheduler
+        if s.running is None or s.catalogue is None or s.sharing is None:
+            return
+        await s.running.each_round(s.catalogue.locations, s.sharing.view)

@@ -22,6 +22,10 @@ reads the stored status of those (and of the monitors above them) into the share
 (:func:`read_foreign_parents`), so a dependant here is held by a router down there, a round
 and a write (about 1-3 s) behind.
 
+What it asks of the scheduler it runs in (the monitors wanted and running, starting and
+stopping them, writing what is buffered) is one interface, :class:`Local`, which the service
+wires to its catalogue (catalogue.py), its running set (running.py) and its writer.
+
 Rolling restarts: a scheduler stopped by SIGTERM finishes its checks, writes them and
 releases its row before it exits, so the others take its monitors within one round, not a
 lease later.
@@ -32,7 +36,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
+from typing import Protocol
 
 import asyncpg
 
@@ -48,34 +53,61 @@ log = mlog.get(__name__)
 DB_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError)
 
 
+class Local(Protocol):
+    """What applying a division asks of the scheduler it runs in, as one interface: the
+    monitors it could run and runs, starting and stopping them, and writing what it holds."""
+
+    def wanted(self) -> Collection[int]:
+        """Every active monitor, this member's or not (what a division is applied to)."""
+        ...
+
+    def running(self) -> Collection[int]:
+        """The monitors running here."""
+        ...
+
+    def locations(self, monitor_id: int) -> Sequence[str]:
+        """The locations a monitor is checked from (none: from any one)."""
+        ...
+
+    def running_as(self, monitor_id: int) -> Role:
+        """The role a running monitor was started in here."""
+        ...
+
+    async def let_go(self, ids: set[int]) -> None:
+        """Stop these monitors and wait for their checks in flight."""
+        ...
+
+    async def take(self, ids: set[int]) -> None:
+        """Start these monitors, each from its stored state."""
+        ...
+
+    async def flush(self) -> bool:
+        """Write everything buffered; False if the database failed."""
+        ...
+
+    def redivided(self) -> None:
+        """The division changed what this member owns (the live locations, the pings to read)."""
+        ...
+
+    async def each_round(self) -> None:
+        """After each applied round: what this member reads of the others'."""
+        ...
+
+
 class Sharing:
-    def __init__(
-        self,
-        membership: Membership,
-        metrics: SchedulerMetrics,
-        *,
-        wanted: Callable[[], Collection[int]],
-        running: Callable[[], Collection[int]],
-        stop: Callable[[set[int]], Awaitable[None]],
-        start: Callable[[set[int]], Awaitable[None]],
-        flush: Callable[[], Awaitable[bool]],
-        redivided: Callable[[], None] = lambda: None,
-        each_round: Callable[[], Awaitable[None]] | None = None,
-        locations: Callable[[int], Sequence[str]] = lambda _: (),
-        running_as: Callable[[int], Role] = lambda _: "primary",
-    ) -> None:
+    def __init__(self, membership: Membership, metrics: SchedulerMetrics, local: Local) -> None:
         self.membership = membership
         self._metrics = metrics
-        self._wanted = wanted
-        self._running = running
-        self._stop = stop
-        self._start = start
-        self._flush = flush
-        self._redivided = redivided
-        self._each_round = each_round
+        self._wanted = local.wanted
+        self._running = local.running
+        self._stop = local.let_go
+        self._start = local.take
+        self._flush = local.flush
+        self._redivided = local.redivided
+        self._each_round = local.each_round
         self.view: View | None = None
-        self.own = Ownership(membership.name, locations)
-        self._running_as = running_as
+        self.own = Ownership(membership.name, local.locations)
+        self._running_as = local.running_as
         self._wake = asyncio.Event()
         # The latest renewal's answer (a view, or None: this member's row is gone), for the
         # applying loop; set together with ``_read``.
@@ -191,8 +223,7 @@ class Sharing:
         while True:
             await self._read.wait()
             await self._apply_latest()
-            if self._each_round is not None:
-                await self._each_round()
+            await self._each_round()
 
     async def _apply_latest(self) -> None:
         self._read.clear()

@@ -4,7 +4,11 @@ Tick ``k`` is due at ``offset + k * interval`` seconds after the Unix epoch, whe
 ``offset`` is a stable hash of the monitor id within the interval. Due times never
 depend on how long earlier checks took, monitors created together are spread over
 the interval, and a restarted scheduler keeps each monitor's rhythm. A check still
-running at its next tick is not doubled: that tick is skipped and counted.
+running at its next tick is not doubled: that tick is skipped and counted. Nor is a check
+that would start more than ``cluster.LATEST`` (0.45) of an interval after its due time (a loop
+busy starting, or every one of ``MONITOR_CHECK_CONCURRENCY`` taken): it would be nearer the
+next tick than its own, so it is skipped too, and consecutive checks of a monitor stay more than
+half an interval apart.
 
 Offsets are whole *slots* (``MONITOR_TICK_SLOT_MS``, 100 ms by default) of the interval, so
 the ticks of all monitors fall on one grid and those due in the same slot fire in one wake-up
@@ -33,6 +37,7 @@ from monitor import logging as mlog
 from monitor.aio import Deadline, Slots
 from monitor.checks import REGISTRY, CheckContext
 from monitor.models import CheckResult, MonitorSpec
+from monitor.scheduler.cluster import missed_ticks, too_late
 from monitor.scheduler.connectivity import Guard
 from monitor.scheduler.judging import NOT_SEEN, judge, judge_here, restart_streak, settle
 from monitor.scheduler.metrics import SchedulerMetrics
@@ -135,7 +140,8 @@ class TickerShared:
 
 
 class MonitorTicker(Protocol):
-    """What the scheduler asks of a monitor's ticker, whichever its shape (``tickers.py``)."""
+    """What the scheduler asks of a monitor's ticker, whichever its shape (``tickers.py``) and
+    whichever its kind: a heartbeat's deadline (``heartbeat.HeartbeatTicker``) answers the same."""
 
     spec: MonitorSpec
 
@@ -145,6 +151,11 @@ class MonitorTicker(Protocol):
 
     def busy(self) -> asyncio.Task[None] | None:
         """The task of the monitor's check in flight, if one is (to wait for its result)."""
+        ...
+
+    def missed(self, last_check: float | None, since: float | None) -> int:
+        """The ticks a handover passed over: between the monitor's last stored check (epoch
+        seconds) and its first tick here (the first due at or after ``since``, default now)."""
         ...
 
 
@@ -182,6 +193,9 @@ class TimerTicker:
         current = self._current
         return current if current is not None and not current.done() else None
 
+    def missed(self, last_check: float | None, since: float | None) -> int:
+        return ticks_missed(self.spec, self._shared, last_check, since)
+
     def _schedule(self) -> None:
         shared = self._shared
         due_wall = self._offset + self._k * self.spec.interval_seconds
@@ -217,6 +231,18 @@ def begin(spec: MonitorSpec, shared: TickerShared, since: float | None) -> tuple
     return offset, first_tick(time.time() if since is None else since, offset, spec.interval_seconds)
 
 
+def ticks_missed(
+    spec: MonitorSpec, shared: TickerShared, last_check: float | None, since: float | None
+) -> int:
+    """``MonitorTicker.missed`` of a ticking monitor, whichever the ticker's shape."""
+    if last_check is None:
+        return 0
+    interval = spec.interval_seconds
+    offset = stable_offset(spec.id, interval, shared.slot)
+    first_due = offset + first_tick(time.time() if since is None else since, offset, interval) * interval
+    return missed_ticks(last_check, first_due, interval)
+
+
 def skip(spec: MonitorSpec, shared: TickerShared, reason: str, ticks: int | None = None) -> None:
     """Count ``ticks`` (default one) of the monitor's ticks as skipped, and say why."""
     shared.metrics.skipped.inc(1 if ticks is None else ticks)
@@ -247,6 +273,9 @@ async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> Non
     try:
         started = time.time()
         lateness = max(0.0, started - due_wall)
+        if too_late(lateness, spec.interval_seconds):  # it would be nearer the next tick's check
+            skip(spec, shared, "scheduler fell behind")
+            return
         at = datetime.fromtimestamp(started, UTC)
         if spec.locations:
             places = spec.locations

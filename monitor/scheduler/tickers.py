@@ -32,6 +32,7 @@ from monitor.scheduler.ticker import (
     first_tick,
     owned,
     skip,
+    ticks_missed,
 )
 
 log = mlog.get(__name__)
@@ -100,6 +101,9 @@ class TaskTicker:
     def busy(self) -> asyncio.Task[None] | None:
         task = self._task
         return task if task is not None and task in self._shared.in_flight else None
+
+    def missed(self, last_check: float | None, since: float | None) -> int:
+        return ticks_missed(self.spec, self._shared, last_check, since)
 
     async def _run(self, offset: float, k: int) -> None:
         spec, shared = self.spec, self._shared

@@ -142,6 +142,16 @@ async def test_every_operation_through_the_generated_client(
         assert isinstance(await call("keys.list_keys"), models.KeyList)
         await call("keys.revoke_key", key.id, status=204)
 
+        await db.execute("INSERT INTO users (email) VALUES ('generated@example.com')")
+        added = models.MemberAdd.from_dict({"email": "generated@example.com", "role": "editor"})
+        member = await call("members.add_member", body=added, status=201)
+        assert isinstance(member, models.Member)
+        assert isinstance(await call("members.list_members"), models.MemberList)
+        lowered = models.MemberPatch.from_dict({"role": "viewer"})
+        assert (await call("members.change_member_role", member.id, body=lowered)).id == member.id
+        await call("members.remove_member", member.id, status=204)
+        assert isinstance(await call("audit.list_audit"), models.AuditList)
+
         target = await call("monitors.create_monitor", body=models.HttpMonitorCreate(name="m", url="http://127.0.0.1:9/"),
                             status=201)  # fmt: skip
         schedule = models.RecurringSchedule(rrule="FREQ=WEEKLY;BYDAY=SU;BYHOUR=2", duration_minutes=60,

@@ -154,8 +154,9 @@ class EchoCheck(Check):
 REGISTRY.register(EchoCheck)  # the registration line
 
 # Nothing else is edited: the api has its bodies, answers and document.
-from monitor.api import openapi, schemas
-from monitor.api.monitor_types import type_fields
+from monitor.api import openapi
+from monitor.domain.schemas import monitors as schemas
+from monitor.domain.monitor_types import type_fields
 
 check = REGISTRY.get("echo")
 given = {"type": "echo", "name": "e", "host": "Echo.Example.COM"}

@@ -18,6 +18,8 @@ from monitor.scheduler.cluster import (
     plan,
     resume_since,
     role,
+    tick_of,
+    too_late,
     weight,
 )
 from monitor.scheduler.ticker import first_tick
@@ -207,3 +209,20 @@ def test_missed_ticks(last: float | None, first_due: float, interval: float, mis
 def test_resume_since(last: float | None, joined: float | None, now: float, first_due: float) -> None:
     since = resume_since(last, joined, now, 1.0, 10.0)
     assert 1.0 + first_tick(since, 1.0, 10.0) * 10.0 == first_due
+
+
+# A monitor at offset 0.2 of a 1 s interval, its tick 13 due at 13.2: a check started later
+# than 0.45 s after it is not run (it would be tick 14's by tick_of, 0.5 s or less before it).
+@pytest.mark.parametrize(
+    ("started", "run", "tick"),
+    [
+        (13.2, True, 13),
+        (13.6, True, 13),  # 0.4 s late: still tick 13's
+        (13.649, True, 13),  # just within LATEST
+        (13.74, False, 14),  # 0.54 s late under load, then 14.2 on its slot: 0.46 s apart
+        (14.07, False, 14),  # 0.87 s late: nearer tick 14 than 13
+    ],
+)
+def test_a_check_more_than_latest_late_is_not_run(started: float, run: bool, tick: int) -> None:
+    assert too_late(started - 13.2, 1.0) is not run
+    assert tick_of(started, 0.2, 1.0) == tick

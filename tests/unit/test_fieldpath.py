@@ -8,10 +8,10 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from monitor.api.errors import from_validation
-from monitor.api.schemas import HttpMonitorCreate, MonitorPatch
 from monitor.checks.http_settings import RequestOptions
 from monitor.domain.fieldpath import field_path
 from monitor.domain.schemas.channels import ChannelCreate
+from monitor.domain.schemas.monitors import HttpMonitorCreate, MonitorPatch
 
 CTX = {"min_interval_seconds": 30}
 GOOD = {"name": "site", "url": "https://example.com/health"}

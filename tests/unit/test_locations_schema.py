@@ -10,9 +10,9 @@ from pydantic import ValidationError
 
 from monitor.api.errors import from_validation
 from monitor.api.openapi import Limits, document
-from monitor.api.schemas import PATCH_BODIES, MonitorCreate, validate_create
-from monitor.api.schemas_locations import LOCATION, check_quorum, majority, patch_problem
 from monitor.config import Settings
+from monitor.domain.schemas.locations import LOCATION, check_quorum, majority, patch_problem
+from monitor.domain.schemas.monitors import PATCH_BODIES, MonitorCreate, validate_create
 
 CTX = {"min_interval_seconds": 30}
 HTTP = {"name": "site", "url": "https://example.com/"}

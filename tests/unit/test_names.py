@@ -10,9 +10,9 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from monitor.api.errors import from_validation
-from monitor.api.schemas import HttpMonitorCreate, MonitorPatch
 from monitor.domain.accounts import check_account_name
 from monitor.domain.schemas.channels import ChannelCreate, ChannelPatch
+from monitor.domain.schemas.monitors import HttpMonitorCreate, MonitorPatch
 from monitor.names import name_problem
 
 # (case, name, what the message says)

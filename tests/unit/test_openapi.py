@@ -13,12 +13,13 @@ import pytest
 import schemathesis
 from openapi_spec_validator import OpenAPIV31SpecValidator
 
-from monitor.api import openapi, schemas
+from monitor.api import openapi
 from monitor.api.app import create_app
 from monitor.config import Settings
 from monitor.domain.schemas import channels as channel_schemas
 from monitor.domain.schemas import maintenance as schemas_maintenance
 from monitor.domain.schemas import members as schemas_members
+from monitor.domain.schemas import monitors as schemas
 from monitor.domain.schemas import signin as signin_schemas
 from monitor.domain.schemas import status_pages as schemas_status
 from monitor.domain.schemas.keys import KeyCreate

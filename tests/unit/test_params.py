@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.api.params import if_match
+from monitor.domain.versions import if_match
 
 CURRENT = '"7-1790000000000000"'
 

@@ -1,13 +1,16 @@
 """The ping route's Batcher: one call at a time, the items that arrived meanwhile together in the
-next, each caller its own result or the call's exception, nobody left waiting on a cancel."""
+next, each caller its own result or the call's exception, nobody left waiting on a cancel; and
+a ping's body, bounded and stored as text."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import pytest
 
-from monitor.api.pings import Batcher
+from monitor.checks.heartbeat import MAX_BODY_BYTES
+from monitor.domain.pings import Batcher, bounded_body
 
 
 class Recorder:
@@ -116,3 +119,34 @@ async def test_a_cancelled_drain_frees_every_caller_and_the_next_submit_goes(sta
     assert batcher._task is None
     call.gate.set()
     assert await asyncio.wait_for(batcher.submit(3), 5) == 6
+
+
+def chunks(*parts: bytes) -> Callable[[int], Awaitable[bytes]]:
+    """A body reader that hands out ``parts`` one per read (as a socket hands out what has
+    arrived), each cut to what the read asked for."""
+    left = list(parts)
+
+    async def read(n: int) -> bytes:
+        if not left:
+            return b""
+        part = left.pop(0)
+        if len(part) > n:
+            left.insert(0, part[n:])
+        return part[:n]
+
+    return read
+
+
+@pytest.mark.parametrize(
+    ("parts", "text", "truncated"),
+    [
+        ((), None, False),
+        ((b"ok\n",), "ok\n", False),
+        ((b"a" * 10, b"b" * 10), "a" * 10 + "b" * 10, False),  # read until the end
+        ((b"x" * MAX_BODY_BYTES,), "x" * MAX_BODY_BYTES, False),
+        ((b"x" * (MAX_BODY_BYTES - 1), b"yz"), "x" * (MAX_BODY_BYTES - 1) + "y", True),
+        ((b"nul\x00\xff",), "nul\ufffd\ufffd", False),  # no NUL stored, bad UTF-8 replaced
+    ],
+)
+def test_a_pings_body_is_bounded_text(parts: tuple[bytes, ...], text: str | None, truncated: bool) -> None:
+    assert asyncio.run(bounded_body(chunks(*parts))) == (text, truncated)

@@ -7,11 +7,11 @@ import pytest
 from pydantic import ValidationError
 
 from monitor.api.errors import ApiError, from_validation
-from monitor.api.schemas import HttpMonitorCreate, MonitorPatch, check_timeout
 from monitor.checks import http_stored as http
 from monitor.checks.base import SettingsError
 from monitor.checks.http_settings import MAX_URL_LENGTH, parse_status_ranges, render_status_ranges
 from monitor.checks.http_stored import BasicAuthShown, BearerAuthShown
+from monitor.domain.schemas.monitors import HttpMonitorCreate, MonitorPatch, check_timeout
 from monitor.secrets import MASK
 
 CTX = {"min_interval_seconds": 30}

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from monitor.api.schemas import validate_create
 from monitor.checks.tcp import (
     ANSWER_CHARS,
     MAX_ANSWER_BYTES,
@@ -22,6 +21,7 @@ from monitor.checks.tcp import (
     judge_answer,
     shown,
 )
+from monitor.domain.schemas.monitors import validate_create
 
 SMTP = b"220 mail.example.com ESMTP Postfix (Debian/GNU)\r\n"
 SSH = b"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n"

@@ -4,5 +4,7 @@ forms are built from.
 
 ``common.py`` holds what every body shares (no unknown fields, no NUL, a name as alerts show
 it, a tag); one module per resource holds its bodies and the shape of its answers. A monitor's
-bodies are still ``monitor/api/schemas*.py``'s until the monitors resource has its domain module.
+are three: ``monitors.py`` (its bodies, made for each check type), ``locations.py`` (where it is
+checked from, and the quorum) and ``monitor_answers.py`` (how it reads back); then ``history.py``
+(its checks, incidents, uptime and statistics) and ``summary.py`` (the account at a glance).
 """

@@ -1,4 +1,4 @@
-"""Request schemas: the single place where API input is validated.
+"""A monitor's bodies: the single place where a monitor's input is validated.
 
 Limits that depend on configuration (the minimum interval, the largest body cap, whether
 tls_verify may be false) come in through pydantic's validation context, so the same schema
@@ -26,13 +26,13 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from monitor.api.schemas_locations import QUORUM_DOC, Locations, Quorum, check_quorum, unlocated
 from monitor.channels.telegram import parse_chat_id
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks import Check
 from monitor.domain.schemas.common import TAG as TAG  # the monitors' handlers read it here
 from monitor.domain.schemas.common import Body as _Body
 from monitor.domain.schemas.common import Name, TagName
+from monitor.domain.schemas.locations import QUORUM_DOC, Locations, Quorum, check_quorum, unlocated
 
 MAX_INTERVAL_SECONDS = 86_400
 MAX_TIMEOUT_SECONDS = 120

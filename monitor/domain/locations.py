@@ -14,7 +14,7 @@ from typing import Any
 
 import asyncpg
 
-from monitor.api.params import rfc3339
+from monitor.times import rfc3339_or_none as rfc3339
 
 # $1: the monitor, $2: its locations in its order.
 STATUS_SQL = """

@@ -3,7 +3,7 @@
 ``locations`` names the places (each a scheduler group's ``MONITOR_LOCATION``) that check the
 monitor every tick, each confirming its own streak; ``quorum`` is how many of the live ones
 must see it down before it goes down, and up before it comes back (null: a majority). The
-rules here are pure: the request schemas call them on a body, the PATCH handler on the body
+rules here are pure: the request schemas call them on a body, the PATCH operation on the body
 merged with the stored monitor (as ``check_timeout`` does for the timeout and the interval).
 """
 

@@ -1,5 +1,6 @@
-"""What the monitors' handlers do by the monitor's type: the fields a type shows, the hosts it
-dials vetted (the first of the two SSRF layers), its settings as a PATCH changes them.
+"""What the monitors' operations do by the monitor's type: the fields a type shows, the hosts it
+dials vetted (the first of the two SSRF layers), its settings as a PATCH changes them, and its
+secrets stored and opened.
 
 Every type is described by its ``Check`` (``monitor/checks/base.py``): its ``Settings``, how it
 stores and shows them, which of them are secrets. So nothing here names a type.
@@ -7,33 +8,27 @@ stores and shows them, which of them are secrets. So nothing here names a type.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
-from aiohttp import web
 from pydantic import BaseModel, ValidationError
 from yarl import URL
 
-from monitor.api.context import RESOLVER, SETTINGS
-from monitor.api.errors import ApiError, from_validation
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks import Check
 from monitor.checks.base import SettingsError
-from monitor.domain.status_pages import BADGE_PATH as BADGE_PATH  # the monitors' handlers read it here
+from monitor.config import Settings
+from monitor.domain.context import Vetter
+from monitor.domain.errors import DomainError, from_validation
 from monitor.domain.targets import vet_host
+from monitor.secrets import SecretBox, open_monitor_secrets, seal_monitor_secrets
 
 # Where a heartbeat monitor's pings go (monitor/api/pings.py): this and its token.
 PING_PATH = "/ping/"
 
 
-def public_base(request: web.Request) -> str:
-    """The origin (and path prefix) users reach the api at: MONITOR_PUBLIC_URL, else the
-    address of this request."""
-    configured = request.app[SETTINGS].public_url
-    return configured.rstrip("/") if configured else str(request.url.origin())
-
-
-def type_fields(row: asyncpg.Record, base: str) -> dict[str, Any]:
+def type_fields(row: Mapping[str, Any], base: str) -> dict[str, Any]:
     """``url`` and the fields of the monitor's type, as the API shows them."""
     fields = CHECKS.get(row["type"]).shown(row["url"], row["settings"], row["secret_view"])
     if row["ping_token"] is not None:
@@ -41,7 +36,7 @@ def type_fields(row: asyncpg.Record, base: str) -> dict[str, Any]:
     return fields
 
 
-async def vet_hosts(request: web.Request, check: Check, settings: Any, given: set[str] | None = None) -> None:
+async def vet_hosts(resolver: Vetter, check: Check, settings: Any, given: set[str] | None = None) -> None:
     """The hosts a monitor with these ``Settings`` dials, vetted as a URL's host is; with
     ``given`` (a PATCH's fields), only those held by a field it sets."""
     for host in check.hosts(settings):
@@ -49,7 +44,7 @@ async def vet_hosts(request: web.Request, check: Check, settings: Any, given: se
             (n for n in type(settings).model_fields if _holds(getattr(settings, n, None), host)), "host"
         )
         if given is None or field in given:
-            await vet_host(request.app[RESOLVER], host, field)
+            await vet_host(resolver, host, field)
 
 
 def _holds(value: Any, host: str) -> bool:
@@ -61,8 +56,8 @@ def _holds(value: Any, host: str) -> bool:
     return isinstance(value, list | tuple) and any(_holds(v, host) for v in value)
 
 
-def validation_context(request: web.Request) -> dict[str, Any]:
-    settings = request.app[SETTINGS]
+def validation_context(settings: Settings) -> dict[str, Any]:
+    """The limits of this deployment a monitor's body is validated against."""
     return {
         "min_interval_seconds": settings.min_interval_seconds,
         "http_max_body_bytes": settings.http_max_body_bytes,
@@ -76,15 +71,42 @@ def unmasked(check: Check, given: dict[str, Any], stored: dict[str, Any]) -> dic
     try:
         return check.unmask(given, stored)
     except SettingsError as exc:
-        raise ApiError(422, "invalid", f"{exc.field}: {exc}", exc.field) from None
+        raise DomainError(422, "invalid", f"{exc.field}: {exc}", exc.field) from None
 
 
-def changed_settings(request: web.Request, check: Check, whole: dict[str, Any], patch: BaseModel) -> Any:
+def changed_settings(settings: Settings, check: Check, whole: dict[str, Any], patch: BaseModel) -> Any:
     """A monitor's settings as the PATCH changes its ``whole`` (``Check.whole``), validated whole
     (rules between the type's fields hold whichever changed)."""
     given = patch.model_dump(include=patch.model_fields_set & set(check.Settings.model_fields), mode="json")
     merged = {**whole, **unmasked(check, given, whole)}
     try:
-        return check.Settings.model_validate(merged, context=validation_context(request))
+        return check.Settings.model_validate(merged, context=validation_context(settings))
     except ValidationError as exc:
         raise from_validation(exc, check.Settings) from None
+
+
+async def store_secrets(
+    conn: asyncpg.Connection, box: SecretBox, monitor_id: int, secrets: dict[str, Any] | None
+) -> None:
+    """The monitor's one row of secrets, sealed (monitor/secrets.py) and written, or (none left)
+    deleted."""
+    if secrets is None:
+        await conn.execute("DELETE FROM monitor_secrets WHERE monitor_id = $1", monitor_id)
+    else:
+        await conn.execute(
+            """INSERT INTO monitor_secrets (monitor_id, secrets) VALUES ($1, $2)
+               ON CONFLICT (monitor_id) DO UPDATE SET secrets = EXCLUDED.secrets""",
+            monitor_id,
+            seal_monitor_secrets(box, secrets),
+        )
+
+
+async def whole(
+    conn: asyncpg.Connection | asyncpg.Pool, box: SecretBox, check: Check, row: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(``Check.whole`` of a stored monitor, its secrets opened, or None): what a PATCH changes."""
+    secrets = None
+    if check.secrets:
+        sealed = await conn.fetchval("SELECT secrets FROM monitor_secrets WHERE monitor_id = $1", row["id"])
+        secrets = open_monitor_secrets(box, sealed)
+    return check.whole(row["url"], row["settings"], secrets), secrets
