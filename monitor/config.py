@@ -141,6 +141,27 @@ class Settings(BaseModel):
     # Whether search engines may index status pages (robots.txt, X-Robots-Tag): the JSON API,
     # badges and ping URLs are kept from crawlers either way.
     status_pages_indexed: bool = True
+    # Dashboard sessions (monitor/domain/session_ids.py): each ends this long after its last
+    # request, and at the latest this long after sign-in.
+    session_idle_seconds: float = Field(12 * 3600.0, ge=1, le=30 * 86400)
+    session_absolute_seconds: float = Field(7 * 86400.0, ge=1, le=365 * 86400)
+    # Failed sign-ins (monitor/domain/throttle.py): this many free per e-mail and per client
+    # address, then a delay doubling from the first to the longest.
+    signin_free_attempts: int = Field(5, ge=1, le=1000)
+    signin_address_free_attempts: int = Field(20, ge=1, le=100_000)
+    signin_delay_seconds: float = Field(1.0, gt=0, le=3600)
+    signin_delay_max_seconds: float = Field(900.0, gt=0, le=86400)
+    # Invitations and password resets by e-mail: how long a link works (once).
+    invitation_hours: float = Field(72.0, gt=0, le=30 * 24)
+    password_reset_minutes: float = Field(60.0, gt=0, le=7 * 24 * 60)
+    # The SMTP server the api sends invitations and resets through (not the alert channels',
+    # which each name their own); unset: `monitor users invite` prints the link instead.
+    smtp_host: str | None = None
+    smtp_port: int | None = Field(None, ge=1, le=65535)
+    smtp_security: Literal["starttls", "tls", "none"] = "starttls"
+    smtp_username: str | None = None
+    smtp_password: SecretStr | None = None
+    smtp_from: str | None = Field(None, pattern=r"^[^@\s<>]{1,64}@[^@\s<>]+$")
     # Health, readiness and metrics listeners of the scheduler and alerter (0 turns one off).
     probe_host: str = "127.0.0.1"
     scheduler_http_port: int = Field(8081, ge=0, le=65535)

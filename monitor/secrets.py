@@ -260,20 +260,21 @@ class Resealed:
     current: int = 0  # values already sealed with the first key, left as they were
     monitor_rows: int = 0  # monitor_secrets rows written
     channel_rows: int = 0  # channels rows written
+    totp_rows: int = 0  # user_totp rows written (their secrets are sealed from the start)
 
     def summary(self) -> str:
         return (
             f"{self.rotated} re-sealed with the first key, {self.sealed} plaintext sealed, "
-            f"{self.current} already sealed with it ({self.monitor_rows} monitor and "
-            f"{self.channel_rows} channel row(s) written)"
+            f"{self.current} already sealed with it ({self.monitor_rows} monitor, "
+            f"{self.channel_rows} channel and {self.totp_rows} two-factor row(s) written)"
         )
 
 
 async def reseal(conn: asyncpg.Connection, box: SecretBox, *, rotate: bool) -> Resealed:
     """Seal the plaintext left in ``monitor_secrets`` and, with ``rotate``, re-seal every sealed
-    value there and in ``channels.config`` with the first key; in one transaction, serialised
-    with other runs. Idempotent. A value no key opens raises :class:`SecretKeyError` naming its
-    row, and nothing is written."""
+    value there, in ``channels.config`` and in ``user_totp`` with the first key; in one
+    transaction, serialised with other runs. Idempotent. A value no key opens raises
+    :class:`SecretKeyError` naming its row, and nothing is written."""
     done = Resealed()
 
     def change(value: str) -> str:
@@ -317,6 +318,17 @@ async def reseal(conn: asyncpg.Connection, box: SecretBox, *, rotate: bool) -> R
                 updates.append((row["id"], new))
         await conn.executemany("UPDATE channels SET config = $2 WHERE id = $1", updates)
         done.channel_rows = len(updates)
+        rows = await conn.fetch("SELECT user_id, secret FROM user_totp ORDER BY user_id FOR UPDATE")
+        totp: list[tuple[int, str]] = []
+        for row in rows:
+            try:
+                secret = change(row["secret"])
+            except SecretKeyError as exc:
+                raise SecretKeyError(f"two factors of user {row['user_id']}: {exc}") from None
+            if secret != row["secret"]:
+                totp.append((row["user_id"], secret))
+        await conn.executemany("UPDATE user_totp SET secret = $2 WHERE user_id = $1", totp)
+        done.totp_rows = len(totp)
     return done
 
 

@@ -17,6 +17,7 @@ from monitor.api import (
     channels,
     guard,
     history,
+    invitations,
     keys,
     maintenance,
     members,
@@ -24,6 +25,7 @@ from monitor.api import (
     openapi,
     pings,
     public,
+    sessions,
     status_pages,
     summary,
 )
@@ -184,11 +186,13 @@ def create_app(settings: Settings) -> web.Application:
         await app[POOL].close()
 
     app.cleanup_ctx.append(resources)
+    app.cleanup_ctx.append(invitations.mail)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
-    for module in (monitors, history, channels, keys, members, maintenance, summary, status_pages, pings,
-                   openapi):  # fmt: skip
+    routed = (monitors, history, channels, keys, members, maintenance, summary, status_pages, pings, sessions,
+              invitations, openapi)  # fmt: skip
+    for module in routed:
         module.add_routes(app.router)
     public.setup(app)
     return app

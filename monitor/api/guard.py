@@ -1,4 +1,10 @@
-"""Who is asking, and how often: Bearer-key authentication, per-key rate limits, metrics."""
+"""Who is asking, and how often: Bearer-key or session-cookie authentication, per-key (and
+per-person) rate limits, metrics.
+
+A request with an ``Authorization`` header is judged by its key alone; one without is judged by
+its session cookie (``api/sessions.py``: the CSRF rule, the account of ``X-Monitor-Account``),
+if it has one. The routes of ``sessions.OPEN`` (signing in, invitations, resets) need neither.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +16,10 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from monitor.api.context import POOL, SETTINGS
+from monitor.api import sessions
+from monitor.api.context import DEPS, POOL, SETTINGS
 from monitor.api.errors import ApiError
+from monitor.domain import signin
 from monitor.domain.context import Actor
 from monitor.domain.keys import caller_for_key
 from monitor.probes import new_registry
@@ -22,12 +30,18 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 PUBLIC = frozenset({"/healthz", "/readyz", "/metrics", "/api/v1/openapi.json"})
 ACCOUNT = "account_id"
 KEY = "key_id"
+ACTOR = "actor"  # a signed-in person's, made with the session
+RATE = "rate_key"  # what the rate limit counts a session's requests by
 ROLE = "role"
 
 
 def actor(request: web.Request) -> Actor:
     """Who asks, for the domain's operations: the authenticated key, acting for its account with
-    the key's role."""
+    the key's role, or the signed-in person in the account they named, with their membership's
+    role."""
+    made = request.get(ACTOR)
+    if isinstance(made, Actor):
+        return made
     return Actor(int(request[ACCOUNT]), role=request[ROLE], key_id=request[KEY], address=request.remote)
 
 
@@ -35,15 +49,38 @@ def actor(request: web.Request) -> Actor:
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.path in PUBLIC or not request.path.startswith("/api/"):
         return await handler(request)
+    if (request.method, request.path) in sessions.OPEN:
+        return await handler(request)
     header = request.headers.get("Authorization", "")
+    if not header:
+        session = await sessions.authenticate(request)
+        if session is not None:
+            return await _as_person(request, handler, session)
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
-        raise ApiError(401, "unauthorized", "send an API key as 'Authorization: Bearer <key>'")
+        raise ApiError(
+            401,
+            "unauthorized",
+            "send an API key as 'Authorization: Bearer <key>', or sign in (POST /api/v1/session)",
+        )
     found = await caller_for_key(request.app[POOL], key.strip())
     if found is None:
         raise ApiError(401, "unauthorized", "the API key is unknown or revoked")
     request[ACCOUNT], request[KEY], request[ROLE] = found.account_id, found.key_id, found.role
     with structlog.contextvars.bound_contextvars(account_id=found.account_id):
+        return await handler(request)
+
+
+async def _as_person(request: web.Request, handler: Handler, session: signin.Session) -> web.StreamResponse:
+    request[RATE] = ("user", session.user_id)
+    if sessions.is_user_path(request.path):
+        with structlog.contextvars.bound_contextvars(user_id=session.user_id):
+            return await handler(request)
+    made = await signin.actor_for(
+        request.app[DEPS], session, request.headers.get(signin.ACCOUNT_HEADER), sessions.client(request)
+    )
+    request[ACCOUNT], request[KEY], request[ROLE], request[ACTOR] = made.account_id, None, made.role, made
+    with structlog.contextvars.bound_contextvars(account_id=made.account_id, user_id=session.user_id):
         return await handler(request)
 
 
@@ -74,7 +111,7 @@ BUCKETS = web.AppKey("buckets", TokenBuckets)
 
 @web.middleware
 async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    key_id = request.get(KEY)
+    key_id = request.get(KEY) or request.get(RATE)
     if key_id is not None:
         wait = request.app[BUCKETS].take(key_id)
         if wait > 0:

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from monitor import __version__
+from monitor.api import openapi_signin
 from monitor.api import responses as out
 from monitor.api.context import SETTINGS
 from monitor.api.params import MAX_ID
@@ -60,6 +61,7 @@ MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     (pages.BadgeToken, "serialization"),
     (people.Member, "serialization"), (people.MemberList, "serialization"),
     (people.AuditList, "serialization"),
+    *openapi_signin.MODELS,
 ]  # fmt: skip
 
 
@@ -143,9 +145,13 @@ ERRORS = {
     "is out of range (`invalid`), or a monitor's target or a channel's URL or host is an address the "
     "SSRF policy denies (`target_blocked`; the message names the `MONITOR_ALLOW_CIDRS` entry that "
     "would admit it).",
-    401: "No API key, a malformed `Authorization` header, or an unknown or revoked key.",
+    401: "No API key, a malformed `Authorization` header, or an unknown or revoked key; or no "
+    "session, or one that ended; on signing in, a wrong e-mail, password or one-time code "
+    "(`wrong_credentials`, `code_required`, `wrong_code`).",
     403: "The caller's role may not do this (`forbidden`; the message names the role needed), or a role "
-    "given is higher than the caller's own (`field` is `role`).",
+    "given is higher than the caller's own (`field` is `role`); a write with the session cookie from "
+    "another site or without its CSRF token (`csrf`); a wrong current password (`wrong_password`); "
+    "an account the user is not a member of.",
     404: "No such object in the caller's account; another account's object answers the same.",
     409: "The account already has its quota of monitors or status pages (`quota_exceeded`), another "
     "status page has this slug or domain, the user is a member already, or the change would leave the "
@@ -154,7 +160,8 @@ ERRORS = {
     413: "The request body is larger than the API accepts (`too_large`; the message says the limit).",
     415: "The body is not declared JSON: send `Content-Type: application/json` (`unsupported_media_type`).",
     422: "The body breaks the schema (`invalid`); `field` names the field at fault.",
-    429: "Too many requests with this key (`rate_limited`); retry after `Retry-After` seconds.",
+    429: "Too many requests with this key (`rate_limited`), or too many failed sign-ins "
+    "(`too_many_attempts`); retry after `Retry-After` seconds.",
     503: "The database is unreachable (`database_unavailable`); retry after `Retry-After` seconds.",
 }
 RETRY_AFTER = {"Retry-After": {"required": True, "schema": {"type": "integer", "minimum": 1}}}
@@ -271,7 +278,7 @@ MONITOR_EXAMPLE = {"name": "Home page", "url": "https://example.com/", "interval
                    "expected_status": ["200-399"], "tags": ["prod"],
                    "assertions": [{"type": "keyword", "keyword": "Welcome"}]}  # fmt: skip
 TAGS = ("monitors", "history", "channels", "maintenance", "status-pages", "keys", "members", "audit",
-        "account", "heartbeats", "public", "meta")  # fmt: skip
+        "account", "heartbeats", "session", "public", "meta")  # fmt: skip
 MAINTENANCE_EXAMPLE = {"name": "Sunday patching", "tags": ["prod"], "notify": True,
                        "recurring": {"rrule": "FREQ=WEEKLY;BYDAY=SU;BYHOUR=2", "duration_minutes": 60,
                                      "timezone": "Europe/Berlin"}}  # fmt: skip
@@ -365,6 +372,7 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
     add_people(b)
     _pings(b)
+    openapi_signin.add_signin(b)
     b.add("get", "/api/v1/openapi.json", "getOpenApi", "This document", tag="meta", public=True,
           ok={200: _json({"type": "object"}, "The OpenAPI 3.1 document.")})
     b.add("get", "/healthz", "healthz", "Liveness: the process answers", tag="meta", public=True,
@@ -421,7 +429,7 @@ def document_bytes(limits: Limits) -> bytes:
 
 def document(limits: Limits) -> dict[str, Any]:
     found, refs = _components(limits)
-    return {
+    made = {
         "openapi": "3.1.0",
         "info": {
             "title": "monitor",
@@ -441,6 +449,8 @@ def document(limits: Limits) -> dict[str, Any]:
             },
         },
     }
+    openapi_signin.extra(made)
+    return made
 
 
 async def openapi(request: web.Request) -> web.Response:

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,7 +25,12 @@ from typing import Any
 import aiohttp
 import asyncpg
 import pytest
-from support import MonitorProcess
+from support import MonitorProcess, ensure_account
+from support.people import COOKIE, make_password, make_user
+
+from monitor.domain import totp
+
+PASSWORD = "Generated-Pass-8c2e41"
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -202,6 +208,52 @@ async def test_every_operation_through_the_generated_client(
         await call("heartbeats.get_ping_kind", token, kinds.START)
         await call("heartbeats.post_ping", token, body=log_tail)
         await call("heartbeats.post_ping_kind", token, post_kinds.FAIL, body=log_tail)
+
+        # The api has no mail server: an invitation cannot be sent, a reset is answered alike.
+        invite = models.InvitationCreate(email="bo@example.com", role=models.InvitationCreateRole("viewer"))
+        await call("members.create_invitation", body=invite, status=503)
+        await call(
+            "session.request_password_reset", body=models.ResetRequest(email="bo@example.com"), status=202
+        )
+        unknown = "x" * 43
+        await call("session.accept_invitation", body=models.InvitationAccept(token=unknown), status=422)
+        reset = models.ResetConfirm(token=unknown, password="Generated-Pass-31d7")
+        await call("session.confirm_password_reset", body=reset, status=422)
+
+    # The signed-in person's own operations, with the session cookie (sent by hand: it is Secure).
+    await make_user(db, "gen@example.com", PASSWORD, await ensure_account(db))
+    anonymous = generated.Client(base_url=api_server.base_url, raise_on_unexpected_status=True)
+
+    async def sign_in() -> Any:
+        response = await _op("session.sign_in").asyncio_detailed(
+            client=anonymous, body=models.SignIn(email="gen@example.com", password=PASSWORD)
+        )
+        assert response.status_code == 201, response.content[:300]
+        called.add("session.sign_in")
+        session_id = response.headers["set-cookie"].split(";", 1)[0].split("=", 1)[1]
+        return generated.Client(
+            base_url=api_server.base_url,
+            cookies={COOKIE: session_id},
+            headers={"X-CSRF-Token": response.parsed.csrf_token},
+            raise_on_unexpected_status=True,
+        )
+
+    async with anonymous:
+        client = await sign_in()
+        async with client:
+            assert (await call("session.get_me")).email == "gen@example.com"
+            secret = (await call("session.enrol_totp", status=201)).secret
+            confirm = models.TotpConfirm(code=totp.code_at(secret, time.time()))
+            assert len((await call("session.confirm_totp", body=confirm)).recovery_codes) == 10
+            await call("session.disable_totp", body=models.TotpDisable(password=PASSWORD), status=204)
+            change = models.PasswordChange(current_password=PASSWORD, new_password=PASSWORD + "-2")
+            assert (await call("session.change_password", body=change)).ended == 0
+            await call("session.sign_out", status=204)
+        await db.execute("UPDATE users SET password_hash = NULL")  # and back to the first password:
+        await make_password(db, "gen@example.com", PASSWORD)
+        client = await sign_in()
+        async with client:
+            assert (await call("session.sign_out_everywhere")).ended == 1
 
     operations = {
         f"{group.name}.{module.stem}"

@@ -49,6 +49,7 @@ RULE_OF: dict[str, tuple[str, str]] = {
     "listMembers": ("members", "read"),
     **{op: ("members", "write") for op in ("addMember", "changeMemberRole", "removeMember")},
     "listAudit": ("audit", "read"),
+    "createInvitation": ("members", "write"),
 }  # fmt: skip
 # Which object a path's {id} names, by the path's first segment after /api/v1/.
 ID_OF = {"monitors": "monitor", "channels": "channel", "maintenance": "window", "status-pages": "page",
@@ -104,12 +105,13 @@ async def world(api_server: MonitorProcess, db: asyncpg.Connection) -> AsyncIter
 
 
 def _operations(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    """(method, path, operation) of every operation that needs a key, deletes last."""
+    """(method, path, operation) of every operation that a key may call, deletes last (not the
+    signed-in person's own, ``security: [{"session": []}]``, which no key may: 401)."""
     found = [
         (method.upper(), path, operation)
         for path, item in document["paths"].items()
         for method, operation in item.items()
-        if operation.get("security") != []
+        if operation.get("security") not in ([], [{"session": []}])
     ]
     return sorted(found, key=lambda o: o[0] == "DELETE")
 
@@ -148,7 +150,9 @@ async def test_every_operation_answers_each_role_as_its_rule_says(world: World) 
                 ):
                     wrong.append(said)
             elif answer.status in (401, 403) or answer.status >= 500:
-                wrong.append(said)
+                # This api has no mail server: an invitation it may make cannot be sent.
+                if answer.status != 503 or answer.json["error"]["code"] != "mail_unconfigured":
+                    wrong.append(said)
     assert not wrong, "\n".join(wrong)
 
 

@@ -222,7 +222,7 @@ async def test_rotate_moves_every_secret_to_the_new_key_and_the_scheduler_follow
     code, out = await run_monitor(env, "secrets", "rotate")
     assert code == 0, out
     assert "3 re-sealed with the first key, 0 plaintext sealed, 0 already sealed" in out, out
-    assert "(1 monitor and 1 channel row(s) written)" in out, out
+    assert "(1 monitor, 1 channel and 0 two-factor row(s) written)" in out, out
     after = await stored_secrets(db)
     new_box = SecretBox([new])
     assert after != before
@@ -239,7 +239,7 @@ async def test_rotate_moves_every_secret_to_the_new_key_and_the_scheduler_follow
     for setting in (f"{new},{TEST_SECRET_KEY}", new):
         code, out = await run_monitor({**env, "MONITOR_SECRET_KEY": setting}, "secrets", "rotate")
         assert code == 0 and "0 re-sealed" in out and "3 already sealed" in out, out
-        assert "(0 monitor and 0 channel row(s) written)" in out, out
+        assert "(0 monitor, 0 channel and 0 two-factor row(s) written)" in out, out
     assert await stored_secrets(db) == after
 
     # The processes hold only the new key: the api keeps a masked secret, the scheduler sends it.

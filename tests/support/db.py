@@ -24,6 +24,7 @@ TABLES = (
     "deliveries",
     "scheduler_members",
     "users",
+    "signin_throttle",
 )
 TEST_ACCOUNT = "test"
 

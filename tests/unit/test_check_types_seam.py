@@ -30,6 +30,9 @@ ELSEWHERE = frozenset(
         ("monitor/net/target.py", "tls"),  # a URL scheme's transport
         ("monitor/channels/email.py", "tls"),  # an SMTP server's security setting
         ("monitor/channels/smtp.py", "tls"),
+        ("monitor/config.py", "tls"),  # MONITOR_SMTP_SECURITY
+        ("monitor/mailer.py", "tls"),  # the same, and its default port
+        ("monitor/domain/csrf.py", "http"),  # a URL scheme (its default port)
     }
 )
 

@@ -20,6 +20,7 @@ from monitor.domain.schemas import channels as channel_schemas
 from monitor.domain.schemas import maintenance as schemas_maintenance
 from monitor.domain.schemas import members as schemas_members
 from monitor.domain.schemas import monitors as schemas
+from monitor.domain.schemas import signin as signin_schemas
 from monitor.domain.schemas import status_pages as schemas_status
 from monitor.domain.schemas.keys import KeyCreate
 from monitor.secrets import MASK
@@ -37,7 +38,13 @@ PUBLIC = {("GET", p) for p in ("/api/v1/openapi.json", "/healthz", "/readyz", "/
 } | {("GET", p) for p in ("/", "/static/status.css", "/static/favicon.svg", "/favicon.ico", "/robots.txt",
                           "/status/{slug}", "/status/{slug}.json",
                           "/status/{slug}/feed.atom", "/badge/{token}/status.svg",
-                          "/badge/{token}/{kind}/{window}.svg")}  # fmt: skip
+                          "/badge/{token}/{kind}/{window}.svg")} | {
+    ("POST", p) for p in ("/api/v1/session", "/api/v1/invitations/accept", "/api/v1/password-resets",
+                          "/api/v1/password-resets/confirm")}  # fmt: skip
+# The signed-in person's own routes: a session, never a key.
+SESSION_ONLY = {("DELETE", "/api/v1/session"), ("DELETE", "/api/v1/sessions"), ("GET", "/api/v1/me")} | {
+    ("POST", f"/api/v1/me/{p}") for p in ("totp", "totp/confirm", "totp/disable", "password")
+}
 BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.MonitorUpdate,
           **{m.__name__: m for m in (*schemas.CREATE_BODIES.values(), *schemas.PATCH_BODIES.values())},
           "ChannelCreate": channel_schemas.ChannelCreate, "ChannelPatch": channel_schemas.ChannelPatch,
@@ -45,7 +52,11 @@ BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.Monit
           "MaintenancePatch": schemas_maintenance.MaintenancePatch,
           "StatusPageCreate": schemas_status.StatusPageCreate,
           "StatusPagePatch": schemas_status.StatusPagePatch,
-          "MemberAdd": schemas_members.MemberAdd, "MemberPatch": schemas_members.MemberPatch}  # fmt: skip
+          "MemberAdd": schemas_members.MemberAdd, "MemberPatch": schemas_members.MemberPatch,
+          **{m.__name__: m for m in (signin_schemas.SignIn, signin_schemas.TotpConfirm,
+                                     signin_schemas.TotpDisable, signin_schemas.PasswordChange,
+                                     signin_schemas.InvitationCreate, signin_schemas.InvitationAccept,
+                                     signin_schemas.ResetRequest, signin_schemas.ResetConfirm)}}  # fmt: skip
 
 
 def responses(key: tuple[str, str]) -> set[str]:
@@ -77,7 +88,10 @@ def test_each_operation_documents_what_it_can_answer(key: tuple[str, str]) -> No
     if key in PUBLIC:
         assert operation["security"] == []
         return
-    assert "security" not in operation  # the document's default: the bearer key
+    if key in SESSION_ONLY:
+        assert operation["security"] == [{"session": []}]
+    else:
+        assert "security" not in operation  # the document's default: the bearer key (or a session)
     assert {"401", "429", "503"} <= found
     if "{id}" in key[1]:
         assert "404" in found
@@ -92,9 +106,11 @@ def test_each_operation_documents_what_it_can_answer(key: tuple[str, str]) -> No
             assert response["headers"]["Retry-After"]["required"] is True
 
 
-def test_security_is_the_bearer_scheme() -> None:
+def test_security_is_the_bearer_scheme_or_a_session() -> None:
     assert DOCUMENT["security"] == [{"bearer": []}]
     assert DOCUMENT["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    cookie = DOCUMENT["components"]["securitySchemes"]["session"]
+    assert (cookie["in"], cookie["name"]) == ("cookie", "__Host-monitor_session")
 
 
 @pytest.mark.parametrize("name", sorted(BODIES))
