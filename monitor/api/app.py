@@ -25,6 +25,7 @@ from monitor.api import (
     pings,
     public,
     sessions,
+    sso,
     status_pages,
     summary,
 )
@@ -192,5 +193,6 @@ def create_app(settings: Settings) -> web.Application:
               openapi)  # fmt: skip
     for module in routed:
         module.add_routes(app.router)
+    sso.setup(app)
     public.setup(app)
     return app

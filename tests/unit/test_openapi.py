@@ -37,7 +37,8 @@ PUBLIC = {("GET", p) for p in ("/api/v1/openapi.json", "/healthz", "/readyz", "/
 } | {("GET", p) for p in ("/", "/static/status.css", "/static/favicon.svg", "/favicon.ico", "/robots.txt",
                           "/status/{slug}", "/status/{slug}.json",
                           "/status/{slug}/feed.atom", "/badge/{token}/status.svg",
-                          "/badge/{token}/{kind}/{window}.svg")} | {("POST", "/api/v1/session")}  # fmt: skip
+                          "/badge/{token}/{kind}/{window}.svg")} | {("POST", "/api/v1/session")} | {
+    ("GET", f"/api/v1/sso/{p}") for p in ("login", "callback", "proxy")}  # fmt: skip
 # The signed-in person's own routes: a session, never a key.
 SESSION_ONLY = {("DELETE", "/api/v1/session"), ("DELETE", "/api/v1/sessions"), ("GET", "/api/v1/me")} | {
     ("POST", f"/api/v1/me/{p}") for p in ("totp", "totp/confirm", "totp/disable", "password")
