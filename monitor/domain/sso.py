@@ -42,7 +42,7 @@ LOGIN_SECONDS = 600
 STATE_COOKIE = "__Host-monitor_sso"
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]{43,128}$")
 _EMAIL = re.compile(r"^[^@\s<>,;]{1,64}@[^@\s<>,;]{1,189}$")
-DISPLAY_NAME_MAX = 200
+DISPLAY_NAME_MAX = 100  # users.display_name's bound
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class Identity:
     """Who the provider (or the proxy) says signs in."""
 
     email: str
-    display_name: str | None = None
+    display_name: str = ""
     groups: tuple[str, ...] = ()
 
 
@@ -98,7 +98,7 @@ def identity(claims: Mapping[str, Any], groups_claim: str) -> Identity:
     if claims.get("email_verified") is not True:
         raise DomainError(403, "email_unverified", "the identity provider has not verified this e-mail")
     name = claims.get("name")
-    display = name.strip()[:DISPLAY_NAME_MAX] or None if isinstance(name, str) else None
+    display = name.strip()[:DISPLAY_NAME_MAX] if isinstance(name, str) else ""
     raw = claims.get(groups_claim)
     groups = tuple(g for g in raw if isinstance(g, str)) if isinstance(raw, list) else ()
     if isinstance(raw, str):

@@ -74,7 +74,7 @@ def test_the_callback_must_come_to_the_browser_that_started(
         ),
         (
             {"email": "ada@example.com", "email_verified": True, "groups": "ops"},
-            sso.Identity("ada@example.com", None, ("ops",)),
+            sso.Identity("ada@example.com", "", ("ops",)),
         ),
         ({"email": "ada@example.com", "email_verified": False}, "email_unverified"),
         ({"email": "ada@example.com", "email_verified": "true"}, "email_unverified"),
