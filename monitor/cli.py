@@ -13,7 +13,9 @@ from monitor import config, lifecycle
 from monitor import logging as mlog
 from monitor.cli_accounts import accounts_group, keys_group
 from monitor.cli_alerts import alerts
+from monitor.cli_invites import COMMANDS as INVITE_COMMANDS
 from monitor.cli_support import JSON_OPTION, load_settings, print_rows, with_connection
+from monitor.cli_users import users_group
 
 
 def _loop_factory(settings: config.Settings) -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -193,5 +195,7 @@ def cluster_status(as_json: bool) -> None:
             )
 
 
-for _group in (alerts, accounts_group, keys_group):
+for _command in INVITE_COMMANDS:  # monitor users invite, monitor users reset-password
+    users_group.add_command(_command)
+for _group in (alerts, accounts_group, keys_group, users_group):
     main.add_command(_group)

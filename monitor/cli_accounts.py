@@ -11,6 +11,8 @@ import click
 
 from monitor.cli_support import JSON_OPTION, load_settings, print_rows, time_text, with_deps
 
+ROLES = ("owner", "admin", "editor", "viewer", "notify")  # monitor.domain.context.ROLES, unimported
+
 if TYPE_CHECKING:
     from monitor.domain.context import Deps
 
@@ -104,7 +106,9 @@ def keys_group() -> None:
 @keys_group.command("create")
 @click.option("--account", "account_name", required=True, help="Name of the account the key acts for.")
 @click.option("--name", "key_name", default="", help="A label to know the key by (at most 100 characters).")
-def keys_create(account_name: str, key_name: str) -> None:
+@click.option("--role", type=click.Choice(ROLES), default="owner", show_default=True,
+              help="What the key may do (viewer: read-only, for dashboards and CI).")  # fmt: skip
+def keys_create(account_name: str, key_name: str, role: str) -> None:
     """Create an API key and print it once (only its hash is stored)."""
     from monitor.domain import accounts, keys
     from monitor.domain.context import Actor
@@ -116,7 +120,7 @@ def keys_create(account_name: str, key_name: str) -> None:
         account_id = await accounts.find(deps, account_name)
         if account_id is None:
             raise click.ClickException(f"no account named {account_name!r} (monitor accounts create NAME)")
-        return await keys.create(deps, Actor(account_id, role="owner"), {"name": key_name})
+        return await keys.create(deps, Actor(account_id, role="owner"), {"name": key_name, "role": role})
 
     try:
         new = asyncio.run(with_deps(settings, work))
@@ -132,7 +136,7 @@ def keys_create(account_name: str, key_name: str) -> None:
 @click.option("--account", "account_name", default=None, help="Only the keys of this account.")
 @JSON_OPTION
 def keys_list(account_name: str | None, as_json: bool) -> None:
-    """List API keys, revoked ones too: id, account, name, prefix, created, last used, revoked.
+    """List API keys, revoked ones too: id, account, name, prefix, role, created, last used, revoked.
 
     Keys are stored as SHA-256 hashes: a key itself is shown only when it is created.
     """
@@ -152,8 +156,8 @@ def keys_list(account_name: str | None, as_json: bool) -> None:
         found = asyncio.run(with_deps(settings, work))
     except OSError as exc:
         raise click.ClickException(f"database unreachable: {exc}") from None
-    columns = {"id": "ID", "account": "ACCOUNT", "name": "NAME", "prefix": "PREFIX", "created_at": "CREATED",
-               "last_used_at": "LAST USED", "revoked_at": "REVOKED"}  # fmt: skip
+    columns = {"id": "ID", "account": "ACCOUNT", "name": "NAME", "prefix": "PREFIX", "role": "ROLE",
+               "created_at": "CREATED", "last_used_at": "LAST USED", "revoked_at": "REVOKED"}  # fmt: skip
     print_rows(found, columns, as_json=as_json, none="no keys (monitor keys create --account NAME)")
 
 

@@ -54,9 +54,11 @@ async def with_deps(settings: config.Settings, work: Callable[[Deps], Coroutine[
         box = NoSecretBox(exc)
     pool = await db.create_pool(settings.dsn, min_size=0, max_size=2)
     resolver = VettedResolver(AddressPolicy(settings.allow_cidrs), settings.dns_servers)
+    deps = Deps(pool, settings, box, resolver)
     try:
-        return await work(Deps(pool, settings, box, resolver))
+        return await work(deps)
     finally:
+        deps.hasher.close()
         await resolver.close()
         await pool.close()
 

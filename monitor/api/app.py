@@ -17,6 +17,7 @@ from monitor.api import (
     channels,
     guard,
     history,
+    invitations,
     keys,
     maintenance,
     members,
@@ -186,11 +187,12 @@ def create_app(settings: Settings) -> web.Application:
         await app[POOL].close()
 
     app.cleanup_ctx.append(resources)
+    app.cleanup_ctx.append(invitations.mail)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
     routed = (monitors, history, channels, keys, members, maintenance, summary, status_pages, pings, sessions,
-              openapi)  # fmt: skip
+              invitations, openapi)  # fmt: skip
     for module in routed:
         module.add_routes(app.router)
     sso.setup(app)

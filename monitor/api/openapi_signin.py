@@ -16,9 +16,10 @@ if TYPE_CHECKING:  # openapi.py imports this module for its MODELS
 
 MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     *((m, "validation") for m in (models.SignIn, models.TotpConfirm, models.TotpDisable,
-                                  models.PasswordChange)),
+                                  models.PasswordChange, models.InvitationCreate, models.InvitationAccept,
+                                  models.ResetRequest, models.ResetConfirm)),
     *((m, "serialization") for m in (models.Me, models.TotpEnrolment, models.RecoveryCodes,
-                                     models.Ended)),
+                                     models.Ended, models.Invitation, models.Joined)),
 ]  # fmt: skip
 SCHEME = {
     "type": "apiKey",
@@ -68,6 +69,25 @@ def add_signin(b: Builder) -> None:
           body=("PasswordChange", {"current_password": "correct horse battery",
                                    "new_password": "a longer passphrase, 2026"}),
           ok={200: _json(r["Ended"], "Changed; how many other sessions were ended.")})
+    b.add("post", "/api/v1/invitations", "createInvitation",
+          "Invite someone to the account by e-mail (a link that works once, for MONITOR_INVITATION_HOURS)",
+          tag="members", errors=(403, 409),
+          body=("InvitationCreate", {"email": "bo@example.com", "role": "viewer"}),
+          ok={201: _json(r["Invitation"], "Invited; the link went by e-mail (never in this answer).")})
+    b.add("post", "/api/v1/invitations/accept", "acceptInvitation",
+          "Accept an invitation with the token of its link (a new user sets a password)", tag="session",
+          public=True, errors=(503,),
+          body=("InvitationAccept", {"token": "the-token", "password": "a long one, 2026"}),
+          ok={200: _json(r["Joined"], "A member of the account now.")})
+    b.add("post", "/api/v1/password-resets", "requestPasswordReset",
+          "Ask for a password reset by e-mail (the same answer whether or not a user has it)", tag="session",
+          public=True, errors=(503,), body=("ResetRequest", {"email": "ada@example.com"}),
+          ok={202: {"description": "If a user has this e-mail, a link is on its way."}})
+    b.add("post", "/api/v1/password-resets/confirm", "confirmPasswordReset",
+          "Set a new password with the token of a reset's link; every session of the user ends",
+          tag="session", public=True, errors=(503,), body=("ResetConfirm", {"token": "the-token",
+                                                                             "password": "a long one, 2026"}),
+          ok={200: _json(r["Ended"], "Changed; how many sessions were ended.")})
     # fmt: on
     for path, method in (
         ("/api/v1/session", "delete"),

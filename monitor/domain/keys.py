@@ -67,6 +67,7 @@ class Key:
     account: str
     name: str
     prefix: str  # the key's first characters, as in ``mk_<prefix>_...``
+    role: Role
     created_at: datetime
     last_used_at: datetime | None
     revoked_at: datetime | None
@@ -194,7 +195,7 @@ async def _revoke(conn: asyncpg.Connection, actor: Actor, key_id: int) -> asyncp
         """WITH old AS (SELECT id, revoked_at FROM api_keys WHERE id = $1 AND account_id = $2 FOR UPDATE)
            UPDATE api_keys k SET revoked_at = coalesce(old.revoked_at, now())
            FROM old, accounts a WHERE k.id = old.id AND a.id = k.account_id
-           RETURNING k.id, a.name AS account, k.name, k.prefix, k.created_at, k.last_used_at,
+           RETURNING k.id, a.name AS account, k.name, k.prefix, k.role, k.created_at, k.last_used_at,
                      k.revoked_at, old.revoked_at IS NULL AS newly""",
         key_id,
         actor.account_id,
@@ -207,7 +208,8 @@ async def _revoke(conn: asyncpg.Connection, actor: Actor, key_id: int) -> asyncp
 async def every(deps: Deps, account_id: int | None = None) -> list[Key]:
     """Every key (or every key of one account), revoked ones included, oldest first."""
     rows = await deps.pool.fetch(
-        """SELECT k.id, a.name AS account, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at
+        """SELECT k.id, a.name AS account, k.name, k.prefix, k.role, k.created_at, k.last_used_at,
+                  k.revoked_at
            FROM api_keys k JOIN accounts a ON a.id = k.account_id
            WHERE $1::bigint IS NULL OR k.account_id = $1 ORDER BY k.id""",
         account_id,

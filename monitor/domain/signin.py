@@ -16,6 +16,7 @@ membership's.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,6 +34,9 @@ from monitor.times import rfc3339
 ACCOUNT_HEADER = "X-Monitor-Account"
 WRONG = "the e-mail or password is wrong"
 USER_AGENT_MAX = 512
+# One failed sign-in in this many also deletes what has run out everywhere: counts older than a
+# day (an attacker spraying e-mails makes one row each) and sessions that expired.
+SWEEP_SHARE = 0.01
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,8 @@ async def sign_in(deps: Deps, body: Mapping[str, Any], client: Client) -> Signed
             raise busy(exc) from None
         if user is None or not verified.ok:
             await throttle.failed(conn, keys)
+            if random.random() < SWEEP_SHARE:
+                await sweep(conn)
             raise DomainError(401, "wrong_credentials", WRONG, "password")
         user_id = int(user["id"])
         if verified.rehash is not None:
@@ -225,6 +231,11 @@ async def actor_for(deps: Deps, session: Session, account_header: str | None, cl
             ACCOUNT_HEADER,
         )
     return Actor(int(row["account_id"]), role=row["role"], user_id=session.user_id, address=client.address)
+
+
+async def sweep(conn: asyncpg.Connection) -> None:
+    await throttle.sweep(conn)
+    await conn.execute("DELETE FROM sessions WHERE expires_at <= now()")
 
 
 async def sign_out(deps: Deps, session: Session) -> None:

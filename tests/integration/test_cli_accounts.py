@@ -101,7 +101,16 @@ async def test_accounts_and_keys_are_listed_and_a_key_revoked(
     keys = json.loads((await cli("keys", "list", "--json")).out)
     assert [(k["account"], k["name"]) for k in keys] == [("ops", "laptop"), ("web team", "")]
     laptop = keys[0]
-    assert set(laptop) == {"id", "account", "name", "prefix", "created_at", "last_used_at", "revoked_at"}
+    assert set(laptop) == {
+        "id",
+        "account",
+        "name",
+        "prefix",
+        "role",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    }
     assert key.startswith(laptop["prefix"] + "_") and laptop["revoked_at"] is None
     assert key not in (await cli("keys", "list")).out + json.dumps(keys)  # only the hash is stored
     only_ops = json.loads((await cli("keys", "list", "--account", "ops", "--json")).out)
@@ -120,7 +129,17 @@ async def test_accounts_and_keys_are_listed_and_a_key_revoked(
     assert again.code == 0 and "was revoked already" in again.out, again
     assert json.loads((await cli("keys", "list", "--account", "ops", "--json")).out) == after
     table = (await cli("keys", "list")).out.splitlines()
-    assert table[0].split() == ["ID", "ACCOUNT", "NAME", "PREFIX", "CREATED", "LAST", "USED", "REVOKED"]
+    assert table[0].split() == [
+        "ID",
+        "ACCOUNT",
+        "NAME",
+        "PREFIX",
+        "ROLE",
+        "CREATED",
+        "LAST",
+        "USED",
+        "REVOKED",
+    ]
     assert table[1].split()[-1].endswith("Z") and table[2].split()[-1] == "-"
 
 

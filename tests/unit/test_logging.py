@@ -22,6 +22,7 @@ KEY = "mk_0a1b2c3d_" + "Zx9-_" * 8 + "q7P"  # the shape api_keys.generate_key ma
 GENERATED = api_keys.generate_key()[0]
 BOT = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1"  # id:35 characters
 PING = "hD1q-9xQ_ZrT0vYb3kLmN8pW2sAeC4uF"  # a heartbeat's token (checks/heartbeat.new_token)
+SESSION = "q7P-Zx9_" * 5 + "abc"  # a session id's shape (43 characters), and a link token's
 
 # (scenario, text, what must be gone, what must stay)
 CASES: list[tuple[str, str, list[str], list[str]]] = [
@@ -38,6 +39,14 @@ CASES: list[tuple[str, str, list[str], list[str]]] = [
     ("a ping URL no route matched", f"HEAD /ping/{PING}/ 405", [PING], ["HEAD /ping/", "/ 405"]),
     ("a ping URL with its kind", f"http://monitor.test/ping/{PING}/fail", [PING], ["/fail"]),
     ("a badge URL", f"/badge/{PING}/uptime/30d.svg", [PING], ["/badge/", "/uptime/30d.svg"]),
+    (
+        "a session cookie",
+        f"Cookie: __Host-monitor_session={SESSION}; theme=dark",
+        [SESSION],
+        ["; theme=dark"],
+    ),
+    ("an invitation link", f"https://m.test/invitation#{SESSION} sent", [SESSION], ["/invitation#", " sent"]),
+    ("a reset link", f"https://m.test/reset-password#{SESSION}", [SESSION], ["/reset-password#"]),
     (
         "aiohttp's LineTooLong message",
         f"Got more than 8190 bytes when reading: b'Bearer {KEY}AAAA'.",

@@ -37,7 +37,9 @@ PUBLIC = {("GET", p) for p in ("/api/v1/openapi.json", "/healthz", "/readyz", "/
 } | {("GET", p) for p in ("/", "/static/status.css", "/static/favicon.svg", "/favicon.ico", "/robots.txt",
                           "/status/{slug}", "/status/{slug}.json",
                           "/status/{slug}/feed.atom", "/badge/{token}/status.svg",
-                          "/badge/{token}/{kind}/{window}.svg")} | {("POST", "/api/v1/session")} | {
+                          "/badge/{token}/{kind}/{window}.svg")} | {
+    ("POST", p) for p in ("/api/v1/session", "/api/v1/invitations/accept", "/api/v1/password-resets",
+                          "/api/v1/password-resets/confirm")} | {
     ("GET", f"/api/v1/sso/{p}") for p in ("login", "callback", "proxy")}  # fmt: skip
 # The signed-in person's own routes: a session, never a key.
 SESSION_ONLY = {("DELETE", "/api/v1/session"), ("DELETE", "/api/v1/sessions"), ("GET", "/api/v1/me")} | {
@@ -52,7 +54,9 @@ BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.Monit
           "StatusPagePatch": schemas_status.StatusPagePatch,
           "MemberAdd": schemas_members.MemberAdd, "MemberPatch": schemas_members.MemberPatch,
           **{m.__name__: m for m in (signin_schemas.SignIn, signin_schemas.TotpConfirm,
-                                     signin_schemas.TotpDisable, signin_schemas.PasswordChange)}}  # fmt: skip
+                                     signin_schemas.TotpDisable, signin_schemas.PasswordChange,
+                                     signin_schemas.InvitationCreate, signin_schemas.InvitationAccept,
+                                     signin_schemas.ResetRequest, signin_schemas.ResetConfirm)}}  # fmt: skip
 
 
 def responses(key: tuple[str, str]) -> set[str]:

@@ -54,7 +54,11 @@ class InvitationCreate(Body):
 
 class InvitationAccept(Secret):
     token: Token
-    password: Password = Field(description="at least 12 characters, not a common password")
+    password: Password | None = Field(
+        None,
+        description="the new user's password (at least 12 characters, not a common one); "
+        "an existing user keeps theirs",
+    )
     display_name: str = Field("", max_length=100)
 
 
@@ -100,6 +104,12 @@ class Invitation(Out):
     email: str
     role: Role
     expires_at: datetime
+
+
+class Joined(Out):
+    account_id: int
+    role: Role
+    email: str
 
 
 class Ended(Out):
