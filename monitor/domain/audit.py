@@ -2,10 +2,11 @@
 
 Every write operation of the domain records one row (``record``), on the connection of its own
 transaction where it has one, so a change and its record are written together or not at all.
-A row names the caller (the signed-in user, the key, or both), the resource, the object's id,
-the operation and the names of the fields the request gave, never their values: a channel's
-secret or a member's password never reaches this table. The operator's command line acts with
-no key or user; its rows say so (both null) and come from no address.
+A row names the caller (the signed-in user, or the key and the member who made it), the
+resource, the object's id, the operation and the names of the fields the request gave, never
+their values: a channel's secret or a member's password never reaches this table. The
+operator's command line acts with no key or user; its rows say so (both null) and come from no
+address.
 
 Listing it is for admins and owners (``roles.RULES``), newest first, in keyset pages, filtered
 by resource, operation, user or key. Rows older than ``MONITOR_AUDIT_RETENTION_DAYS`` are swept
@@ -40,7 +41,8 @@ async def record(
     await conn.execute(
         """INSERT INTO audit_log
                (account_id, user_id, key_id, resource, object_id, operation, fields, address)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8)""",
+           VALUES ($1, coalesce($2, (SELECT created_by FROM api_keys WHERE id = $3)),
+                   $3, $4, $5, $6, $7, $8)""",
         actor.account_id,
         actor.user_id,
         actor.key_id,

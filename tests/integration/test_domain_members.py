@@ -138,6 +138,14 @@ async def test_writes_are_audited_by_field_name_never_value(deps: Deps, callers:
     error = await failed(audit.listing(deps, viewer))
     assert error.status == 403 and "admin" in error.message
     assert (await audit.listing(deps, callers.other))["items"] == []
+    # Through a key the admin made, the row names the key and its maker.
+    through_key = Actor(admin.account_id, role="viewer", key_id=made["id"])
+    await audit.record(deps.pool, through_key, "keys", "create", 1)
+    latest = (await audit.listing(deps, admin, limit=1))["items"][0]
+    assert (latest["key_id"], latest["user"]) == (
+        made["id"],
+        {"id": admin.user_id, "email": "adm@example.com"},
+    )
 
 
 async def test_a_channels_secret_reaches_the_log_by_name_only(deps: Deps, callers: Callers) -> None:

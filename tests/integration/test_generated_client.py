@@ -22,6 +22,7 @@ from types import ModuleType
 from typing import Any
 
 import aiohttp
+import asyncpg
 import pytest
 from support import MonitorProcess
 
@@ -72,7 +73,7 @@ def _op(path: str) -> Any:
 
 
 async def test_every_operation_through_the_generated_client(
-    generated: ModuleType, api_server: MonitorProcess, api_key: str
+    generated: ModuleType, api_server: MonitorProcess, api_key: str, db: asyncpg.Connection
 ) -> None:
     models = importlib.import_module("monitor_client.models")
     client = generated.AuthenticatedClient(
@@ -134,6 +135,16 @@ async def test_every_operation_through_the_generated_client(
         assert isinstance(key, models.NewKey)
         assert isinstance(await call("keys.list_keys"), models.KeyList)
         await call("keys.revoke_key", key.id, status=204)
+
+        await db.execute("INSERT INTO users (email) VALUES ('generated@example.com')")
+        added = models.MemberAdd.from_dict({"email": "generated@example.com", "role": "editor"})
+        member = await call("members.add_member", body=added, status=201)
+        assert isinstance(member, models.Member)
+        assert isinstance(await call("members.list_members"), models.MemberList)
+        lowered = models.MemberPatch.from_dict({"role": "viewer"})
+        assert (await call("members.change_member_role", member.id, body=lowered)).id == member.id
+        await call("members.remove_member", member.id, status=204)
+        assert isinstance(await call("audit.list_audit"), models.AuditList)
 
         target = await call("monitors.create_monitor", body=models.HttpMonitorCreate(name="m", url="http://127.0.0.1:9/"),
                             status=201)  # fmt: skip

@@ -42,3 +42,18 @@ def test_every_rule_names_a_known_role_and_the_owner_may_do_everything() -> None
 def test_an_operation_without_a_rule_is_an_error_not_an_open_door() -> None:
     with pytest.raises(KeyError):
         roles.authorize(Actor(account_id=1), "posts", "write")
+
+
+def test_nobody_gives_a_role_above_their_own() -> None:
+    admin = Actor(account_id=1, role="admin")
+    roles.within(admin, "admin")
+    roles.within(admin, "viewer")
+    with pytest.raises(DomainError) as info:
+        roles.within(admin, "owner")
+    assert (info.value.status, info.value.field) == (403, "role")
+    assert [roles.rank(r) for r in ROLES] == sorted(roles.rank(r) for r in ROLES)
+
+
+@pytest.mark.parametrize(("resource", "lowest"), [("members", "admin"), ("audit", "admin")])
+def test_people_and_the_log_are_an_admins(resource: str, lowest: str) -> None:
+    assert roles.needed(resource, "read") == lowest
