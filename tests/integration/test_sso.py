@@ -231,7 +231,10 @@ async def test_proxy_header_only_from_its_networks(
         "api",
         env={**header, "MONITOR_TRUSTED_PROXY_CIDRS": "127.0.0.0/8", "MONITOR_SSO_ACCOUNT": str(account)},
     )
-    untrusted = await procs.start("api", env={**header, "MONITOR_TRUSTED_PROXY_CIDRS": "10.0.0.0/8,fd00::/8"})
+    slow = {"MONITOR_API_RATE_PER_SECOND": "0.01", "MONITOR_API_RATE_BURST": "4"}
+    untrusted = await procs.start(
+        "api", env={**header, **slow, "MONITOR_TRUSTED_PROXY_CIDRS": "10.0.0.0/8,fd00::/8"}
+    )
 
     async def proxy(api: MonitorProcess, headers: dict[str, str]) -> tuple[int, Any, str | None]:
         url = f"{api.base_url}/api/v1/sso/proxy?next=/status"
@@ -260,4 +263,10 @@ async def test_proxy_header_only_from_its_networks(
     async with http.get(f"{untrusted.base_url}/api/v1/sso/login", allow_redirects=False) as r:
         assert r.status == 404 and (await r.json())["error"]["code"] == "sso_not_configured"
     assert await db.fetchval("SELECT count(*) FROM users") == 1
+    # These routes need no credentials, and each login writes a row: a bucket per client address.
+    statuses = []
+    for _ in range(3):
+        async with http.get(f"{untrusted.base_url}/api/v1/sso/login", allow_redirects=False) as r:
+            statuses.append(r.status)
+    assert statuses == [404, 404, 429]
     assert session_id not in trusted.log_text()
