@@ -192,7 +192,14 @@ async def test_wrong_issuer_audience_expiry_or_unverified_email_are_refused(
     assert await db.fetchval("SELECT count(*) FROM sessions") == 0
     idp.overrides = {}
     assert (await sign_in(api, http, idp, ADA)).status == 303  # the same provider, a good token
-    assert_no_secret(api, idp, flows)
+    # The provider gone between its redirect and our code exchange: 502, and the login is spent.
+    idp.next_claims = ADA
+    flow = await start(api, http)
+    await idp.close()
+    gone = await finish(api, http, flow)
+    assert (gone.status, gone.body["error"]["code"]) == (502, "provider_unreachable")
+    assert (await finish(api, http, flow)).body["error"]["code"] == "state_unknown"
+    assert_no_secret(api, idp, [*flows, flow, gone])
 
 
 async def test_groups_claim_sets_the_role_and_the_last_owner_stays(
