@@ -94,6 +94,20 @@ class Reference:
 RoleName = Literal["owner", "admin", "editor", "viewer", "notify"]  # monitor/domain/context.py's ROLES
 
 
+def _https_or_loopback(url: str) -> bool:
+    """Whether ``url`` is https, or http to this machine (a provider in tests, or beside us)."""
+    parts = urlsplit(url)
+    if parts.scheme == "https":
+        return True
+    host = parts.hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def parse_group_roles(text: str) -> dict[str, str]:
     """``"ops=editor, sre=admin"`` -> ``{"ops": "editor", "sre": "admin"}`` (a group's name may
     hold ``=``: the last one splits); the roles are checked by the field's type."""
@@ -353,6 +367,8 @@ class Settings(BaseModel):
                 raise ValueError("MONITOR_OIDC_ISSUER needs MONITOR_OIDC_CLIENT_ID")
             if self.oidc_redirect_url is None and self.public_url is None:
                 raise ValueError("MONITOR_OIDC_ISSUER needs MONITOR_OIDC_REDIRECT_URL or MONITOR_PUBLIC_URL")
+            if not _https_or_loopback(self.oidc_issuer):
+                raise ValueError("MONITOR_OIDC_ISSUER must be https:// (http only on loopback)")
             if "openid" not in self.oidc_scopes:
                 raise ValueError("MONITOR_OIDC_SCOPES must include openid")
         if self.trusted_proxy_header is not None and not self.trusted_proxy_cidrs:

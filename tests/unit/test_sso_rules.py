@@ -271,6 +271,14 @@ def test_settings_for_sso() -> None:
     assert s.oidc_scopes == ["openid", "email", "groups"]
     refusals = [
         ({"MONITOR_OIDC_ISSUER": ISSUER}, "MONITOR_OIDC_CLIENT_ID"),
+        (
+            {
+                "MONITOR_OIDC_ISSUER": "http://id.example",
+                "MONITOR_OIDC_CLIENT_ID": CLIENT,
+                "MONITOR_PUBLIC_URL": "https://m.example",
+            },
+            "must be https",
+        ),
         ({"MONITOR_OIDC_ISSUER": ISSUER, "MONITOR_OIDC_CLIENT_ID": CLIENT}, "MONITOR_PUBLIC_URL"),
         ({"MONITOR_OIDC_GROUP_ROLES": "ops=boss"}, "MONITOR_OIDC_GROUP_ROLES"),
         ({"MONITOR_OIDC_GROUP_ROLES": "ops"}, "MONITOR_OIDC_GROUP_ROLES"),
