@@ -18,7 +18,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from monitor import dsn, secrets
 from monitor.net.policy import InvalidTarget, parse_target_url
@@ -81,6 +89,37 @@ class Reference:
     url: str | None
     host: str
     port: int
+
+
+RoleName = Literal["owner", "admin", "editor", "viewer", "notify"]  # monitor/domain/context.py's ROLES
+
+
+def _https_or_loopback(url: str) -> bool:
+    """Whether ``url`` is https, or http to this machine (a provider in tests, or beside us)."""
+    parts = urlsplit(url)
+    if parts.scheme == "https":
+        return True
+    host = parts.hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_group_roles(text: str) -> dict[str, str]:
+    """``"ops=editor, sre=admin"`` -> ``{"ops": "editor", "sre": "admin"}`` (a group's name may
+    hold ``=``: the last one splits); the roles are checked by the field's type."""
+    pairs: dict[str, str] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        group, sep, role = item.strip().rpartition("=")
+        if not sep or not group.strip():
+            raise ValueError(f"{item.strip()!r} is not group=role")
+        pairs[group.strip()] = role.strip()
+    return pairs
 
 
 def parse_reference(text: str) -> Reference:
@@ -162,6 +201,28 @@ class Settings(BaseModel):
     smtp_username: str | None = None
     smtp_password: SecretStr | None = None
     smtp_from: str | None = Field(None, pattern=r"^[^@\s<>]{1,64}@[^@\s<>]+$")
+    # Single sign-on (monitor/oidc.py, monitor/domain/sso.py; README "Single sign-on"): an
+    # OpenID Connect provider by its issuer URL (discovery at /.well-known/openid-configuration),
+    # the client registered there, and the redirect URI registered with it (default: the public
+    # URL's /api/v1/sso/callback). Discovery and keys are cached this many seconds.
+    oidc_issuer: str | None = Field(None, pattern=r"^https?://[^?#\s]+$")
+    oidc_client_id: str | None = Field(None, min_length=1, max_length=255)
+    oidc_client_secret: SecretStr | None = None
+    oidc_redirect_url: str | None = Field(None, pattern=r"^https?://[^?#\s]+$")
+    oidc_scopes: list[str] = Field(default_factory=lambda: ["openid", "email", "profile"])
+    oidc_cache_seconds: float = Field(3600.0, ge=1, le=86400)
+    # The claim that lists the user's groups, and groups mapped to roles ("ops=editor,sre=admin"):
+    # when set, the role in MONITOR_SSO_ACCOUNT follows the groups at every sign-in.
+    oidc_groups_claim: str = Field("groups", min_length=1, max_length=100)
+    oidc_group_roles: dict[str, RoleName] = Field(default_factory=dict)
+    # Where a person signing in by SSO or the proxy header whom no user matches (by e-mail) is
+    # created, and with which role (unset: nobody is created, only existing users sign in).
+    sso_account: int | None = Field(None, ge=1)
+    sso_role: RoleName = "viewer"
+    # A header set by an authenticating reverse proxy with the user's e-mail (Remote-Email,
+    # X-Forwarded-Email), honoured only from peers in these networks.
+    trusted_proxy_header: str | None = Field(None, pattern=r"^[A-Za-z0-9-]{1,64}$")
+    trusted_proxy_cidrs: list[str] = Field(default_factory=list)
     # Health, readiness and metrics listeners of the scheduler and alerter (0 turns one off).
     probe_host: str = "127.0.0.1"
     scheduler_http_port: int = Field(8081, ge=0, le=65535)
@@ -219,12 +280,14 @@ class Settings(BaseModel):
     operator_chat: str | None = None
     operator_channel: int | None = Field(None, ge=1)
 
-    @field_validator("dns_servers", "allow_cidrs", "connectivity_targets", mode="before")
+    @field_validator(
+        "dns_servers", "allow_cidrs", "connectivity_targets", "trusted_proxy_cidrs", mode="before"
+    )
     @classmethod
     def _csv(cls, value: object) -> object:
         return _split_csv(value)
 
-    @field_validator("allow_cidrs")
+    @field_validator("allow_cidrs", "trusted_proxy_cidrs")
     @classmethod
     def _cidrs(cls, value: list[str]) -> list[str]:
         for item in value:
@@ -287,6 +350,39 @@ class Settings(BaseModel):
         secrets.parse_keys(value.get_secret_value())  # a ValueError that never quotes a key
         return value
 
+    @field_validator("oidc_scopes", mode="before")
+    @classmethod
+    def _scopes(cls, value: object) -> object:
+        return value.replace(",", " ").split() if isinstance(value, str) else value
+
+    @field_validator("oidc_group_roles", mode="before")
+    @classmethod
+    def _group_roles(cls, value: object) -> object:
+        return parse_group_roles(value) if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _sso(self) -> Settings:
+        if self.oidc_issuer is not None:
+            if self.oidc_client_id is None:
+                raise ValueError("MONITOR_OIDC_ISSUER needs MONITOR_OIDC_CLIENT_ID")
+            if self.oidc_redirect_url is None and self.public_url is None:
+                raise ValueError("MONITOR_OIDC_ISSUER needs MONITOR_OIDC_REDIRECT_URL or MONITOR_PUBLIC_URL")
+            if not _https_or_loopback(self.oidc_issuer):
+                raise ValueError("MONITOR_OIDC_ISSUER must be https:// (http only on loopback)")
+            if "openid" not in self.oidc_scopes:
+                raise ValueError("MONITOR_OIDC_SCOPES must include openid")
+        if self.trusted_proxy_header is not None and not self.trusted_proxy_cidrs:
+            raise ValueError("MONITOR_TRUSTED_PROXY_HEADER needs MONITOR_TRUSTED_PROXY_CIDRS")
+        return self
+
+    @property
+    def oidc_redirect(self) -> str:
+        """The redirect URI to register with the provider."""
+        if self.oidc_redirect_url is not None:
+            return self.oidc_redirect_url
+        assert self.public_url is not None
+        return self.public_url.rstrip("/") + "/api/v1/sso/callback"
+
     def require(self, *names: str) -> None:
         """Fail fast when a process needs a setting that is not set."""
         for name in names:
@@ -335,5 +431,7 @@ def load(environ: Mapping[str, str] | None = None) -> Settings:
         )
     except ValidationError as exc:
         first = exc.errors()[0]
+        if not first["loc"]:  # a rule across settings, whose message names them
+            raise ConfigError(str(first["msg"]).removeprefix("Value error, ")) from None
         name = PREFIX + str(first["loc"][0]).upper() if first["loc"] else PREFIX
         raise ConfigError(f"{name}: {first['msg']}") from None

@@ -52,9 +52,13 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"/ping/[^/\s?#\"']+"), "/ping/" + REDACTED),
     # A badge token (monitor/api/public.py): /badge/<token> reads a monitor's figures.
     (re.compile(r"/badge/[^/\s?#\"']+"), "/badge/" + REDACTED),
-    # A dashboard session's cookie (monitor/domain/session_ids.py), as a Cookie or Set-Cookie
-    # header carries it: the name stays.
-    (re.compile(r"(__Host-monitor_session=)[^;\s'\"]+"), r"\1" + REDACTED),
+    # A dashboard session's cookie (monitor/domain/session_ids.py), or a single sign-on login's
+    # state cookie (monitor/domain/sso.py), as a Cookie or Set-Cookie header carries it: the
+    # name stays.
+    (re.compile(r"(__Host-monitor_(?:session|sso)=)[^;\s'\"]+"), r"\1" + REDACTED),
+    # The query of the single sign-on callback (monitor/api/sso.py): an authorization code and
+    # the login's state.
+    (re.compile(r"(/api/v1/sso/callback\?)[^\s'\"]+"), r"\1" + REDACTED),
     # The token of an invitation's or a reset's link (monitor/mailer.py), in its fragment.
     (re.compile(r"(/(?:invitation|reset-password)#)[A-Za-z0-9_-]+"), r"\1" + REDACTED),
     # A password given as a key=value pair (a libpq connection string, a query string).
@@ -67,7 +71,7 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 # messages) hold none of it and skip the rules.
 _MAYBE = re.compile(
     r"(?i)authorization|bearer|basic|mk_|\d{3}(?::|%3a)[\w-]{30}|://[^\s/]*@|passw|pwd|/ping/|/badge/"
-    r"|monitor_session=|/invitation#|/reset-password#"
+    r"|monitor_session=|monitor_sso=|/sso/callback\?|/invitation#|/reset-password#"
 )
 
 # Field names whose value is a secret whatever it looks like.

@@ -26,6 +26,7 @@ from monitor.api import (
     pings,
     public,
     sessions,
+    sso,
     status_pages,
     summary,
 )
@@ -194,5 +195,6 @@ def create_app(settings: Settings) -> web.Application:
               invitations, openapi)  # fmt: skip
     for module in routed:
         module.add_routes(app.router)
+    sso.setup(app)
     public.setup(app)
     return app

@@ -3,7 +3,8 @@ per-person) rate limits, metrics.
 
 A request with an ``Authorization`` header is judged by its key alone; one without is judged by
 its session cookie (``api/sessions.py``: the CSRF rule, the account of ``X-Monitor-Account``),
-if it has one. The routes of ``sessions.OPEN`` (signing in, invitations, resets) need neither.
+if it has one. The routes of ``sessions.OPEN`` (signing in, invitations, resets) and of ``sso.OPEN``
+(single sign-on) need neither.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from monitor.api import sessions
+from monitor.api import sessions, sso
 from monitor.api.context import DEPS, POOL, SETTINGS
 from monitor.api.errors import ApiError
 from monitor.domain import signin
@@ -48,6 +49,10 @@ def actor(request: web.Request) -> Actor:
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.path in PUBLIC or not request.path.startswith("/api/"):
+        return await handler(request)
+    if (request.method, request.path) in sso.OPEN:
+        # Each login writes a row (monitor/domain/sso_signin.py): a bucket per client address.
+        request[RATE] = ("address", request.remote)
         return await handler(request)
     if (request.method, request.path) in sessions.OPEN:
         return await handler(request)

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from monitor import __version__
-from monitor.api import openapi_signin
+from monitor.api import openapi_signin, openapi_sso
 from monitor.api import responses as out
 from monitor.api.context import SETTINGS
 from monitor.api.params import MAX_ID
@@ -142,7 +142,9 @@ def _components(limits: Limits) -> tuple[dict[str, Any], dict[str, dict[str, Any
 
 ERRORS = {
     400: "A malformed request: the body is not a JSON object (`invalid_json`), a query parameter "
-    "is out of range (`invalid`), or a monitor's target or a channel's URL or host is an address the "
+    "is out of range (`invalid`), a single sign-on refused (`state_unknown`, `state_expired`, "
+    "`state_mismatch`, `sso_refused`, `code_refused`, `id_token_*` naming the check), or a "
+    "monitor's target or a channel's URL or host is an address the "
     "SSRF policy denies (`target_blocked`; the message names the `MONITOR_ALLOW_CIDRS` entry that "
     "would admit it).",
     401: "No API key, a malformed `Authorization` header, or an unknown or revoked key; or no "
@@ -162,6 +164,8 @@ ERRORS = {
     422: "The body breaks the schema (`invalid`); `field` names the field at fault.",
     429: "Too many requests with this key (`rate_limited`), or too many failed sign-ins "
     "(`too_many_attempts`); retry after `Retry-After` seconds.",
+    502: "The identity provider is unreachable or answered wrongly (`provider_unreachable`, "
+    "`provider_answer`, `provider_document`, `provider_keys`, `provider_token`).",
     503: "The database is unreachable (`database_unavailable`); retry after `Retry-After` seconds.",
 }
 RETRY_AFTER = {"Retry-After": {"required": True, "schema": {"type": "integer", "minimum": 1}}}
@@ -373,6 +377,7 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     add_people(b)
     _pings(b)
     openapi_signin.add_signin(b)
+    openapi_sso.add_sso(b)
     b.add("get", "/api/v1/openapi.json", "getOpenApi", "This document", tag="meta", public=True,
           ok={200: _json({"type": "object"}, "The OpenAPI 3.1 document.")})
     b.add("get", "/healthz", "healthz", "Liveness: the process answers", tag="meta", public=True,

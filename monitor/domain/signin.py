@@ -280,3 +280,9 @@ async def me(deps: Deps, session: Session, session_id: str) -> dict[str, Any]:
         "csrf_token": csrf.token(session_id),
         "session_expires_at": rfc3339(session.expires_at),
     }
+
+
+async def start_session(deps: Deps, conn: asyncpg.Connection, user_id: int, client: Client) -> SignedIn:
+    """A session for a user proven otherwise: by single sign-on or a trusted proxy's header
+    (monitor/domain/sso_signin.py), in the caller's transaction."""
+    return await _new_session(deps, conn, user_id, client)

@@ -25,6 +25,7 @@ TABLES = (
     "scheduler_members",
     "users",
     "signin_throttle",
+    "sso_logins",
 )
 TEST_ACCOUNT = "test"
 

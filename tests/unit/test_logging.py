@@ -45,6 +45,13 @@ CASES: list[tuple[str, str, list[str], list[str]]] = [
         [SESSION],
         ["; theme=dark"],
     ),
+    ("an SSO state cookie", f"Set-Cookie: __Host-monitor_sso={SESSION}; Path=/", [SESSION], ["; Path=/"]),
+    (
+        "an SSO callback's query",
+        f"GET https://m.test/api/v1/sso/callback?code={PING}&state={SESSION} 303",
+        [PING, SESSION],
+        ["/api/v1/sso/callback?", " 303"],
+    ),
     ("an invitation link", f"https://m.test/invitation#{SESSION} sent", [SESSION], ["/invitation#", " sent"]),
     ("a reset link", f"https://m.test/reset-password#{SESSION}", [SESSION], ["/reset-password#"]),
     (

@@ -40,7 +40,8 @@ PUBLIC = {("GET", p) for p in ("/api/v1/openapi.json", "/healthz", "/readyz", "/
                           "/status/{slug}/feed.atom", "/badge/{token}/status.svg",
                           "/badge/{token}/{kind}/{window}.svg")} | {
     ("POST", p) for p in ("/api/v1/session", "/api/v1/invitations/accept", "/api/v1/password-resets",
-                          "/api/v1/password-resets/confirm")}  # fmt: skip
+                          "/api/v1/password-resets/confirm")} | {
+    ("GET", f"/api/v1/sso/{p}") for p in ("login", "callback", "proxy")}  # fmt: skip
 # The signed-in person's own routes: a session, never a key.
 SESSION_ONLY = {("DELETE", "/api/v1/session"), ("DELETE", "/api/v1/sessions"), ("GET", "/api/v1/me")} | {
     ("POST", f"/api/v1/me/{p}") for p in ("totp", "totp/confirm", "totp/disable", "password")
