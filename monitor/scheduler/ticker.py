@@ -32,7 +32,7 @@ from typing import Protocol
 from monitor import logging as mlog
 from monitor.aio import Deadline, Slots
 from monitor.checks import REGISTRY, CheckContext
-from monitor.models import CheckResult, MonitorSpec
+from monitor.models import CheckResult, Failure, MonitorSpec
 from monitor.scheduler.connectivity import Guard
 from monitor.scheduler.judging import NOT_SEEN, judge, judge_here, restart_streak, settle
 from monitor.scheduler.metrics import SchedulerMetrics
@@ -258,10 +258,12 @@ async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> Non
         except asyncio.CancelledError:
             if not deadline.caused():
                 raise
-            result = CheckResult(spec.id, at, ok=False, error=f"timed out after {spec.timeout_seconds:g}s")
+            error = f"timed out after {spec.timeout_seconds:g}s"
+            result = CheckResult(spec.id, at, ok=False, error=error, failure=Failure.TIMEOUT)
         except Exception as exc:  # a bug in a check must not kill the ticker
             log.exception("check.crashed", monitor_id=spec.id)
-            result = CheckResult(spec.id, at, ok=False, error=f"internal error: {type(exc).__name__}")
+            error = f"internal error: {type(exc).__name__}"
+            result = CheckResult(spec.id, at, ok=False, error=error, failure=Failure.CHECKER)
         finally:
             deadline.cancel()
         duration = time.time() - started
@@ -273,9 +275,10 @@ async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> Non
     result.checked_from = shared.location if spec.locations or shared.location != "default" else None
     shared.metrics.lateness.observe(lateness)
     shared.metrics.check_duration.observe(duration)
-    blocked = result.error is not None and result.error.startswith("blocked:")
+    failure = result.failure
+    blocked = failure is Failure.REFUSED
     # A target refused before any packet left says nothing of the network.
-    refused = blocked or (result.error is not None and result.error.startswith("invalid target:"))
+    refused = blocked or failure is Failure.INVALID_TARGET
     count(shared.metrics, result, blocked)
     guard = shared.guard
     if guard is not None and not refused:
