@@ -167,6 +167,11 @@ class CheckResult:
         )  # fmt: skip
 
     def record(self) -> tuple[Any, ...]:
+        return self.row(self.error, self.lateness_ms, self.checked_from)
+
+    def row(self, error: str | None, lateness_ms: float | None, checked_from: str | None) -> tuple[Any, ...]:
+        """Its ``checks`` row (COLUMNS) with the error as judged and the scheduler's stamps
+        (``judging.Judged``): the check's own result is never rewritten."""
         t = self.timings
         return (
             self.time,
@@ -174,13 +179,13 @@ class CheckResult:
             self.ok,
             self.status_code,
             self.latency_ms,
-            self.error,
+            error,
             self.location,
-            self.lateness_ms,
+            lateness_ms,
             t.get("dns_ms"),
             t.get("connect_ms"),
             t.get("tls_ms"),
             t.get("ttfb_ms"),
             json.dumps(self.details, separators=(",", ":")) if self.details is not None else None,
-            self.checked_from,
+            checked_from,
         )

@@ -38,6 +38,7 @@ from monitor.scheduler.cluster import Role, missed_ticks, resume_since
 from monitor.scheduler.connectivity import Change, Guard, ReferenceProbe
 from monitor.scheduler.edges import Edges
 from monitor.scheduler.heartbeat import HeartbeatTicker, PingIntake
+from monitor.scheduler.judging import Judging
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
 from monitor.scheduler.sharing import DB_ERRORS, Sharing, read_foreign_parents
@@ -181,14 +182,13 @@ class Scheduler:
                 allow_insecure_tls=s.allow_insecure_tls,
                 http_max_body_bytes=s.http_max_body_bytes,
             ),
-            sink=self.writer.add,
             metrics=self.metrics,
             limit=Slots(s.check_concurrency),
+            judging=Judging(
+                self.writer.add, self.metrics, guard=self.guard, calendar=self.calendar, location=s.location
+            ),
             slot=s.tick_slot_ms / 1000,
-            guard=self.guard,
-            calendar=self.calendar,
             may_start=member.may_check,
-            location=s.location,
         )
         self.edges = Edges(self.calendar, self._shared, lambda: self.tickers, self.writer.add_edge)
         self.metrics.monitors.set_function(lambda: len(self.tickers))
@@ -522,16 +522,16 @@ class Scheduler:
             role = self.sharing.mine(spec.id) if self.sharing is not None else "primary"
             if role is None:
                 continue
-            shared.names[spec.id] = spec.name
+            shared.judging.names[spec.id] = spec.name
             if role == "secondary":
-                shared.secondary.add(spec.id)
+                shared.judging.secondary.add(spec.id)
             else:
-                shared.secondary.discard(spec.id)
+                shared.judging.secondary.discard(spec.id)
             if spec.id in self._foreign:  # a status read for a dependant here, not its state
                 self._foreign.discard(spec.id)
-                shared.states.pop(spec.id, None)
-            if spec.id not in shared.states and row["status"] is not None:
-                shared.states[spec.id] = stored_state(row)
+                shared.judging.states.pop(spec.id, None)
+            if spec.id not in shared.judging.states and row["status"] is not None:
+                shared.judging.states[spec.id] = stored_state(row)
             ticker: MonitorTicker | HeartbeatTicker
             if REGISTRY.get(spec.type).scheduled:
                 ticker = make_ticker(self.settings.ticker, spec, shared)
@@ -557,12 +557,12 @@ class Scheduler:
                 missed += self._missed(spec, last, start_at)
         for monitor_id in set(ids) - found:
             self._forget_located(monitor_id)
-            shared.states.pop(monitor_id, None)
-            shared.names.pop(monitor_id, None)
-            shared.parents.pop(monitor_id, None)
+            shared.judging.states.pop(monitor_id, None)
+            shared.judging.names.pop(monitor_id, None)
+            shared.judging.parents.pop(monitor_id, None)
         read = False
         try:
-            await locations.load(self._pool, shared, located)
+            await locations.load(self._pool, shared.judging, located)
             read = True
         finally:  # read or not, none is left in the tickers unstarted (a later load retries)
             closing = self.sharing is not None and self.sharing.closing
@@ -598,16 +598,16 @@ class Scheduler:
             await asyncio.wait(in_flight)
         if self._shared is not None:
             for monitor_id in ids:
-                self._shared.states.pop(monitor_id, None)
-            locations.forget(self._shared, ids)
+                self._shared.judging.states.pop(monitor_id, None)
+            locations.forget(self._shared.judging, ids)
         log.info("cluster.handed_over", monitors=len(ids))
 
     async def _take(self, ids: set[int]) -> None:
         """Start monitors that are this scheduler's now, each from its stored state."""
         if self._shared is not None:
             for monitor_id in ids:
-                self._shared.states.pop(monitor_id, None)
-            locations.forget(self._shared, ids)
+                self._shared.judging.states.pop(monitor_id, None)
+            locations.forget(self._shared.judging, ids)
         ordered = sorted(ids)
         missed = 0
         joined = self.sharing.joined_whole() if self.sharing is not None else None
@@ -647,25 +647,31 @@ class Scheduler:
         shared = self._shared
         if len(self.sharing.view.members) <= 1:
             return
-        primary = [m for m in self._locations if m in self.tickers and m not in shared.secondary]
+        primary = [m for m in self._locations if m in self.tickers and m not in shared.judging.secondary]
         try:
-            views = await locations.read_remote(self._pool, shared.location, primary)
+            views = await locations.read_remote(self._pool, shared.judging.location, primary)
             # Not for those stopped, or turned secondary, while it read.
-            shared.remote.update(
-                (m, v) for m, v in views.items() if m in self.tickers and m not in shared.secondary
+            shared.judging.remote.update(
+                (m, v) for m, v in views.items() if m in self.tickers and m not in shared.judging.secondary
             )
             # One run here as a secondary keeps no overall state: as a parent, its stored status is
             # read, like one run elsewhere.
             running = (
-                {m for m in self.tickers if m not in shared.secondary} if shared.secondary else self.tickers
+                {m for m in self.tickers if m not in shared.judging.secondary}
+                if shared.judging.secondary
+                else self.tickers
             )
-            self._foreign |= await read_foreign_parents(self._pool, shared, running)
+            self._foreign |= await read_foreign_parents(self._pool, shared.judging, running)
         except DB_ERRORS as exc:
             log.warning("cluster.round_read_failed", error=str(exc) or type(exc).__name__)
 
     def _running_as(self, monitor_id: int) -> Role:
         """The role a running monitor was started in here."""
-        return "secondary" if self._shared is not None and monitor_id in self._shared.secondary else "primary"
+        return (
+            "secondary"
+            if self._shared is not None and monitor_id in self._shared.judging.secondary
+            else "primary"
+        )
 
     def _set_locations(self, monitor_id: int, names: list[str] | None) -> None:
         found = tuple(names or ())
@@ -680,21 +686,21 @@ class Scheduler:
     def _redivided(self) -> None:
         """The members changed: the live locations, and the pings of monitors that moved here."""
         if self._shared is not None and self.sharing is not None:
-            self._shared.live_locations = self.sharing.own.live_locations
+            self._shared.judging.live_locations = self.sharing.own.live_locations
         if self.pings is not None:
             self.pings.redivided()
 
     def _forget_located(self, monitor_id: int) -> None:
         """The monitor is not run here any more: its locations' state is its next owner's."""
         if self._shared is not None:
-            locations.forget(self._shared, (monitor_id,))
+            locations.forget(self._shared.judging, (monitor_id,))
 
     def _stop(self, monitor_id: int) -> None:
         # Its state stays (a check in flight still updates it; a paused monitor that others
         # depend on is not down), its name too (their alerts still name it); but not the
         # overall state a secondary holds, which it never kept up (read again if it leads).
-        if self._shared is not None and monitor_id in self._shared.secondary:
-            self._shared.states.pop(monitor_id, None)
+        if self._shared is not None and monitor_id in self._shared.judging.secondary:
+            self._shared.judging.states.pop(monitor_id, None)
         ticker = self.tickers.pop(monitor_id, None)
         self.versions.pop(monitor_id, None)
         if ticker is not None:
