@@ -168,13 +168,12 @@ def conclude(
         metrics.checks_blocked.inc()
     else:
         metrics.checks_down.inc()
-    guard = judging.guard
-    if started is None:  # a heartbeat's: a job that did not ping says nothing of the network
-        guard = None
-    # A target refused before any packet left says nothing of the network.
+    # A heartbeat's result (no ``started``) says nothing of the network; nor does a target
+    # refused before any packet left.
+    guard = judging.guard if started is not None else None
     refused = failure is Failure.REFUSED or failure is Failure.INVALID_TARGET
-    if guard is not None and started is not None and not refused:
-        guard.record(spec.id, result.ok or result.answered or result.status_code is not None, started)
+    if guard is not None and not refused:
+        guard.record(spec.id, result.ok or result.answered or result.status_code is not None, started or 0.0)
     judged = judge(spec, result, at, judging, lateness_ms, checked_from)
     if (
         guard is not None
