@@ -107,7 +107,7 @@ class Failure(Enum):
     INVALID_TARGET = "invalid target"  # the target cannot be dialled as written ("invalid target: ...")
     TIMEOUT = "timeout"  # the monitor's timeout cut the check (the error names where it was)
     NETWORK = "network"  # no answer: connection refused or reset, no route, name not resolved
-    TLS = "tls"  # the TLS handshake or the certificate it showed was refused
+    TLS = "tls handshake"  # the TLS handshake or the certificate it showed was refused
     ASSERTION = "assertion"  # the target answered, not as expected (status, assertions, text, records)
     MISSED = "missed"  # a heartbeat's ping did not come in time, or came as a failure
     # The checker itself: the check raised ("internal error: ...") or lacks what it needs (an
