@@ -243,11 +243,11 @@ class HttpCheck(Check):
             location=got.location,
             timings=got.timings,
             details=details,
-            failure=None if error is None else _failure(got),
+            failure=None if error is None else fetch_failure(got),
         )
 
 
-def _failure(got: FetchResult) -> Failure:
+def fetch_failure(got: FetchResult) -> Failure:
     """Why a fetch with an error, or a response not as expected, failed."""
     if got.error is None:
         return Failure.ASSERTION
