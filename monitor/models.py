@@ -6,6 +6,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from enum import Enum
 from typing import Any
 
 
@@ -96,6 +97,24 @@ class MonitorSpec:
         )
 
 
+class Failure(Enum):
+    """Why a check failed, as the scheduler weighs it (``error`` says it to a person, and is
+    what is stored). A target the check refused to dial (``REFUSED``, ``INVALID_TARGET``) says
+    nothing of the network: the connectivity guard does not count it, and a refusal is counted
+    as ``blocked``, not ``down``."""
+
+    REFUSED = "refused"  # the address policy denied the target; nothing was dialled ("blocked: ...")
+    INVALID_TARGET = "invalid target"  # the target cannot be dialled as written ("invalid target: ...")
+    TIMEOUT = "timeout"  # the monitor's timeout cut the check (the error names where it was)
+    NETWORK = "network"  # no answer: connection refused or reset, no route, name not resolved
+    TLS = "tls handshake"  # the TLS handshake or the certificate it showed was refused
+    ASSERTION = "assertion"  # the target answered, not as expected (status, assertions, text, records)
+    MISSED = "missed"  # a heartbeat's ping did not come in time, or came as a failure
+    # The checker itself: the check raised ("internal error: ...") or lacks what it needs (an
+    # ICMP socket).
+    CHECKER = "checker"
+
+
 @dataclass
 class CheckResult:
     monitor_id: int
@@ -115,6 +134,8 @@ class CheckResult:
     # The target answered, whatever it said (a TCP connect, a DNS reply, an ICMP echo): the
     # network to it works. Not stored; the connectivity guard reads it (http: status_code).
     answered: bool = False
+    # Why it failed (None when ok); not stored. Set by the check that made the result.
+    failure: Failure | None = None
 
     # Column order of the ``checks`` table, for COPY.
     COLUMNS = (
@@ -146,6 +167,11 @@ class CheckResult:
         )  # fmt: skip
 
     def record(self) -> tuple[Any, ...]:
+        return self.row(self.error, self.lateness_ms, self.checked_from)
+
+    def row(self, error: str | None, lateness_ms: float | None, checked_from: str | None) -> tuple[Any, ...]:
+        """Its ``checks`` row (COLUMNS) with the error as judged and the scheduler's stamps
+        (``judging.Judged``): the check's own result is never rewritten."""
         t = self.timings
         return (
             self.time,
@@ -153,13 +179,13 @@ class CheckResult:
             self.ok,
             self.status_code,
             self.latency_ms,
-            self.error,
+            error,
             self.location,
-            self.lateness_ms,
+            lateness_ms,
             t.get("dns_ms"),
             t.get("connect_ms"),
             t.get("tls_ms"),
             t.get("ttfb_ms"),
             json.dumps(self.details, separators=(",", ":")) if self.details is not None else None,
-            self.checked_from,
+            checked_from,
         )

@@ -24,9 +24,11 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from monitor.models import CheckResult, MonitorSpec
-from monitor.net.client import HttpSession
+from monitor.models import CheckResult, Failure, MonitorSpec
+from monitor.net.client import HttpSession, clip_error
+from monitor.net.dial import DialError
 from monitor.net.policy import AddressPolicy, normal_host
+from monitor.net.vetting import Refused
 
 # The validation context of settings read back from the database: what was stored was valid then.
 STORED: dict[str, Any] = {"allow_insecure_tls": True, "min_interval_seconds": 0}
@@ -48,6 +50,21 @@ class CheckContext:
     allow_insecure_tls: bool = False
     # MONITOR_HTTP_MAX_BODY_BYTES: the most body any monitor reads, whatever it stored.
     http_max_body_bytes: int = 10 * 1024 * 1024
+
+
+def dial_failure(exc: DialError) -> Failure:
+    """Why a dialling check (tcp, tls) could not go on, by its ``DialError``."""
+    if exc.blocked:
+        return Failure.REFUSED
+    if exc.timed_out:
+        return Failure.TIMEOUT
+    return Failure.TLS if exc.certificate else Failure.NETWORK
+
+
+def refused(monitor_id: int, at: datetime, exc: Refused) -> CheckResult:
+    """The result of a check whose host ``vet_host`` refused (denied, or not resolved)."""
+    failure = Failure.REFUSED if exc.blocked else Failure.NETWORK
+    return CheckResult(monitor_id, at, ok=False, error=clip_error(exc.message), failure=failure)
 
 
 class ResultDetails(BaseModel):

@@ -40,7 +40,7 @@ import aiodns
 import pycares
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
 
-from monitor.checks.base import Check, CheckContext, ResultDetails
+from monitor.checks.base import Check, CheckContext, ResultDetails, refused
 from monitor.checks.dns_records import (
     QTYPES,
     Expect,
@@ -50,7 +50,7 @@ from monitor.checks.dns_records import (
     expected_value,
     judge,
 )
-from monitor.models import CheckResult, MonitorSpec
+from monitor.models import CheckResult, Failure, MonitorSpec
 from monitor.net.client import clip_error
 from monitor.net.resolver import parse_nameserver
 from monitor.net.vetting import Refused, vet_host
@@ -318,7 +318,7 @@ class DnsCheck(Check):
             try:
                 await vet_host(resolver, host)
             except Refused as exc:
-                return CheckResult(monitor.id, started, ok=False, error=clip_error(exc.message))
+                return refused(monitor.id, started, exc)
         servers = options.servers or resolver.nameservers
         asked = _who(options.servers)
         details: dict[str, Any] = {
@@ -330,15 +330,18 @@ class DnsCheck(Check):
         error: str | None = None
         answers: tuple[str, ...] = ()
         answered = False
+        kind = Failure.ASSERTION  # of an error, unless it says otherwise below
         try:
             async with asyncio.timeout(monitor.timeout_seconds):
                 result = await self.channels.query(servers, options.domain, options.record_type)
         except TimeoutError:
             error = f"timed out after {monitor.timeout_seconds:g}s waiting for {asked} to answer"
+            kind = Failure.TIMEOUT
         except aiodns.error.DNSError as exc:
             code = exc.args[0] if exc.args else None
             error = failure(code, options.domain, options.record_type, asked)
             answered = code not in UNANSWERED
+            kind = Failure.ASSERTION if answered else Failure.NETWORK
         else:
             answered = True
             answers, error = _answers(result, options)
@@ -363,6 +366,7 @@ class DnsCheck(Check):
             timings={"dns_ms": round(elapsed, 3)},
             details=details,
             answered=answered,
+            failure=None if error is None else kind,
         )
 
     async def close(self) -> None:

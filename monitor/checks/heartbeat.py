@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, fi
 
 from monitor.checks.base import Check, CheckContext, ResultDetails
 from monitor.maintenance import RuleError, parse_cron, to_local, to_utc, zone
-from monitor.models import CheckResult, MonitorSpec
+from monitor.models import CheckResult, Failure, MonitorSpec
 
 KIND = "heartbeat"
 # The body of a ping kept with its result; more is cut (and the result says so).
@@ -160,6 +160,7 @@ def missed(monitor_id: int, at: datetime, last_ping: datetime | None, schedule: 
         ok=False,
         error=f"{since} ({schedule.describe()})",
         details={"heartbeat": {"missed": True, "last_ping": _when(last_ping) if last_ping else None}},
+        failure=Failure.MISSED,
     )
 
 
@@ -183,7 +184,10 @@ def ping_result(
     if kind == "fail":
         first = (body or "").strip().splitlines()[:1]
         error = "the job reported a failure" + (f": {first[0][:200]}" if first and first[0] else "")
-    return CheckResult(monitor_id, at, ok=error is None, error=error, details={"heartbeat": details})
+    failure = None if error is None else Failure.MISSED
+    return CheckResult(
+        monitor_id, at, ok=error is None, error=error, details={"heartbeat": details}, failure=failure
+    )
 
 
 def _span(delta: timedelta) -> str:

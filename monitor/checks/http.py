@@ -39,7 +39,7 @@ from monitor.checks.base import Check, CheckContext, ResultDetails
 from monitor.checks.certificate import KEY as CERTIFICATE
 from monitor.checks.certificate import Certificate, certificate_details
 from monitor.checks.http_settings import DEFAULT_MAX_BODY_BYTES, DEFAULT_STATUSES, HttpSettings
-from monitor.models import CheckResult, MonitorSpec
+from monitor.models import CheckResult, Failure, MonitorSpec
 from monitor.net.client import FetchResult, clip_error, fetch
 from monitor.net.policy import parse_target_url
 
@@ -243,7 +243,19 @@ class HttpCheck(Check):
             location=got.location,
             timings=got.timings,
             details=details,
+            failure=None if error is None else fetch_failure(got),
         )
+
+
+def fetch_failure(got: FetchResult) -> Failure:
+    """Why a fetch with an error, or a response not as expected, failed."""
+    if got.error is None:
+        return Failure.ASSERTION
+    if got.blocked:
+        return Failure.REFUSED
+    if got.invalid:
+        return Failure.INVALID_TARGET
+    return Failure.TIMEOUT if got.timed_out else Failure.NETWORK
 
 
 def _outcome(outcome: Outcome) -> dict[str, Any]:

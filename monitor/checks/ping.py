@@ -43,8 +43,8 @@ from icmplib.utils import unique_identifier
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from monitor import logging as mlog
-from monitor.checks.base import Check, CheckContext, Host, ResultDetails
-from monitor.models import CheckResult, MonitorSpec
+from monitor.checks.base import Check, CheckContext, Host, ResultDetails, refused
+from monitor.models import CheckResult, Failure, MonitorSpec
 from monitor.net.client import clip_error
 from monitor.net.policy import literal_address
 from monitor.net.vetting import Refused, vet_host
@@ -283,7 +283,7 @@ class PingCheck(Check):
         try:
             addresses = await vet_host(ctx.session.resolver, options.host)
         except Refused as exc:
-            return CheckResult(monitor.id, started, ok=False, error=clip_error(exc.message))
+            return refused(monitor.id, started, exc)
         finally:
             if options.named:
                 timings["dns_ms"] = round((time.perf_counter() - begun) * 1000, 3)
@@ -292,7 +292,14 @@ class PingCheck(Check):
         try:
             privileged = self.privileged(family)
         except IcmpUnavailable as exc:
-            return CheckResult(monitor.id, started, ok=False, error=clip_error(str(exc)), timings=timings)
+            return CheckResult(
+                monitor.id,
+                started,
+                ok=False,
+                error=clip_error(str(exc)),
+                timings=timings,
+                failure=Failure.CHECKER,
+            )
         budget = max(0.001, monitor.timeout_seconds - (time.perf_counter() - begun))
         spacing, wait = plan(budget, options.count)
         try:
@@ -303,7 +310,14 @@ class PingCheck(Check):
         except ICMPLibError as exc:  # the socket itself: permissions changed since the decision
             self._privileged.pop(family, None)
             error = f"cannot open an ICMP socket: {exc}"
-            return CheckResult(monitor.id, started, ok=False, error=clip_error(error), timings=timings)
+            return CheckResult(
+                monitor.id,
+                started,
+                ok=False,
+                error=clip_error(error),
+                timings=timings,
+                failure=Failure.CHECKER,
+            )
         cause = judge(echoes, options.max_loss_percent)
         figures = details(echoes)
         return CheckResult(
@@ -315,4 +329,5 @@ class PingCheck(Check):
             timings=timings,
             details=figures,
             answered=bool(figures["received"]),
+            failure=None if not cause else Failure.ASSERTION if figures["received"] else Failure.NETWORK,
         )

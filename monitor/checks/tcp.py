@@ -43,10 +43,10 @@ from pydantic import (
     field_validator,
 )
 
-from monitor.checks.base import Check, CheckContext, Host, ResultDetails
+from monitor.checks.base import Check, CheckContext, Host, ResultDetails, dial_failure
 from monitor.checks.certificate import KEY as CERTIFICATE
 from monitor.checks.certificate import Certificate, certificate_details
-from monitor.models import CheckResult, MonitorSpec
+from monitor.models import CheckResult, Failure, MonitorSpec
 from monitor.net.client import HttpSession, clip_error
 from monitor.net.dial import DialError, Progress, Wire, bounded, dial
 
@@ -252,10 +252,11 @@ class TcpCheck(Check):
                 reading.ended = await read_until(wire, options.expect)
 
         error: str | None = None
+        failure: Failure | None = None
         try:
             await bounded(session, monitor.timeout_seconds, progress, work)
         except DialError as exc:
-            error = exc.message
+            error, failure = exc.message, dial_failure(exc)
         finally:
             if progress.wire is not None:
                 progress.wire.close(polite=error is None)
@@ -264,6 +265,9 @@ class TcpCheck(Check):
             # The wait for the answer is judged whether or not the timeout cut it.
             answer = bytes(wire.received)
             error = judge_answer(answer, options.expect_text, reading.ended, monitor.timeout_seconds)
+            if error is not None:
+                waited = not answer and reading.ended == "timeout"
+                failure = Failure.TIMEOUT if waited else Failure.ASSERTION
             if answer:
                 details["answer"] = shown(answer, ANSWER_CHARS)
             if wire.first_byte is not None:
@@ -277,6 +281,7 @@ class TcpCheck(Check):
             timings=progress.timings,
             details=details or None,
             answered=progress.handshake_ms is not None,
+            failure=None if error is None else failure,
         )
 
 

@@ -40,11 +40,11 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
-from monitor.checks.base import Check, CheckContext, Host, ResultDetails
+from monitor.checks.base import Check, CheckContext, Host, ResultDetails, dial_failure
 from monitor.checks.certificate import KEY as CERTIFICATE
 from monitor.checks.certificate import Certificate, certificate_details
 from monitor.checks.tcp import target_of
-from monitor.models import CheckResult, MonitorSpec
+from monitor.models import CheckResult, Failure, MonitorSpec
 from monitor.net.chain import ChainCert, ChainMemo, weakest
 from monitor.net.client import HttpSession, clip_error
 from monitor.net.dial import DialError, Progress, bounded, dial, peer_chain
@@ -179,13 +179,14 @@ class TlsCheck(Check):
         timeout = monitor.timeout_seconds
         progress = Progress()
         error: str | None = None
+        failure: Failure | None = None
         seen: _Seen | None = None
         verified = False
         try:
             seen = await bounded(session, timeout, progress, lambda: _look(session, options, progress, True))
             verified = True
         except DialError as exc:
-            error = exc.message
+            error, failure = exc.message, dial_failure(exc)
             left = timeout - (time.perf_counter() - progress.started)
             if exc.certificate and left >= SECOND_LOOK_MIN_SECONDS:
                 # Which certificate was refused: a fresh connection that does not verify.
@@ -198,6 +199,8 @@ class TlsCheck(Check):
         # Leaf first, or nothing: a leaf we cannot read leaves the result without details.
         chain = [c for c in read if c is not None] if read and read[0] is not None else []
         error = judge(chain[0] if chain else None, error, started)
+        if error is not None and failure is None:  # the leaf has expired
+            failure = Failure.TLS
         details: dict[str, Any] | None = None
         if chain:
             details = chain_details(chain, started)
@@ -211,6 +214,7 @@ class TlsCheck(Check):
             timings=progress.timings,
             details=details,
             answered=progress.timings.get("connect_ms") is not None,
+            failure=None if error is None else failure,
         )
 
 

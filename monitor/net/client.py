@@ -92,6 +92,9 @@ class FetchResult:
     certificate: PeerCertificate | None = None
     http_version: str = "1.1"  # "2" where the server spoke nothing else (hop.py)
     phase: str = ""  # where the fetch is, for a timeout's message
+    # The URL cannot be fetched as written ("invalid target: ..."); the timeout cut the fetch.
+    invalid: bool = False
+    timed_out: bool = False
 
 
 async def fetch(
@@ -128,7 +131,7 @@ async def fetch(
     try:
         target = session.target(url)
     except InvalidTarget as exc:
-        error = f"invalid target: {exc}"
+        error, got.invalid = f"invalid target: {exc}", True
     else:
         got.final_url = target.text
         loop = asyncio.get_running_loop()
@@ -164,7 +167,7 @@ async def fetch(
         except asyncio.CancelledError:
             if not deadline.caused():
                 raise
-            error = f"timed out after {timeout:g}s {got.phase}".rstrip()
+            error, got.timed_out = f"timed out after {timeout:g}s {got.phase}".rstrip(), True
         finally:
             deadline.cancel()
     if error is not None:

@@ -3,7 +3,7 @@
 Every check type that dials out (http's client, tcp, dns servers, tls, ping) resolves its host
 here, so a refused target reads the same whatever the type: ``blocked: db.internal resolves to
 10.0.0.5 (private address)``, ``blocked: 10.0.0.5 (private address)`` for a literal. The
-scheduler counts an error starting with ``blocked:`` as a refusal, not as an outage.
+scheduler counts a ``Refused`` with ``blocked`` (``Failure.REFUSED``) as a refusal, not as an outage.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ window (``judging.observe``), so an edge that no timer could act on (a lapsed le
 the next check, as before.
 
 Edges fire on the loop's clock through the mapping the tickers use (``mono_minus_wall``), and
-each crossed edge moves ``TickerShared.edge_clock`` on (see ``judging``).
+each crossed edge moves ``Judging.edge_clock`` on (see ``judging``).
 """
 
 from __future__ import annotations
@@ -126,23 +126,24 @@ class Edges:
         return [t.spec for t in tickers if covers(window_id, t.spec.id, t.spec.tags, t.spec.account_id)]
 
     def _advance(self, at: datetime) -> None:
-        if at > self._shared.edge_clock:
-            self._shared.edge_clock = at
+        judging = self._shared.judging
+        if at > judging.edge_clock:
+            judging.edge_clock = at
 
     def _step(self, specs: Iterable[MonitorSpec], at: datetime) -> int:
-        shared, touches = self._shared, self._calendar.touches
+        judging, touches = self._shared.judging, self._calendar.touches
         stepped = 0
         for spec in specs:
-            if spec.id in shared.secondary:  # its primary, elsewhere, keeps the overall state
+            if spec.id in judging.secondary:  # its primary, elsewhere, keeps the overall state
                 continue
-            state = shared.states.get(spec.id)
+            state = judging.states.get(spec.id)
             if (state is None or state.window is None) and not touches(spec.id, spec.tags):
                 continue  # in no window, and none could apply: most monitors of a sweep
-            crossed = cross(spec, shared, at)
+            crossed = cross(spec, judging, at)
             if crossed is None:
                 continue
             state, outcome = crossed
-            shared.states[spec.id] = state
+            judging.states[spec.id] = state
             self._sink(spec, state, outcome, at)
             stepped += 1
         return stepped

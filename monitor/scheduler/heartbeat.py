@@ -6,8 +6,8 @@ time, plus the grace time), as ``TimerTicker`` keeps one at the next tick, and a
 costs the same while it waits. It answers the scheduler's ticker protocol
 (``ticker.MonitorTicker``) as a pull check's ticker does, so the running set (running.py)
 starts, stops and hands both over by one path. The deadline passing in silence is a failing
-result; a ping is a result too. Both go through the same state machine and writer as checks (``judging.judge``
-and ``judging.settle``), so confirm_after, reminders, maintenance windows, dependencies and
+result; a ping is a result too. Both go through the same state machine and writer as checks
+(``judging.conclude``), so confirm_after, reminders, maintenance windows, dependencies and
 flapping apply as they do to any monitor. The connectivity guard does not: a job that did not
 ping says nothing about the checker's network.
 
@@ -47,8 +47,8 @@ import asyncpg
 from monitor import logging as mlog
 from monitor.checks.heartbeat import HeartbeatSettings, Schedule, missed, ping_result, schedule_of
 from monitor.models import MonitorSpec
-from monitor.scheduler.judging import judge, settle
-from monitor.scheduler.ticker import TickerShared, count
+from monitor.scheduler.judging import conclude
+from monitor.scheduler.ticker import TickerShared
 from monitor.scheduler.writer import Writer
 
 log = mlog.get(__name__)
@@ -127,7 +127,7 @@ class HeartbeatTicker:
             self.due = max(self.due, self.schedule.deadline(resumed))
 
     def start(self, since: float | None = None) -> None:
-        self._shared.parents[self.spec.id] = self.spec.depends_on
+        self._shared.judging.parents[self.spec.id] = self.spec.depends_on
         self._arm()
 
     def stop(self) -> None:
@@ -197,10 +197,7 @@ class HeartbeatTicker:
         return at
 
     def _settle(self, result: Any, at: datetime) -> None:
-        shared = self._shared
-        count(shared.metrics, result)
-        new, outcome = judge(self.spec, shared, result, at)
-        settle(self.spec, shared, result, new, outcome)
+        conclude(self.spec, result, at, self._shared.judging)
 
 
 class PingIntake:

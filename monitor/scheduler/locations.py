@@ -17,9 +17,9 @@ from typing import Any
 import asyncpg
 
 from monitor.models import MonitorSpec
+from monitor.scheduler.judging import Judging
 from monitor.scheduler.quorum import Seen, heard_for
 from monitor.scheduler.state import State
-from monitor.scheduler.ticker import TickerShared
 
 VIEWS = """
 SELECT monitor_id, location, status, consecutive_failures, streak_started_at, consecutive_successes,
@@ -27,7 +27,7 @@ SELECT monitor_id, location, status, consecutive_failures, streak_started_at, co
 FROM location_state WHERE monitor_id = ANY($1::bigint[])"""
 
 
-async def load(pool: asyncpg.Pool, shared: TickerShared, specs: Mapping[int, MonitorSpec]) -> None:
+async def load(pool: asyncpg.Pool, judging: Judging, specs: Mapping[int, MonitorSpec]) -> None:
     """This location's stored state of these monitors (before their tickers start), and the
     other locations' views of those this member is primary for. A stored state older than the
     monitor's freshness bound (``quorum.heard_for``) is not continued: the location was away,
@@ -39,17 +39,17 @@ async def load(pool: asyncpg.Pool, shared: TickerShared, specs: Mapping[int, Mon
     ended: list[tuple[int, str, datetime]] = []
     for row in await pool.fetch(VIEWS, list(specs)):
         monitor_id, location = row["monitor_id"], row["location"]
-        if location == shared.location:
+        if location == judging.location:
             spec = specs[monitor_id]
-            if monitor_id in shared.local:
+            if monitor_id in judging.local:
                 continue  # reloaded after an edit: what it holds is newer than what is stored
             if row["last_check_at"] >= now - heard_for(spec.interval_seconds, spec.timeout_seconds):
                 # Its own view: fresh for as long as it checks (no check time to age it by).
-                shared.local[monitor_id] = (stored(row), replace(_seen(row), checked_at=None))
+                judging.local[monitor_id] = (stored(row), replace(_seen(row), checked_at=None))
             elif row["status"] == "down":
                 ended.append((monitor_id, location, row["last_check_at"]))
-        elif monitor_id not in shared.secondary:
-            shared.remote.setdefault(monitor_id, {})[location] = _seen(row)
+        elif monitor_id not in judging.secondary:
+            judging.remote.setdefault(monitor_id, {})[location] = _seen(row)
     if ended:
         await pool.executemany(END_STALE, ended)
 
@@ -77,12 +77,12 @@ def _seen(row: asyncpg.Record) -> Seen:
     return Seen(row["status"], row["changed_at"], row["reason"], row["last_check_at"])
 
 
-def forget(shared: TickerShared, ids: Iterable[int]) -> None:
+def forget(judging: Judging, ids: Iterable[int]) -> None:
     """These monitors left this member: their location state is their next owner's to read."""
     for monitor_id in ids:
-        shared.local.pop(monitor_id, None)
-        shared.remote.pop(monitor_id, None)
-        shared.secondary.discard(monitor_id)
+        judging.local.pop(monitor_id, None)
+        judging.remote.pop(monitor_id, None)
+        judging.secondary.discard(monitor_id)
 
 
 def stored(row: Any) -> State:

@@ -91,16 +91,16 @@ class RunningSet:
         With ``joined`` (``Sharing.joined_whole``), it goes on from the tick after its last
         stored check."""
         shared = self.shared
-        shared.names[spec.id] = spec.name
+        shared.judging.names[spec.id] = spec.name
         if role == "secondary":
-            shared.secondary.add(spec.id)
+            shared.judging.secondary.add(spec.id)
         else:
-            shared.secondary.discard(spec.id)
+            shared.judging.secondary.discard(spec.id)
         if spec.id in self._foreign:  # a status read for a dependant here, not its state
             self._foreign.discard(spec.id)
-            shared.states.pop(spec.id, None)
-        if spec.id not in shared.states and row["status"] is not None:
-            shared.states[spec.id] = stored_state(row)
+            shared.judging.states.pop(spec.id, None)
+        if spec.id not in shared.judging.states and row["status"] is not None:
+            shared.judging.states[spec.id] = stored_state(row)
         ticker = self.make(spec, row, previous)
         last = row["last_check_at"].timestamp() if row["last_check_at"] is not None else None
         start_at = since
@@ -121,7 +121,7 @@ class RunningSet:
         or not, none is left unstarted in the tickers (a later load retries)."""
         read = False
         try:
-            await locations.load(self._pool, self.shared, located)
+            await locations.load(self._pool, self.shared.judging, located)
             read = True
         finally:
             for monitor_id, spec in located.items():
@@ -139,8 +139,8 @@ class RunningSet:
         # Its state stays (a check in flight still updates it; a paused monitor that others
         # depend on is not down), its name too (their alerts still name it); but not the
         # overall state a secondary holds, which it never kept up (read again if it leads).
-        if monitor_id in self.shared.secondary:
-            self.shared.states.pop(monitor_id, None)
+        if monitor_id in self.shared.judging.secondary:
+            self.shared.judging.states.pop(monitor_id, None)
         ticker = self.tickers.pop(monitor_id, None)
         heartbeat = self.heartbeats.pop(monitor_id, None)
         self.versions.pop(monitor_id, None)
@@ -155,18 +155,18 @@ class RunningSet:
 
     def running_as(self, monitor_id: int) -> Role:
         """The role a running monitor was started in here."""
-        return "secondary" if monitor_id in self.shared.secondary else "primary"
+        return "secondary" if monitor_id in self.shared.judging.secondary else "primary"
 
     def forget_located(self, monitor_id: int) -> None:
         """The monitor is not run here any more: its locations' state is its next owner's."""
-        locations.forget(self.shared, (monitor_id,))
+        locations.forget(self.shared.judging, (monitor_id,))
 
     def forget(self, monitor_id: int) -> None:
         """A monitor gone from the table: nothing of it is kept."""
         self.forget_located(monitor_id)
-        self.shared.states.pop(monitor_id, None)
-        self.shared.names.pop(monitor_id, None)
-        self.shared.parents.pop(monitor_id, None)
+        self.shared.judging.states.pop(monitor_id, None)
+        self.shared.judging.names.pop(monitor_id, None)
+        self.shared.judging.parents.pop(monitor_id, None)
 
     def _offset(self, spec: MonitorSpec) -> float:
         return stable_offset(spec.id, spec.interval_seconds, self.shared.slot)
@@ -191,8 +191,8 @@ class RunningSet:
     def forget_states(self, ids: set[int]) -> None:
         """The states of monitors that move (away, or here: each starts from its stored state)."""
         for monitor_id in ids:
-            self.shared.states.pop(monitor_id, None)
-        locations.forget(self.shared, ids)
+            self.shared.judging.states.pop(monitor_id, None)
+        locations.forget(self.shared.judging, ids)
 
     def count_handover(self, missed: int, monitors: int) -> None:
         if missed:  # one line for the handover, not one per monitor
@@ -205,19 +205,21 @@ class RunningSet:
         if view is None or len(view.members) <= 1:
             return
         shared = self.shared
-        primary = [m for m in located if m in self.tickers and m not in shared.secondary]
+        primary = [m for m in located if m in self.tickers and m not in shared.judging.secondary]
         try:
-            views = await locations.read_remote(self._pool, shared.location, primary)
+            views = await locations.read_remote(self._pool, shared.judging.location, primary)
             # Not for those stopped, or turned secondary, while it read.
-            shared.remote.update(
-                (m, v) for m, v in views.items() if m in self.tickers and m not in shared.secondary
+            shared.judging.remote.update(
+                (m, v) for m, v in views.items() if m in self.tickers and m not in shared.judging.secondary
             )
             # One run here as a secondary keeps no overall state: as a parent, its stored status is
             # read, like one run elsewhere.
             running = (
-                {m for m in self.tickers if m not in shared.secondary} if shared.secondary else self.tickers
+                {m for m in self.tickers if m not in shared.judging.secondary}
+                if shared.judging.secondary
+                else self.tickers
             )
-            self._foreign |= await read_foreign_parents(self._pool, shared, running)
+            self._foreign |= await read_foreign_parents(self._pool, shared.judging, running)
         except DB_ERRORS as exc:
             log.warning("cluster.round_read_failed", error=str(exc) or type(exc).__name__)
 

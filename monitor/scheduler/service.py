@@ -45,6 +45,7 @@ from monitor.scheduler.cluster import Role
 from monitor.scheduler.connectivity import Change, Guard, ReferenceProbe
 from monitor.scheduler.edges import Edges
 from monitor.scheduler.heartbeat import PingIntake
+from monitor.scheduler.judging import Judging
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.relay import Relay
 from monitor.scheduler.running import RunningSet
@@ -160,14 +161,13 @@ class Scheduler:
                 allow_insecure_tls=s.allow_insecure_tls,
                 http_max_body_bytes=s.http_max_body_bytes,
             ),
-            sink=self.writer.add,
             metrics=self.metrics,
             limit=Slots(s.check_concurrency),
+            judging=Judging(
+                self.writer.add, self.metrics, guard=self.guard, calendar=self.calendar, location=s.location
+            ),
             slot=s.tick_slot_ms / 1000,
-            guard=self.guard,
-            calendar=self.calendar,
             may_start=member.may_check,
-            location=s.location,
         )
         running = self.running = RunningSet(self._pool, self._shared, s.ticker, self.metrics)
         self.edges = Edges(self.calendar, self._shared, lambda: running.tickers, self.writer.add_edge)
@@ -393,7 +393,7 @@ class _Local:
         """The members changed: the live locations, and the pings of monitors that moved here."""
         s = self._scheduler
         if s.running is not None and s.sharing is not None:
-            s.running.shared.live_locations = s.sharing.own.live_locations
+            s.running.shared.judging.live_locations = s.sharing.own.live_locations
         if s.pings is not None:
             s.pings.redivided()
 

@@ -43,10 +43,10 @@ import asyncpg
 
 from monitor import logging as mlog
 from monitor.scheduler.cluster import Ownership, Role, View, plan
+from monitor.scheduler.judging import Judging
 from monitor.scheduler.membership import Membership, NameTaken
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.state import State
-from monitor.scheduler.ticker import TickerShared
 
 log = mlog.get(__name__)
 
@@ -305,13 +305,11 @@ SELECT m.id, m.name, m.depends_on, s.status, s.consecutive_failures
 FROM monitors m JOIN up ON up.id = m.id LEFT JOIN monitor_state s ON s.monitor_id = m.id"""
 
 
-async def read_foreign_parents(
-    pool: asyncpg.Pool, shared: TickerShared, running: Collection[int]
-) -> set[int]:
+async def read_foreign_parents(pool: asyncpg.Pool, judging: Judging, running: Collection[int]) -> set[int]:
     """Put the stored status of the monitors that those running here depend on, but that run
-    elsewhere, into ``shared`` (states, names, their own parents), for ``judging.down_above``;
+    elsewhere, into ``judging`` (states, names, their own parents), for ``judging.down_above``;
     the ids whose status was put there."""
-    parents = {p for m in running for p in shared.parents.get(m, ())}
+    parents = {p for m in running for p in judging.parents.get(m, ())}
     foreign = [p for p in parents if p not in running]
     put: set[int] = set()
     if not foreign:
@@ -320,9 +318,9 @@ async def read_foreign_parents(
         monitor_id = row["id"]
         if monitor_id in running:
             continue
-        shared.names[monitor_id] = row["name"]
-        shared.parents[monitor_id] = tuple(row["depends_on"] or ())
+        judging.names[monitor_id] = row["name"]
+        judging.parents[monitor_id] = tuple(row["depends_on"] or ())
         if row["status"] is not None:
-            shared.states[monitor_id] = State(status=row["status"], failures=row["consecutive_failures"])
+            judging.states[monitor_id] = State(status=row["status"], failures=row["consecutive_failures"])
             put.add(monitor_id)
     return put

@@ -286,7 +286,18 @@ _CLEAR: dict[str, Any] = {**_CLEAR_FAIL, **_CLEAR_SLOW}
 
 
 def _same(state: State, status: Status, fields: dict[str, Any]) -> bool:
-    return state.status == status and all(getattr(state, k) == v for k, v in fields.items())
+    if state.status != status:
+        return False
+    if fields is _CLEAR:  # a plain success, most checks: _CLEAR's fields read as attributes
+        return (
+            state.failures == 0
+            and state.successes == 0
+            and state.slow == 0
+            and state.streak_started_at is None
+            and state.recovering_since is None
+            and state.slow_since is None
+        )
+    return all(getattr(state, k) == v for k, v in fields.items())
 
 
 def same_window(a: Window | None, b: Window | None) -> bool:

@@ -20,6 +20,9 @@ time is the slot), only spread over 100 steps of a 10 s interval instead of any 
 What waits between two ticks has two shapes, picked by ``MONITOR_TICKER`` (``tickers.py``):
 one task per monitor (the default) or the chain of loop timers here (``TimerTicker``). Both
 share the due times, the skip rules, ``may_start`` and ``check``.
+
+A ticker keeps time and nothing else: it runs each check within its hard deadline, stamps how
+late it started and hands the result to ``judging.conclude``, which decides what it means.
 """
 
 from __future__ import annotations
@@ -28,46 +31,23 @@ import asyncio
 import hashlib
 import math
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
 from monitor import logging as mlog
 from monitor.aio import Deadline, Slots
 from monitor.checks import REGISTRY, CheckContext
-from monitor.models import CheckResult, MonitorSpec
+from monitor.models import CheckResult, Failure, MonitorSpec
 from monitor.scheduler.cluster import missed_ticks, too_late
-from monitor.scheduler.connectivity import Guard
-from monitor.scheduler.judging import NOT_SEEN, judge, judge_here, restart_streak, settle
+from monitor.scheduler.judging import Judging, conclude
 from monitor.scheduler.metrics import SchedulerMetrics
-from monitor.scheduler.quorum import Located, Seen, stored_time
-from monitor.scheduler.state import NOTHING, UNKNOWN, Outcome, State, Window
+from monitor.scheduler.quorum import stored_time
 
 log = mlog.get(__name__)
 
 
-class ResultSink(Protocol):
-    def __call__(
-        self,
-        spec: MonitorSpec,
-        result: CheckResult,
-        state: State,
-        outcome: Outcome,
-        located: Located | None = None,
-    ) -> None: ...
-
-
-class WindowFinder(Protocol):
-    """Which maintenance window, if any, a monitor is in (the scheduler's calendar)."""
-
-    def window_at(
-        self, monitor_id: int, tags: Sequence[str], at: datetime, account_id: int | None = None
-    ) -> Window | None: ...
-
-
-# Before every instant: no edge crossed yet.
-NEVER = datetime.min.replace(tzinfo=UTC)
 # Beyond the check's own timeout, the most a check may take before it is cut off.
 HARD_TIMEOUT_MARGIN = 5.0
 
@@ -95,45 +75,25 @@ def always() -> bool:
 
 @dataclass
 class TickerShared:
-    """What every ticker of one scheduler shares, held once rather than per monitor."""
+    """What every ticker of one scheduler shares, held once rather than per monitor: what its
+    checks run with and what keeps their time; ``judging`` is where their results go."""
 
     ctx: CheckContext
-    sink: ResultSink
     metrics: SchedulerMetrics
     limit: Slots  # checks in flight
+    judging: Judging
     slot: float = 0.0  # seconds; see the module docstring
     # Made in the scheduler's running loop: the loop every ticker uses, and one mapping of epoch
     # due times onto its monotonic clock, taken once so that wall-clock jumps do not bunch or
     # stall ticks, and shared so that ticks due at the same instant get the same timer deadline.
     loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
     mono_minus_wall: float = field(init=False)
-    # Per-monitor state, kept across a ticker's replacement when its monitor is edited,
-    # so a check still in flight from before the edit updates the same state.
-    states: dict[int, State] = field(default_factory=dict)
-    # Monitor names by id (what a dependant's alert calls the monitor it depends on).
-    names: dict[int, str] = field(default_factory=dict)
-    # Each monitor's ``depends_on`` (set by its ticker), to find a monitor down further up a chain.
-    parents: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    calendar: WindowFinder | None = None
-    # The latest window edge crossed (edges.py): a result judged after it reads its window no
-    # earlier than that (judging.window_of).
-    edge_clock: datetime = NEVER
-    # Whether the checker itself is cut off (None: never asked, as in benchmarks).
-    guard: Guard | None = None
     in_flight: set[asyncio.Task[None]] = field(default_factory=set)
     # Task tickers' sleeps by loop deadline (tickers.py): one loop timer per slot, not per monitor.
     sleepers: dict[float, list[asyncio.Future[None]]] = field(default_factory=dict)
     # Asked as each tick fires, before its check starts: False skips the tick (a scheduler whose
     # cluster lease lapsed, say after a SIGSTOP, must not check a tick another member now owns).
     may_start: Callable[[], bool] = field(default=always)
-    # Monitors checked from several locations (quorum.py): this scheduler's location, the live
-    # locations of the cluster, each such monitor's state and view here, the other locations'
-    # views of those it is primary for (read every cluster round), and those it is secondary for.
-    location: str = "default"
-    live_locations: frozenset[str] = frozenset()
-    local: dict[int, tuple[State, Seen]] = field(default_factory=dict)
-    remote: dict[int, dict[str, Seen]] = field(default_factory=dict)
-    secondary: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.mono_minus_wall = self.loop.time() - time.time()
@@ -226,7 +186,7 @@ class TimerTicker:
 def begin(spec: MonitorSpec, shared: TickerShared, since: float | None) -> tuple[float, int]:
     """A ticker's start: its monitor's offset and the index of its first tick (at or after
     ``since``, epoch seconds, default now); its parents recorded for ``down_above``."""
-    shared.parents[spec.id] = spec.depends_on
+    shared.judging.parents[spec.id] = spec.depends_on
     offset = stable_offset(spec.id, spec.interval_seconds, shared.slot)
     return offset, first_tick(time.time() if since is None else since, offset, spec.interval_seconds)
 
@@ -264,10 +224,12 @@ def owned(spec: MonitorSpec, shared: TickerShared) -> bool:
 
 
 async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> None:
-    """One tick's check, due at ``due_wall`` (epoch seconds), from start to written: take a
-    slot of ``shared.limit``, run it within its hard deadline, judge the result, ask the guard
-    whether a failure is the checker's own network, and hand it to the writer."""
+    """One tick's check, due at ``due_wall`` (epoch seconds), from start to judged: take a slot
+    of ``shared.limit``, run it within its hard deadline and hand the result, with how late it
+    started, to ``judging.conclude``."""
     limit = shared.limit
+    judging = shared.judging
+    location = judging.location
     if not limit.try_acquire():
         await limit.acquire()
     try:
@@ -279,7 +241,7 @@ async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> Non
         at = datetime.fromtimestamp(started, UTC)
         if spec.locations:
             places = spec.locations
-            at = stored_time(at, places.index(shared.location) if shared.location in places else len(places))
+            at = stored_time(at, places.index(location) if location in places else len(places))
         # The check bounds itself by its timeout; this cuts off one that fails to.
         deadline = Deadline(shared.loop, spec.timeout_seconds + HARD_TIMEOUT_MARGIN)
         try:
@@ -287,59 +249,22 @@ async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> Non
         except asyncio.CancelledError:
             if not deadline.caused():
                 raise
-            result = CheckResult(spec.id, at, ok=False, error=f"timed out after {spec.timeout_seconds:g}s")
+            error = f"timed out after {spec.timeout_seconds:g}s"
+            result = CheckResult(spec.id, at, ok=False, error=error, failure=Failure.TIMEOUT)
         except Exception as exc:  # a bug in a check must not kill the ticker
             log.exception("check.crashed", monitor_id=spec.id)
-            result = CheckResult(spec.id, at, ok=False, error=f"internal error: {type(exc).__name__}")
+            error = f"internal error: {type(exc).__name__}"
+            result = CheckResult(spec.id, at, ok=False, error=error, failure=Failure.CHECKER)
         finally:
             deadline.cancel()
         duration = time.time() - started
     finally:
         limit.release()
-    result.lateness_ms = round(lateness * 1000, 3)
-    # Where it was checked from: kept unless it is the default location of a monitor that names
-    # none (most installations: an empty column).
-    result.checked_from = shared.location if spec.locations or shared.location != "default" else None
     shared.metrics.lateness.observe(lateness)
     shared.metrics.check_duration.observe(duration)
-    blocked = result.error is not None and result.error.startswith("blocked:")
-    # A target refused before any packet left says nothing of the network.
-    refused = blocked or (result.error is not None and result.error.startswith("invalid target:"))
-    count(shared.metrics, result, blocked)
-    guard = shared.guard
-    if guard is not None and not refused:
-        guard.record(spec.id, result.ok or result.answered or result.status_code is not None, started)
-    located: Located | None = None
-    if spec.locations:
-        new, outcome, located = judge_here(spec, shared, result, at)
-    else:
-        new, outcome = judge(spec, shared, result, at)
-    changes = outcome.changes if located is None else located.changes
-    if (
-        guard is not None
-        and not result.ok
-        and not refused
-        and (guard.outage is not None or any(c.kind == "down" for c in changes))
-    ):
-        # Before a failure takes a monitor down (or while the checker is known to be cut
-        # off): is it the checker's own network? Then the result is unknown, the streak
-        # starts again, and monitors are judged from fresh checks once it is back.
-        reason = await guard.cut_off(time.time())
-        if reason is not None:
-            result.error = f"unknown: the checker's network is down ({reason})"
-            if located is None:
-                new, outcome = restart_streak(shared.states.get(spec.id, UNKNOWN)), NOTHING
-            else:  # this location's streak starts again; the others' verdicts stand
-                here, seen = shared.local.get(spec.id, (UNKNOWN, NOT_SEEN))
-                located = replace(located, state=restart_streak(here), seen=seen, changes=(), cause=None)
-                new, outcome = shared.states.get(spec.id, UNKNOWN), NOTHING
-    settle(spec, shared, result, new, outcome, located)
-
-
-def count(metrics: SchedulerMetrics, result: CheckResult, blocked: bool = False) -> None:
-    if result.ok:
-        metrics.checks_up.inc()
-    elif blocked:
-        metrics.checks_blocked.inc()
-    else:
-        metrics.checks_down.inc()
+    # Where it was checked from: kept unless it is the default location of a monitor that names
+    # none (most installations: an empty column).
+    checked_from = location if spec.locations or location != "default" else None
+    vouching = conclude(spec, result, at, judging, started, round(lateness * 1000, 3), checked_from)
+    if vouching is not None:
+        await vouching

@@ -30,7 +30,7 @@ import itertools
 import json
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -42,6 +42,7 @@ from monitor import rollups
 from monitor.channels import telegram
 from monitor.events import Event
 from monitor.models import CheckResult, MonitorSpec
+from monitor.scheduler.judging import Judged
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.quorum import Located
 from monitor.scheduler.spool import Spool
@@ -278,27 +279,27 @@ class Writer:
         for record in run.located:
             self._located[(record[0], record[1])] = record
 
-    def add(
-        self,
-        spec: MonitorSpec,
-        result: CheckResult,
-        state: State,
-        outcome: Outcome,
-        located: Located | None = None,
-    ) -> None:
+    def add(self, spec: MonitorSpec, result: CheckResult, judged: Judged) -> None:
+        """A check's result and its judgement (``judging.Judged``): its row, the monitor's
+        state, and the changes and alerts to make."""
         spool = self._spool
+        located = judged.located
         if located is None:
-            row = (*result.record(), *state_record(state))
+            # Joined, not unpacked into a new tuple: one C step per row (the quiet path's cost).
+            row = result.row(judged.error, judged.lateness_ms, judged.checked_from) + state_record(
+                judged.state
+            )
             self._rows.append(row)
             if spool is not None:
                 spool.append(("R", row))
+            outcome = judged.outcome
             if outcome:
-                pending = Pending(spec, outcome, result)
+                pending = Pending(spec, outcome, judged.told(result))
                 self._transitions.append(pending)
                 if spool is not None:
                     spool.append(pending_record(pending))
         else:
-            self._add_located(spec, result, state, outcome, located)
+            self._add_located(spec, result, judged, located)
         if self._edges and (located is None or located.primary):
             # Judged after the edge, from the state the edge left: its state is the newer.
             self._edges.pop(spec.id, None)
@@ -312,13 +313,12 @@ class Writer:
         if len(self._rows) >= self._batch_rows:
             self._wake.set()
 
-    def _add_located(
-        self, spec: MonitorSpec, result: CheckResult, state: State, outcome: Outcome, located: Located
-    ) -> None:
+    def _add_located(self, spec: MonitorSpec, result: CheckResult, judged: Judged, located: Located) -> None:
         """A check from one of several locations: its row, the location's state, and the
         overall state and alerts only from the monitor's primary (a failure it alerts on is
         told with the locations that saw it, not this check's own error alone)."""
-        row = (*result.record(), *(state_record(state) if located.primary else SECONDARY))
+        stored = result.row(judged.error, judged.lateness_ms, judged.checked_from)
+        row = stored + (state_record(judged.state) if located.primary else SECONDARY)
         self._rows.append(row)
         where = self._located[(spec.id, located.location)] = (
             spec.id,
@@ -332,13 +332,9 @@ class Writer:
         if self._spool is not None:
             self._spool.append(("R", row))
             self._spool.append(("X", where))
+        outcome = judged.outcome
         if outcome or located.changes:
-            told = result
-            if located.cause is not None:  # failing by the quorum; this location's answer may be fine
-                told = replace(
-                    result, error=located.cause, status_code=None if result.ok else result.status_code
-                )
-            pending = Pending(spec, outcome, told, located=located)
+            pending = Pending(spec, outcome, judged.told(result), located=located)
             self._transitions.append(pending)
             if self._spool is not None:
                 self._spool.append(pending_record(pending))

@@ -33,6 +33,7 @@ from monitor import db as monitor_db
 from monitor.domain import keys as api_keys
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler import writer
+from monitor.scheduler.judging import Judged
 from monitor.scheduler.state import NOTHING, State
 from monitor.scheduler.writer import Writer
 
@@ -110,7 +111,11 @@ async def figures(
                         at = h0 - back * H + minute * M
                         code, error = (200, None) if ok else (None, "refused")
                         result = CheckResult(ids[name], at, ok, code, ms, error)
-                        w.add(_spec(ids[name]), result, State("up" if ok else "down", 0, None), NOTHING)
+                        w.add(
+                            _spec(ids[name]),
+                            result,
+                            Judged(State("up" if ok else "down", 0, None), NOTHING, error),
+                        )
                 assert await w.flush()
                 await set_state(db, ids[name], "down" if name == "never" else "up", h0)
             groups = [{"name": "All", "monitor_ids": list(ids.values())}]

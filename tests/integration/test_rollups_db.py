@@ -15,6 +15,7 @@ from monitor import db as monitor_db
 from monitor import rollups
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler import writer
+from monitor.scheduler.judging import Judged
 from monitor.scheduler.state import NOTHING, State
 from monitor.scheduler.writer import Writer
 
@@ -43,7 +44,8 @@ def _result(monitor_id: int, at: datetime, ok: bool, latency: float | None) -> C
 async def _write(pool: asyncpg.Pool, rows: list[tuple[int, datetime, bool, float | None]]) -> None:
     w = Writer(pool)
     for monitor_id, at, ok, latency in rows:
-        w.add(_spec(monitor_id), _result(monitor_id, at, ok, latency), UP, NOTHING)
+        result = _result(monitor_id, at, ok, latency)
+        w.add(_spec(monitor_id), result, Judged(UP, NOTHING, result.error))
     assert await w.flush()
 
 

@@ -17,6 +17,7 @@ import pytest
 from monitor import db as monitor_db
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler import replay, writer
+from monitor.scheduler.judging import Judged
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.spool import Spool, segments, stem
 from monitor.scheduler.state import NOTHING, Alert, Change, Outcome, State
@@ -71,22 +72,17 @@ async def test_a_spool_replayed_after_its_batch_was_written_doubles_nothing(
 
     down_at, up_at = T, T + timedelta(minutes=1)
     failed = CheckResult(mid, down_at, ok=False, status_code=500, error="status 500")
-    w.add(
-        spec,
-        failed,
-        State("down", 1, down_at, told="down"),
-        Outcome((Change("down", down_at),), (Alert("down", down_at),)),
-    )
+    down = Outcome((Change("down", down_at),), (Alert("down", down_at),))
+    w.add(spec, failed, Judged(State("down", 1, down_at, told="down"), down, failed.error))
     healed = CheckResult(mid, up_at, ok=True, status_code=200, latency_ms=3.0)
-    w.add(spec, healed, State("up"), Outcome((Change("up", up_at),), (Alert("up", up_at),)))
+    w.add(spec, healed, Judged(State("up"), Outcome((Change("up", up_at),), (Alert("up", up_at),)), None))
     segment = segments(dead_dir, stem("sched-dead"))[-1][1]
     before_watermark = segment.read_bytes()  # what the file held when the flush committed
     assert await w.flush()
     w.add(
         spec,
         CheckResult(mid, up_at + timedelta(minutes=1), ok=True, status_code=200, latency_ms=4.0),
-        State("up"),
-        NOTHING,
+        Judged(State("up"), NOTHING, None),
     )
     after = segment.read_bytes()
     spool.close()  # the process dies: its lock is free, its last row never written

@@ -20,7 +20,7 @@ from monitor.checks import CheckContext
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.calendar import Calendar
 from monitor.scheduler.edges import Edges
-from monitor.scheduler.judging import judge
+from monitor.scheduler.judging import Judging, judge
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.state import Outcome, State, Window
 from monitor.scheduler.ticker import TickerShared
@@ -75,10 +75,9 @@ class World:
 @pytest.fixture
 async def world() -> AsyncIterator[World]:
     calendar = Calendar()
-    shared = TickerShared(
-        ctx=cast(CheckContext, None), sink=lambda *_: None, metrics=SchedulerMetrics(), limit=Slots(10),
-        calendar=calendar,
-    )  # fmt: skip
+    metrics = SchedulerMetrics()
+    judging = Judging(sink=lambda *_: None, metrics=metrics, calendar=calendar)
+    shared = TickerShared(ctx=cast(CheckContext, None), metrics=metrics, limit=Slots(10), judging=judging)
     running: dict[int, Ticker] = {}
     sink = Sink()
     edges = Edges(calendar, shared, lambda: running, sink)
@@ -91,15 +90,16 @@ async def test_notices_and_the_held_down_go_at_the_edges(world: World) -> None:
     world.calendar.replace([window(world.start, world.end, monitor_ids=[1], tags=["db"])], {})
     for s in (spec(1), spec(2, ("db",)), spec(3, ("web",)), spec(4)):
         world.running[s.id] = Ticker(s)
-    world.shared.states[1] = State("up")
+    world.shared.judging.states[1] = State("up")
     world.edges.arm()
     assert len(world.edges) == 1
-    await wait_for(lambda: world.shared.states.get(1, State()).window is not None, timeout=5)
+    await wait_for(lambda: world.shared.judging.states.get(1, State()).window is not None, timeout=5)
     # Down inside the window (a check's doing): held.
     result = CheckResult(1, world.start + timedelta(seconds=0.1), ok=False, error="status 500")
-    held, outcome = judge(world.running[1].spec, world.shared, result, result.time)
+    judged = judge(world.running[1].spec, result, result.time, world.shared.judging)
+    held, outcome = judged.state, judged.outcome
     assert held.held is not None and not outcome.alerts
-    world.shared.states[1] = held
+    world.shared.judging.states[1] = held
     await wait_for(lambda: len(world.sink.seen) >= 4, timeout=5, message="both edges of both monitors")
     assert world.sink.kinds(1) == ["maintenance_start", "maintenance_end", "down"]
     assert world.sink.kinds(2) == ["maintenance_start", "maintenance_end"]  # by its tag
@@ -107,14 +107,14 @@ async def test_notices_and_the_held_down_go_at_the_edges(world: World) -> None:
     for _, _, when, at in world.sink.seen:
         assert at in (world.start, world.end)
         assert 0 <= when - at.timestamp() < TOLERANCE, (when, at)
-    assert world.shared.states[1].told == "down" and world.shared.states[1].window is None
+    assert world.shared.judging.states[1].told == "down" and world.shared.judging.states[1].window is None
     assert len(world.edges) == 0  # a one-off window never opens again
 
 
 async def test_only_the_primary_steps_and_only_while_the_lease_holds(world: World) -> None:
     world.calendar.replace([window(world.start, world.end, monitor_ids=[1, 2])], {})
     world.running.update({1: Ticker(spec(1)), 2: Ticker(spec(2))})
-    world.shared.secondary.add(2)
+    world.shared.judging.secondary.add(2)
     world.edges.arm()
     await wait_for(lambda: world.sink.kinds(1) == ["maintenance_start"], timeout=5)
     world.shared.may_start = lambda: False  # the lease lapsed: another member runs them now
@@ -127,7 +127,7 @@ async def test_a_sweep_steps_a_monitor_whose_stored_window_is_stale(world: World
     now = datetime.now(UTC)
     world.calendar.replace([window(now - timedelta(hours=1), now + timedelta(hours=1), monitor_ids=[1])], {})
     gone = Window(9, "Deleted", now + timedelta(hours=1), notify=True)
-    world.shared.states.update({1: State("up"), 2: State("up", window=gone)})
+    world.shared.judging.states.update({1: State("up"), 2: State("up", window=gone)})
     assert world.edges.sweep([spec(1), spec(2), spec(3)]) == 2
     assert world.sink.kinds(1) == ["maintenance_start"] and world.sink.kinds(2) == ["maintenance_end"]
     assert world.edges.sweep([spec(1), spec(2), spec(3)]) == 0  # said once
@@ -136,10 +136,11 @@ async def test_a_sweep_steps_a_monitor_whose_stored_window_is_stale(world: World
 async def test_a_check_judged_after_an_edge_stays_in_the_window(world: World) -> None:
     world.calendar.replace([window(world.start, world.end, monitor_ids=[1])], {})
     world.running[1] = Ticker(spec(1))
-    world.shared.states[1] = State("up")
+    world.shared.judging.states[1] = State("up")
     world.edges.arm()
     await wait_for(lambda: world.sink.kinds(1) == ["maintenance_start"], timeout=5)
     # A check that started just before the window opened, judged now: no "ended", no second start.
     before = world.start - timedelta(seconds=0.05)
-    state, outcome = judge(world.running[1].spec, world.shared, CheckResult(1, before, ok=True), before)
+    judged = judge(world.running[1].spec, CheckResult(1, before, ok=True), before, world.shared.judging)
+    state, outcome = judged.state, judged.outcome
     assert state.window is not None and not outcome.alerts

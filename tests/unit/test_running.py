@@ -16,6 +16,7 @@ import pytest
 from monitor.aio import Slots
 from monitor.checks import CheckContext
 from monitor.models import MonitorSpec
+from monitor.scheduler.judging import Judging
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.running import RunningSet
 from monitor.scheduler.ticker import MonitorTicker, TickerShared
@@ -25,8 +26,12 @@ VERSION = datetime(2026, 3, 1, tzinfo=UTC)
 
 @pytest.fixture
 async def running() -> AsyncIterator[RunningSet]:
+    metrics = SchedulerMetrics()
     shared = TickerShared(
-        ctx=cast(CheckContext, None), sink=lambda *_: None, metrics=SchedulerMetrics(), limit=Slots(10)
+        ctx=cast(CheckContext, None),
+        metrics=metrics,
+        limit=Slots(10),
+        judging=Judging(lambda *_: None, metrics),
     )
     # The pool is only read for monitors checked from several locations, and at cluster rounds.
     made = RunningSet(cast(asyncpg.Pool, None), shared, "timer", shared.metrics)

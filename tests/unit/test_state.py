@@ -349,3 +349,17 @@ def test_an_edge_then_the_checks_tell_nothing_twice() -> None:
 def test_one_wording_of_a_held_alert() -> None:
     assert held_note(HELD) == "Alert held while maintenance window 'Upgrade' was open"
     assert held_note("Router was down") == "Alert held while Router was down"
+
+
+def test_the_plain_success_fast_path_reads_every_cleared_field() -> None:
+    # state._same compares _CLEAR's fields by name, for speed: a field added to _CLEAR goes there too.
+    from monitor.scheduler.state import _CLEAR
+
+    assert set(_CLEAR) == {
+        "failures",
+        "successes",
+        "slow",
+        "streak_started_at",
+        "recovering_since",
+        "slow_since",
+    }

@@ -7,9 +7,9 @@ from typing import cast
 import pytest
 
 from monitor.aio import Deadline, Slots
-from monitor.scheduler.judging import down_above
+from monitor.scheduler.judging import Judging, down_above
 from monitor.scheduler.state import State
-from monitor.scheduler.ticker import TickerShared, first_tick, stable_offset
+from monitor.scheduler.ticker import first_tick, stable_offset
 
 
 def test_offsets_are_whole_slots_spread_over_the_interval_and_stable() -> None:
@@ -106,5 +106,5 @@ PARENTS = {2: (1,), 3: (2,), 4: (1,), 5: (3, 4), 6: (7,), 7: (6,)}
 def test_a_dependant_is_blamed_on_the_failing_monitor_furthest_up(
     states: dict[int, State], monitor: int, blamed: int | None
 ) -> None:
-    shared = cast(TickerShared, SimpleNamespace(parents=PARENTS, states=states))
-    assert down_above(PARENTS[monitor], shared, {monitor}) == blamed
+    judging = cast(Judging, SimpleNamespace(parents=PARENTS, states=states))
+    assert down_above(PARENTS[monitor], judging, {monitor}) == blamed

@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
+from typing import cast
 
 import pytest
 from support import wait_for
@@ -20,6 +20,7 @@ from monitor.checks import REGISTRY, CheckContext
 from monitor.checks.base import Check
 from monitor.models import CheckResult, MonitorSpec
 from monitor.scheduler.cluster import LATEST
+from monitor.scheduler.judging import Judged, Judging
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.ticker import MonitorTicker, TickerShared, first_tick, stable_offset
 from monitor.scheduler.tickers import TICKERS, TickerKind, make_ticker
@@ -66,12 +67,17 @@ def probe(monkeypatch: pytest.MonkeyPatch) -> Probe:
 
 @pytest.fixture
 async def shared(probe: Probe) -> AsyncIterator[TickerShared]:
-    def sink(spec: MonitorSpec, result: CheckResult, *_: Any) -> None:
-        due = result.time.timestamp() - (result.lateness_ms or 0) / 1000
+    def sink(spec: MonitorSpec, result: CheckResult, judged: Judged) -> None:
+        due = result.time.timestamp() - (judged.lateness_ms or 0) / 1000
         probe.written.append((result.time.timestamp(), due))
 
+    metrics = SchedulerMetrics()
     made = TickerShared(
-        ctx=cast(CheckContext, None), sink=sink, metrics=SchedulerMetrics(), limit=Slots(100), slot=SLOT
+        ctx=cast(CheckContext, None),
+        metrics=metrics,
+        limit=Slots(100),
+        judging=Judging(sink, metrics),
+        slot=SLOT,
     )
     yield made
     for task in list(made.in_flight):
