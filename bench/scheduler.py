@@ -203,16 +203,17 @@ class Baseline:
 
 
 async def measure_empty(
-    env: dict[str, str], log: Path, core: int | None, src: Path, within: float
+    env: dict[str, str], log: Path, core: int | None, src: Path, within: float, seconds: float = 5.0
 ) -> Baseline:
-    """RSS and idle CPU of a scheduler with no monitors, from 2 s to 7 s after it started."""
+    """RSS and idle CPU of a scheduler with no monitors, over ``seconds`` (``--empty-seconds``)
+    from 2 s after it started."""
     empty = SchedulerProcess(env, log, core, src)
     try:
         await empty.start(within)
         await asyncio.sleep(2)  # past start-up: the writer, relay and reconcile loops have run
         before = proc.cpu(empty.pid)
-        await asyncio.sleep(5)
-        return Baseline(proc.rss_kib(empty.pid), (proc.cpu(empty.pid) - before).total / 5)
+        await asyncio.sleep(seconds)
+        return Baseline(proc.rss_kib(empty.pid), (proc.cpu(empty.pid) - before).total / seconds)
     finally:
         empty.stop()
 
@@ -305,7 +306,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         baseline = Baseline(args.empty_rss_kib, None) if args.empty_rss_kib is not None else None
         if baseline is None:
             baseline = await measure_empty(
-                env, tmp / "scheduler-empty.log", args.scheduler_core, src, args.start_timeout
+                env,
+                tmp / "scheduler-empty.log",
+                args.scheduler_core,
+                src,
+                args.start_timeout,
+                args.empty_seconds,
             )
         inserted = time.monotonic()
         settings: dict[str, Any] | None = None
@@ -579,6 +585,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--concurrency", type=int, default=None, help="MONITOR_CHECK_CONCURRENCY (default: its default)")
     add("--set", action="append", default=[], metavar="NAME=VALUE", help="another scheduler setting")
     add("--empty-rss-kib", type=int, default=None, help="baseline RSS; skips the empty-scheduler pass")
+    add("--empty-seconds", type=float, default=5.0, help="how long the empty scheduler's idle CPU is read")
     add("--profile", action="store_true", help="sample the window with py-spy and summarise")
     add("--profile-out", type=Path, default=None, help="keep py-spy's collapsed stacks here")
     add("--profile-native", action="store_true", help="include C frames (py-spy --native; costlier)")

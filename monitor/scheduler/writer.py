@@ -94,7 +94,7 @@ CREATE TEMP TABLE IF NOT EXISTS checks_batch (
     told_at timestamptz,
     reminders integer NOT NULL,
     held text,
-    flips timestamptz[] NOT NULL,
+    flips timestamptz[],  -- NULL: none (most rows: an empty array costs more to encode)
     flapping boolean NOT NULL,
     maintenance text,
     cert_not_after timestamptz
@@ -153,7 +153,7 @@ INSERT INTO monitor_state AS s (
     cert_not_after, last_check_at, last_ok, last_error, last_status_code, last_latency_ms)
 SELECT DISTINCT ON (b.monitor_id) b.monitor_id, b.status, b.failures, b.streak_started_at,
        b.successes, b.recovering_since, b.slow, b.slow_since, b.told, b.told_at, b.reminders, b.held,
-       b.flips, b.flapping, b.maintenance::jsonb, b.cert_not_after,
+       coalesce(b.flips, '{{}}'), b.flapping, b.maintenance::jsonb, b.cert_not_after,
        b.time, b.ok, b.error, b.status_code, b.latency_ms
 FROM checks_batch b
 -- A monitor deleted while its check ran has no state row to keep; a writer fenced off
@@ -187,7 +187,8 @@ INSERT INTO monitor_state AS s (
     monitor_id, status, consecutive_failures, streak_started_at, consecutive_successes, recovering_since,
     consecutive_slow, slow_since, told, told_at, reminders, held, flips, flapping, maintenance,
     cert_not_after)
-SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::text::jsonb, $16
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13::timestamptz[], '{{}}'), $14,
+       $15::text::jsonb, $16
 WHERE EXISTS (SELECT 1 FROM monitors m WHERE m.id = $1)
 ON CONFLICT (monitor_id) DO UPDATE SET {", ".join(f"{c} = excluded.{c}" for c in _EDGE_COLUMNS)}"""
 
@@ -610,7 +611,7 @@ def state_record(state: State) -> tuple[Any, ...]:
         state.told_at,
         state.reminders,
         state.held,
-        list(state.flips),
+        list(state.flips) if state.flips else None,
         state.flapping,
         None
         if window is None

@@ -4,6 +4,7 @@ released. The kill is made to come between the commit and the watermark, the wor
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -77,6 +78,7 @@ async def test_a_spool_replayed_after_its_batch_was_written_doubles_nothing(
     healed = CheckResult(mid, up_at, ok=True, status_code=200, latency_ms=3.0)
     w.add(spec, healed, Judged(State("up"), Outcome((Change("up", up_at),), (Alert("up", up_at),)), None))
     segment = segments(dead_dir, stem("sched-dead"))[-1][1]
+    await asyncio.sleep(0)  # the records of a turn of the loop are written at its end
     before_watermark = segment.read_bytes()  # what the file held when the flush committed
     assert await w.flush()
     w.add(
@@ -84,6 +86,7 @@ async def test_a_spool_replayed_after_its_batch_was_written_doubles_nothing(
         CheckResult(mid, up_at + timedelta(minutes=1), ok=True, status_code=200, latency_ms=4.0),
         Judged(State("up"), NOTHING, None),
     )
+    await asyncio.sleep(0)
     after = segment.read_bytes()
     spool.close()  # the process dies: its lock is free, its last row never written
 
