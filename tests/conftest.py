@@ -11,6 +11,10 @@ teardown), unless the test said it breaks that process on purpose:
 ``procs.spawn(..., expect_exit=1)``, ``procs.start(..., allow_traceback="...")`` or
 ``proc.expect(...)`` (tests/support/procs.py). A SIGKILL the test sends itself counts as meant.
 
+At the run's end every process's log is read once for every secret the helpers handed out
+(passwords, keys, session ids, TOTP secrets, tokens: ``tests/support/leaks.py``); one found
+fails the run, naming the file and the kind of secret, never the secret.
+
 Skips are strict under ``make test`` (and wherever ``CI`` is set): a skipped test fails there,
 since the Makefile installs what the suite needs, unless its reason is one no install can
 change (``support.skips.skip_beyond_make``). Run by hand, a skip stays a skip.
@@ -49,6 +53,7 @@ from support import (
     TargetServer,
     ensure_account,
     insert_monitor,
+    leaks,
     pg_cluster,
     process_env,
     redis_sentinel,
@@ -73,6 +78,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     skips.enforce(report)  # under `make test`, a skip the Makefile could have avoided fails
     item.stash.setdefault(_PHASES, {})[report.when] = report
     return report  # type: ignore[return-value]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # The whole run's log scan (tests/support/leaks.py): a secret any helper handed out, in the
+    # log of any process of the run, fails the run, naming the file and the kind of secret.
+    found = leaks.scan()
+    if not found:
+        return
+    lines = "\n".join(f"  {where}" for where in found)
+    message = f"secrets found in the logs of this run (the log scan of tests/support/leaks.py):\n{lines}"
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(message, red=True)
+    else:
+        print(message, file=sys.stderr)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def _failed(request: pytest.FixtureRequest) -> bool:
@@ -275,6 +296,7 @@ def api_server(
 async def api_key(db: asyncpg.Connection) -> str:
     """A key of the "test" account (the account ``monitor_factory`` rows belong to)."""
     new = await api_keys.create_key(db, await ensure_account(db), "tests")
+    leaks.secret("API key", new.key)
     return new.key
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import aiohttp
 import asyncpg
 import pytest
-from support import FakeSmtp, MonitorProcess, ProcessFactory, clean_environ, ensure_account
+from support import FakeSmtp, MonitorProcess, ProcessFactory, clean_environ, ensure_account, leaks
 from support.people import Browser, make_user
 
 pytestmark = pytest.mark.e2e
@@ -54,6 +54,7 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
 def token_in(message_text: str | None, page: str) -> str:
     found = LINK.search(message_text or "")
     assert found is not None and found.group(1) == page, message_text
+    leaks.secret(f"{page} token", found.group(2))
     return found.group(2)
 
 

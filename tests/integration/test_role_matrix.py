@@ -1,6 +1,7 @@
 """Every operation of the served OpenAPI document, for a key of each role and for another
-account's owner: a role below the rule's gets 403 naming the role needed, one at or above it is
-let through, another account's objects answer 404.
+account's owner, and for a signed-in member of each role (the session cookie, with the CSRF
+token on writes) and a member of another account only: a role below the rule's gets 403
+naming the role needed, one at or above it is let through, another account's objects answer 404.
 
 The rule each operation falls under is written here, as (resource, operation) of
 ``monitor.domain.roles.RULES``, from the operation's id: an operation the document gains
@@ -18,10 +19,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import asyncpg
 import pytest
 from support import ApiClient, MonitorProcess
+from support.api import ApiResponse
 from support.db import ensure_account
+from support.people import COOKIE, Browser, make_user
 
 from monitor.domain import keys as api_keys
 from monitor.domain.context import ROLES
@@ -56,10 +60,37 @@ ID_OF = {"monitors": "monitor", "channels": "channel", "maintenance": "window", 
          "keys": "key", "members": "member"}  # fmt: skip
 
 
+PASSWORD = "Matrix-Pass-4d8e2b7c1a"
+
+
+@dataclass
+class Member:
+    """A signed-in member as a caller: the session cookie, and the CSRF token with writes."""
+
+    browser: Browser
+
+    async def request(self, method: str, path: str, json: Any = None) -> ApiResponse:
+        b = self.browser
+        headers = {"Cookie": f"{COOKIE}={b.session_id}"}
+        if method not in ("GET", "HEAD"):
+            headers["X-CSRF-Token"] = str(b.csrf)
+        async with b.http.request(method, b.base_url + path, json=json, headers=headers) as response:
+            return ApiResponse(method, path, response.status, dict(response.headers), await response.text())
+
+
+Caller = ApiClient | Member
+
+
 @dataclass
 class World:
-    callers: dict[str, ApiClient]  # "other" (another account's owner), then each role, lowest first
+    # "other" and "other (signed in)" (another account's owner), then each role, lowest first,
+    # by key and signed in: "viewer", "viewer (signed in)", ...
+    callers: dict[str, Caller]
     ids: dict[str, int]
+
+
+def _role(name: str) -> str:
+    return name.removesuffix(" (signed in)")
 
 
 async def _made(client: ApiClient, path: str, body: dict[str, Any]) -> int:
@@ -68,10 +99,27 @@ async def _made(client: ApiClient, path: str, body: dict[str, Any]) -> int:
     return int(answer.json["id"])
 
 
+async def _signed_in(
+    api_server: MonitorProcess,
+    http: aiohttp.ClientSession,
+    db: asyncpg.Connection,
+    name: str,
+    account: int,
+    role: str,
+) -> Member:
+    email = f"{name}@matrix.example.com"
+    await make_user(db, email, PASSWORD, account, role)
+    browser = Browser(api_server.base_url, http)
+    answer = await browser.sign_in(email, PASSWORD)
+    assert answer.status == 201, answer
+    return Member(browser)
+
+
 @pytest.fixture
 async def world(api_server: MonitorProcess, db: asyncpg.Connection) -> AsyncIterator[World]:
     assert api_server.running, api_server.tail()
     account, other = await ensure_account(db), await ensure_account(db, "other")
+    http = aiohttp.ClientSession()
     secrets = {"other": (await api_keys.create_key(db, other, "other")).key}
     for role in ROLES:
         secrets[role] = (await api_keys.create_key(db, account, role, role)).key
@@ -83,7 +131,13 @@ async def world(api_server: MonitorProcess, db: asyncpg.Connection) -> AsyncIter
         "INSERT INTO memberships (account_id, user_id, role) VALUES ($1, $2, 'editor')", account, member
     )
     clients = {name: ApiClient(api_server.base_url, key=key) for name, key in secrets.items()}
+    callers: dict[str, Caller] = {}
     try:
+        for name, client in clients.items():
+            callers[name] = client
+            account_of = other if name == "other" else account
+            role = "owner" if name == "other" else name
+            callers[f"{name} (signed in)"] = await _signed_in(api_server, http, db, name, account_of, role)
         owner = clients["owner"]
         monitor = await owner.create_monitor(name="m", url=TARGET, tags=["prod"])
         channel = await _made(
@@ -98,10 +152,11 @@ async def world(api_server: MonitorProcess, db: asyncpg.Connection) -> AsyncIter
         )
         ids = {"monitor": monitor["id"], "channel": channel, "window": window, "page": page, "key": victim.id,
                "member": member}  # fmt: skip
-        yield World(clients, ids)
+        yield World(callers, ids)
     finally:
         for client in clients.values():
             await client.close()
+        await http.close()
 
 
 def _operations(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -137,13 +192,13 @@ async def test_every_operation_answers_each_role_as_its_rule_says(world: World) 
             kwargs = {} if body is None else {"json": body}
             answer = await client.request(method, url, **kwargs)
             said = f"{name} {method} {url}: {answer.status} {answer.text[:200]}"
-            if name == "other":
+            if _role(name) == "other":
                 # Another account's owner: its own collections, but none of this account's objects.
                 if "{id}" in path and answer.status != 404:
                     wrong.append(said)
                 elif "{id}" not in path and answer.status in (401, 403):
                     wrong.append(said)
-            elif not allows(name, resource, action):  # type: ignore[arg-type]
+            elif not allows(_role(name), resource, action):  # type: ignore[arg-type]
                 error = answer.json.get("error", {}) if answer.status == 403 else {}
                 if error.get("code") != "forbidden" or needed(resource, action) not in error.get(
                     "message", ""

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import asyncpg
 import pytest
-from support import MonitorProcess, ProcessFactory, ensure_account
+from support import MonitorProcess, ProcessFactory, ensure_account, leaks
 from support.oidc_provider import OidcProvider
 from support.people import COOKIE, make_user
 
@@ -78,6 +78,7 @@ async def start(api: MonitorProcess, http: aiohttp.ClientSession, next_path: str
         back = urlsplit(r.headers["Location"])
     flow.callback_query = back.query
     flow.seen.append(flow.state)
+    leaks.secret("SSO state", flow.state)
     return flow
 
 
@@ -95,6 +96,7 @@ async def finish(
         flow.session_id = cookie(r, COOKIE)
     if flow.session_id:
         flow.seen.append(flow.session_id)
+        leaks.secret("session id", flow.session_id)
     return flow
 
 

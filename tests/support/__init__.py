@@ -3,6 +3,7 @@
 The fixtures in ``tests/conftest.py`` wrap these; import from here for types and plain helpers.
 """
 
+from . import leaks
 from .api import ApiClient, ApiResponse, parse_time, rfc3339
 from .db import TABLES, ensure_account, insert_monitor, reset
 from .fake_channels import (
@@ -39,6 +40,7 @@ __all__ = [
     "ensure_account",
     "free_port",
     "insert_monitor",
+    "leaks",
     "parse_time",
     "process_env",
     "reset",

@@ -13,6 +13,8 @@ from typing import Any
 
 import aiohttp
 
+from . import leaks
+
 _UNSET: Any = object()
 
 
@@ -54,6 +56,7 @@ class ApiClient:
         self.base_url = base_url.rstrip("/")
         # Sent as ``Authorization: Bearer <key>`` unless a request gives its own header.
         self.key = key
+        leaks.secret("API key", key)
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
         self.responses: list[ApiResponse] = []

@@ -22,6 +22,8 @@ from aiohttp import web
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
+from . import leaks
+
 CLIENT_ID = "monitor-test"
 REDIRECT_URI = "https://monitor.test/api/v1/sso/callback"
 
@@ -58,6 +60,7 @@ class OidcProvider:
         return f"http://{self.host}:{self.port}"
 
     def env(self, **extra: str) -> dict[str, str]:
+        leaks.secret("OIDC client secret", self.client_secret)
         return {
             "MONITOR_OIDC_ISSUER": self.issuer,
             "MONITOR_OIDC_CLIENT_ID": self.client_id,
@@ -137,6 +140,7 @@ class OidcProvider:
             return web.json_response({"error": "invalid_request"}, status=400)
         code = secrets.token_urlsafe(24)
         self.handed_out.append(code)
+        leaks.secret("OIDC code", code)
         self.grants[code] = Grant(
             q["client_id"], q["redirect_uri"], q["nonce"], q["code_challenge"], dict(self.next_claims)
         )
@@ -159,6 +163,8 @@ class OidcProvider:
         token = self.id_token(grant.nonce, grant.claims)
         access = secrets.token_urlsafe(24)
         self.handed_out.extend([token, access])
+        leaks.secret("OIDC ID token", token)
+        leaks.secret("OIDC access token", access)
         return web.json_response(
             {"access_token": access, "token_type": "Bearer", "expires_in": 300, "id_token": token}
         )

@@ -13,6 +13,8 @@ import asyncpg
 
 from monitor.passwords import Hasher
 
+from . import leaks
+
 COOKIE = "__Host-monitor_session"
 
 
@@ -23,6 +25,7 @@ async def make_user(
     account_id: int | None = None,
     role: str = "owner",
 ) -> int:
+    leaks.secret("password", password)
     hasher = Hasher(threads=1)
     try:
         hashed = None if password is None else await hasher.hash(password)
@@ -44,12 +47,27 @@ async def make_user(
 
 
 async def make_password(db: asyncpg.Connection, email: str, password: str) -> None:
+    leaks.secret("password", password)
     hasher = Hasher(threads=1)
     try:
         hashed = await hasher.hash(password)
     finally:
         hasher.close()
     await db.execute("UPDATE users SET password_hash = $2 WHERE email = $1", email, hashed)
+
+
+# Fields of our answers that hand out a secret, and its kind for the run's log scan.
+SECRET_FIELDS = {"csrf_token": "CSRF token", "secret": "TOTP secret", "recovery_codes": "recovery code"}
+
+
+def _register(body: Any) -> None:
+    if not isinstance(body, dict):
+        return
+    for name, kind in SECRET_FIELDS.items():
+        value = body.get(name)
+        for one in value if isinstance(value, list) else [value]:
+            if isinstance(one, str):
+                leaks.secret(kind, one)
 
 
 @dataclass
@@ -95,6 +113,7 @@ class Browser:
                 dict(response.headers),
                 response.headers.getall("Set-Cookie", []),
             )
+        _register(answer.body)
         return answer
 
     async def sign_in(self, email: str, password: str, **extra: str) -> Answer:
@@ -106,6 +125,7 @@ class Browser:
                 self.session_id = value or None
                 if value:
                     self.seen.append(value)
+                    leaks.secret("session id", value)
         if answer.status == 201:
             self.csrf = answer.body["csrf_token"]
             self.seen.append(self.csrf)

@@ -37,6 +37,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import leaks
 from .waiting import DEFAULT_TIMEOUT
 
 TRACEBACK = "Traceback (most recent call last)"
@@ -125,6 +126,7 @@ class MonitorProcess:
         self.argv = argv
         self.env = env
         self.log_path = log_path
+        leaks.log_file(log_path)  # scanned for secrets at the run's end
         # What the teardown check accepts (see the module docstring, and :meth:`expect`).
         self.expect_exit = _codes(expect_exit)
         self.allow_traceback: AllowTraceback = allow_traceback

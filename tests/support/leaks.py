@@ -1,0 +1,54 @@
+"""The whole run's log scan: no password, session id, TOTP secret or token in any log.
+
+Tests used to read their own process's log for the secrets they had made; a secret logged by
+another process of the run (a scheduler, the module's shared api) or by a test that forgot to
+look went unseen. Here every helper that hands out a secret registers it with :func:`secret`
+(the kind it is, never printed), every process of ``ProcessFactory`` registers its log file
+with :func:`log_file`, and the ``pytest_sessionfinish`` hook of ``tests/conftest.py`` reads each
+log once at the end of the run and fails the run on any secret found, naming the file and the
+kind. One pass over the files: each is read once and searched for every secret (a few hundred
+short strings in a few megabytes of logs: well under a second).
+
+Secrets shorter than :data:`MIN_LENGTH` are not registered: a short value ("short", a six-digit
+TOTP code) could be anywhere in a log without having leaked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+MIN_LENGTH = 8
+
+_secrets: dict[str, str] = {}  # the secret -> its kind ("password", "session id", ...)
+_logs: dict[Path, None] = {}  # every log file a process of the run wrote, in order
+
+
+def secret(kind: str, value: str | None) -> None:
+    """Register a secret handed out during the run (a password given to a user, a key, a
+    session id, a TOTP secret, an invitation or reset token)."""
+    if value and len(value) >= MIN_LENGTH:
+        _secrets.setdefault(value, kind)
+
+
+def log_file(path: Path) -> None:
+    """Register a log file that a process of the run writes."""
+    _logs[path] = None
+
+
+def findings(logs: Iterable[Path], secrets: Mapping[str, str]) -> list[str]:
+    """Where a secret is: "<file>: a <kind>" once per file and kind; the secret is never named."""
+    found: list[str] = []
+    for path in logs:
+        try:
+            text = path.read_text(errors="replace")
+        except FileNotFoundError:
+            continue
+        kinds = sorted({kind for value, kind in secrets.items() if value in text})
+        found.extend(f"{path}: a {kind}" for kind in kinds)
+    return found
+
+
+def scan() -> list[str]:
+    """:func:`findings` for every log and secret registered so far in this run."""
+    return findings(list(_logs), dict(_secrets))
