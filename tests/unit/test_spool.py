@@ -187,3 +187,11 @@ def test_one_process_per_name(tmp_path: Path) -> None:
 def test_names_are_made_safe_for_a_path() -> None:
     assert stem("host.example:1234") == "host.example_1234"
     assert stem("../x") == ".._x"
+
+
+def test_a_state_record_begins_with_its_streak_record() -> None:
+    from monitor.scheduler.writer import streak_record
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    state = State(status="down", failures=3, streak_started_at=t0, successes=1, recovering_since=t0)
+    assert state_record(state)[: len(streak_record(state))] == streak_record(state)
