@@ -131,16 +131,6 @@ def _may_be_http(buf: bytes | bytearray, start: int) -> bool:
     return _STATUS_PREFIXES[0].startswith(prefix) or _STATUS_PREFIXES[1].startswith(prefix)
 
 
-def _head_end(buf: bytes | bytearray, start: int) -> int:
-    """The index just past the blank line that ends the head in ``buf`` (searched from
-    ``start``, past any blank lines before the status line), or -1."""
-    crlf = buf.find(b"\n\r\n", start)
-    lf = buf.find(b"\n\n", start, crlf + 2 if crlf >= 0 else len(buf))
-    if lf >= 0:
-        return lf + 2
-    return crlf + 3 if crlf >= 0 else -1
-
-
 def _without_duplicate_lengths(head: bytes) -> bytes:
     """The head with one Content-Length field of one value, when its repeated fields or its
     list ("5, 5") all agree, as the Fetch standard and browsers accept; Abort when they
@@ -416,12 +406,18 @@ class Exchange(Response, asyncio.Protocol):
             start = 0
             while start < len(buf) and buf[start] in _BLANK:  # blank lines before a status line
                 start += 1
-            if not _may_be_http(buf, start):
+            # A whole status prefix, the usual case, needs no call of _may_be_http.
+            if buf[start : start + 9] not in _STATUS_PREFIXES and not _may_be_http(buf, start):
                 # Refused at once, but named from its first line (or an h2 frame's header).
                 first = buf[start]
                 if b"\n" in buf[start:] or len(buf) - start >= (9 if first in (0, 0x15) else 64):
                     raise Abort(not_http(bytes(buf[start:])))
-            end = _head_end(buf, max(start, self._scan_from))
+            # The index just past the blank line that ends the head (searched past any blank
+            # lines before the status line and what was searched before), or -1.
+            scan = max(start, self._scan_from)
+            crlf = buf.find(b"\n\r\n", scan)
+            lf = buf.find(b"\n\n", scan, crlf + 2 if crlf >= 0 else len(buf))
+            end = lf + 2 if lf >= 0 else crlf + 3 if crlf >= 0 else -1
             if end < 0:
                 if len(buf) > limits.max_head_bytes:
                     raise Abort(f"invalid response: the response head exceeds {limits.max_head_bytes} bytes")
@@ -442,22 +438,24 @@ class Exchange(Response, asyncio.Protocol):
                 raise Abort(f"invalid response: the response head exceeds {limits.max_head_bytes} bytes")
             if head.count(b"\n", start) - 2 > limits.max_headers:  # less the status and blank lines
                 raise Abort(f"invalid response: more than {limits.max_headers} header fields")
-            self._parse_head(head)
+            try:  # parsed here, not in a method of its own: one call fewer a check
+                self._parser.feed_data(head)
+            except httptools.HttpParserError as exc:
+                if isinstance(exc, httptools.HttpParserCallbackError):
+                    raise
+                if "Content-Length" not in str(exc):  # Duplicate, or a list ("5, 5")
+                    raise
+                self._reparse(head)
         return data
 
-    def _parse_head(self, head: bytes) -> None:
-        try:
-            self._parser.feed_data(head)
-        except httptools.HttpParserError as exc:
-            if isinstance(exc, httptools.HttpParserCallbackError):
-                raise
-            if "Content-Length" not in str(exc):  # Duplicate, or a list ("5, 5")
-                raise
-            # The callbacks have seen only the fields before the Content-Length at fault.
-            self._fields = {}
-            self.headers = {}
-            self._parser = self._new_parser()
-            self._parser.feed_data(_without_duplicate_lengths(head))
+    def _reparse(self, head: bytes) -> None:
+        """Parse ``head`` again with one Content-Length, as the first parse refused its
+        repeated or listed ones."""
+        # The callbacks have seen only the fields before the Content-Length at fault.
+        self._fields = {}
+        self.headers = {}
+        self._parser = self._new_parser()
+        self._parser.feed_data(_without_duplicate_lengths(head))
 
     # -- httptools callbacks -------------------------------------------------------
 

@@ -159,6 +159,8 @@ class Calendar:
         """The window the monitor is in at ``at`` (by its id, or by any of its ``tags`` in its
         account), or None. Of several open at once, the one that closes last (then the lowest
         id): the monitor is in maintenance until then."""
+        if monitor_id not in self._by_monitor and (not tags or not self._by_tag):
+            return None  # no window can name it (most checks): without _candidates' generator
         best: tuple[_Entry, Span] | None = None
         for entry in self._candidates(monitor_id, tags, account_id):
             span = entry.span_at(at)

@@ -224,7 +224,7 @@ def judge(
     """The monitor's state after ``result`` at ``at``, what changed and what is stored; nothing
     kept, nothing written (``lateness_ms`` and ``checked_from`` are stored as given)."""
     state = judging.states.get(spec.id, UNKNOWN)
-    expiry = cert_not_after(result.details)
+    expiry = cert_not_after(result.details) if result.details else None
     if expiry is not None and expiry != state.cert_not_after:
         state = replace(state, cert_not_after=expiry)
     down = down_above(spec.depends_on, judging, {spec.id}) if spec.depends_on else None

@@ -11,7 +11,8 @@ ended (a result is taken a few microseconds before; a write per record cost abou
 check at 100 checks a second, py-spy, issue 26; the checks of one tick slot mostly end in one
 turn and share a write). A thread
 fdatasyncs the file at most every ``MONITOR_SPOOL_SYNC_MS`` while records come in (an
-operating-system crash loses at most that), without waking the event loop. The default is a
+operating-system crash loses at most that), without waking the event loop; a lease renewal
+alone makes no sync due (an idle scheduler synced once a second for it). The default is a
 second, as Redis's ``appendfsync everysec``: measured at 100 records a second on this project's
 VM (ext4), a sync every 100 ms cost 41 us of CPU per record in all, every 250 ms 29, every
 second 16, most of it the sync itself. Once a flush has written what was spooled before it,
@@ -156,6 +157,12 @@ class Spool:
         self._pending = bytearray()
         self._pending_records = 0
         self._pending_data_end = 0  # in _pending, after its last counted record (0: none)
+        # Whether _pending holds a record that is not a lease: only such a record makes a sync
+        # due. A lease renewal alone (every few seconds, on an idle scheduler too) does not: a
+        # kill loses nothing either way (the page cache keeps it), and after a crash of the
+        # system the lease before it fences whatever was synced, as every record that follows
+        # a renewal brings the renewal to disk with it in the sync it makes due.
+        self._pending_sync = False
         self._write_soon = False
         # The sync thread: woken by the first append after a sync, it fdatasyncs every live
         # segment (opened by path: a segment deleted meanwhile needs no sync) and the directory.
@@ -228,6 +235,8 @@ class Spool:
         self._bytes += len(data)
         if counted:
             self._pending_data_end = len(pending)
+        if record[0] != "L":
+            self._pending_sync = True
         if self._write_soon:
             return
         try:
@@ -282,8 +291,9 @@ class Spool:
         data = self._pending
         if not data or not self._segments:
             return
-        records, data_end = self._pending_records, self._pending_data_end
+        records, data_end, sync = self._pending_records, self._pending_data_end, self._pending_sync
         self._pending, self._pending_records, self._pending_data_end = bytearray(), 0, 0
+        self._pending_sync = False
         segment = self._segments[-1]
         try:
             written = os.write(segment.fd, data)
@@ -298,7 +308,7 @@ class Spool:
         if data_end:
             segment.data_end = segment.size + data_end
         segment.size += len(data)
-        if not self._waiting:
+        if sync and not self._waiting:
             self._waiting = True
             self._dirty.set()
 

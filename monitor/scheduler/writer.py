@@ -47,7 +47,7 @@ from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.quorum import Located
 from monitor.scheduler.spool import Spool
 from monitor.scheduler.spooled import Run, notice_record, pending_record
-from monitor.scheduler.state import UNKNOWN, Outcome, State
+from monitor.scheduler.state import NOTHING, UNKNOWN, Outcome, State
 from monitor.scheduler.transitions import Notice, Pending
 from monitor.scheduler.transitions import apply as apply_transition
 from monitor.times import rfc3339
@@ -294,7 +294,7 @@ class Writer:
             if spool is not None:
                 spool.append(("R", row))
             outcome = judged.outcome
-            if outcome:
+            if outcome is not NOTHING and outcome:  # NOTHING: the quiet path, without a call
                 pending = Pending(spec, outcome, judged.told(result))
                 self._transitions.append(pending)
                 if spool is not None:
@@ -605,8 +605,14 @@ def streak_record(state: State) -> tuple[Any, ...]:
 def state_record(state: State) -> tuple[Any, ...]:
     """The state's columns of a staged row (:data:`STAGE_COLUMNS` after the check's)."""
     window = state.window
-    return (
-        *streak_record(state),
+    return (  # streak_record's columns spelled out: one call fewer a check
+        state.status,
+        state.failures,
+        state.streak_started_at,
+        state.successes,
+        state.recovering_since,
+        state.slow,
+        state.slow_since,
         state.told,
         state.told_at,
         state.reminders,

@@ -187,3 +187,30 @@ def test_one_process_per_name(tmp_path: Path) -> None:
 def test_names_are_made_safe_for_a_path() -> None:
     assert stem("host.example:1234") == "host.example_1234"
     assert stem("../x") == ".._x"
+
+
+def test_a_state_record_begins_with_its_streak_record() -> None:
+    from monitor.scheduler.writer import streak_record
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    state = State(status="down", failures=3, streak_started_at=t0, successes=1, recovering_since=t0)
+    assert state_record(state)[: len(streak_record(state))] == streak_record(state)
+
+
+def test_a_lease_renewal_alone_makes_no_sync_due(tmp_path: Path) -> None:
+    # No sync thread: what it would be woken by is seen in _dirty (the header made it due).
+    spool = Spool(tmp_path, "host:1", database="42/monitor", max_bytes=1 << 20, metrics=SchedulerMetrics())
+    spool.open()
+    spool._new_segment(1)  # start() without its thread
+    try:
+        assert spool._dirty.is_set()
+        spool._dirty.clear()
+        spool._waiting = False  # as the thread does when it takes the work
+        spool.lease(3, 1000.0)
+        spool.lease(3, 1002.0)
+        assert not spool._dirty.is_set()  # written, not worth a sync alone
+        spool.append(("R", _row(0)))
+        assert spool._dirty.is_set()  # the row's sync brings the renewals before it to disk too
+        assert [r[0] for r in read(_only_segment(tmp_path)).records] == ["L", "L", "R"]
+    finally:
+        spool.close()

@@ -363,3 +363,26 @@ def test_the_plain_success_fast_path_reads_every_cleared_field() -> None:
         "recovering_since",
         "slow_since",
     }
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        State(status="up"),
+        State(status="up", cert_not_after=T2, told_at=T0, reminders=2, flapping=True),
+        State(status="up", failures=1, streak_started_at=T0),
+        State(status="up", slow=1, slow_since=T0),
+        State(status="up", told="down"),
+        State(status="up", held="Router was down"),
+        State(status="up", flips=(T0,)),
+        State(status="up", window=NIGHTLY),
+        State(status="degraded"),
+        State(status="unknown"),
+    ],
+)
+@pytest.mark.parametrize("obs", [ok(), ok(degraded=SLOW), ok(window=NIGHTLY), ok(since=T0), fail()])
+def test_the_quiet_shortcut_steps_as_the_general_path(state: State, obs: Observation) -> None:
+    # step's first test returns an up state as it was; the general path must say the same.
+    from monitor.scheduler import state as machine
+
+    assert step(state, obs) == machine._step(state, obs, machine.DEFAULT_POLICY)
