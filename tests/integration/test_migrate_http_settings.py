@@ -77,7 +77,7 @@ async def test_old_rows_read_the_same_after_the_move(at_019: str) -> None:
     conn = await db.connect(at_019)
     try:
         before = {r["name"]: r for r in await conn.fetch(ROWS)}
-        assert await db.migrate(at_019) == [MOVED]
+        assert (await db.migrate(at_019))[:1] == [MOVED]  # then the later ones
         after = {r["name"]: r for r in await conn.fetch(ROWS)}
     finally:
         await conn.close()
@@ -106,7 +106,7 @@ async def test_old_rows_read_the_same_after_the_move(at_019: str) -> None:
 
 
 async def test_settings_follow_the_columns_whoever_writes(at_019: str) -> None:
-    assert await db.migrate(at_019) == [MOVED]
+    assert (await db.migrate(at_019))[:1] == [MOVED]  # then the later ones
     conn = await db.connect(at_019)
 
     async def settings(name: str) -> Any:
@@ -150,7 +150,7 @@ async def test_settings_follow_the_columns_whoever_writes(at_019: str) -> None:
 
 
 async def test_the_move_is_recorded_once(at_019: str) -> None:
-    assert await db.migrate(at_019) == [MOVED]
+    assert (await db.migrate(at_019))[:1] == [MOVED]  # then the later ones
     assert await db.migrate(at_019) == []
     conn: asyncpg.Connection = await db.connect(at_019)
     try:
