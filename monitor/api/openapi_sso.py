@@ -16,7 +16,8 @@ NEXT = {
     "name": "next",
     "in": "query",
     "required": False,
-    "description": "where to go once signed in: a path of this site (anything else is `/`)",
+    "description": "where to go once signed in: a path of this site (anything else is `/`); a "
+    "request line longer than 8,190 bytes is refused with 400",
     "schema": {"type": "string", "maxLength": 2000},
 }
 
@@ -30,7 +31,7 @@ def add_sso(b: Builder) -> None:
     # fmt: off
     b.add("get", "/api/v1/sso/login", "ssoLogin",
           "Sign in with the identity provider: a redirect to it (OpenID Connect, code flow with PKCE)",
-          tag="session", public=True, errors=(404, 429, 502, 503), parameters=(NEXT,),
+          tag="session", public=True, errors=(400, 404, 429, 502, 503), parameters=(NEXT,),
           ok={302: {"description": "To the provider's authorization endpoint; the login's state is "
                     f"kept in the {STATE_COOKIE} cookie for ten minutes.",
                     "headers": {"Location": LOCATION, "Set-Cookie": {
@@ -45,7 +46,7 @@ def add_sso(b: Builder) -> None:
                     "headers": {"Location": LOCATION, **SET_COOKIE}}})
     b.add("get", "/api/v1/sso/proxy", "ssoProxy",
           "Sign in as the user a trusted reverse proxy names in MONITOR_TRUSTED_PROXY_HEADER",
-          tag="session", public=True, errors=(401, 403, 404, 429, 503), parameters=(NEXT,),
+          tag="session", public=True, errors=(400, 401, 403, 404, 429, 503), parameters=(NEXT,),
           ok={303: {"description": "Signed in: on to `next`, with the session cookie.",
                     "headers": {"Location": LOCATION, **SET_COOKIE}}})
     # fmt: on
