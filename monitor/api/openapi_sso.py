@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from monitor.api.openapi_signin import SET_COOKIE
-from monitor.domain.sso import STATE_COOKIE
+from monitor.domain.sso import MAX_RETURN_PATH, STATE_COOKIE
 
 if TYPE_CHECKING:  # openapi.py imports this module
     from monitor.api.openapi import _Builder as Builder
@@ -16,9 +16,10 @@ NEXT = {
     "name": "next",
     "in": "query",
     "required": False,
-    "description": "where to go once signed in: a path of this site (anything else is `/`); a "
-    "request line longer than 8,190 bytes is refused with 400",
-    "schema": {"type": "string", "maxLength": 2000},
+    "description": "where to go once signed in: a path of this site of at most "
+    f"{MAX_RETURN_PATH} characters (anything else is `/`); a request line longer than 8,190 "
+    "bytes is refused with 400",
+    "schema": {"type": "string", "maxLength": MAX_RETURN_PATH},
 }
 
 

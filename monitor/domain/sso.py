@@ -71,10 +71,17 @@ def same_browser(query_state: str | None, cookie_state: str | None) -> bool:
     return hmac.compare_digest(query_state.encode(), cookie_state.encode())
 
 
+# The longest ``next`` kept: 512 characters, percent-encoded at up to 12 bytes each, keep the
+# request line under the 8,190 bytes aiohttp's parser takes.
+MAX_RETURN_PATH = 512
+
+
 def return_path(given: str | None) -> str:
     """Where the browser goes after signing in: a path of this site, never another origin
     (``//evil.example``, ``/\\evil``, a scheme): anything else is ``/``."""
-    if not given or len(given) > 2000 or not given.startswith("/") or given.startswith(("//", "/\\")):
+    if not given or len(given) > MAX_RETURN_PATH:
+        return "/"
+    if not given.startswith("/") or given.startswith(("//", "/\\")):
         return "/"
     if any(ch in given for ch in "\\\r\n\t") or not given.isprintable():
         return "/"

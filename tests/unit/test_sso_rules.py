@@ -38,7 +38,8 @@ KEYS = KeySet.import_key_set({"keys": [{**KEY.as_dict(private=False), "kid": "k1
         ("https://evil.example/", "/"),
         ("dashboard", "/"),
         ("/a\r\nSet-Cookie: x", "/"),
-        ("/" + "a" * 2000, "/"),
+        ("/" + "a" * 511, "/" + "a" * 511),
+        ("/" + "a" * 512, "/"),
     ],
 )
 def test_return_path_is_a_path_of_this_site(given: str | None, expected: str) -> None:
