@@ -23,8 +23,13 @@ NEXT = {
 }
 
 
-def _query(name: str, description: str) -> dict[str, object]:
-    schema = {"type": "string", "maxLength": 2000}
+# OAuth's code, state and error are visible ASCII (RFC 6749, appendix A); their lengths together,
+# percent-encoded, stay under the 8,190 bytes of aiohttp's request line.
+VSCHAR = "^[\\x20-\\x7e]*$"
+
+
+def _query(name: str, description: str, longest: int) -> dict[str, object]:
+    schema = {"type": "string", "maxLength": longest, "pattern": VSCHAR}
     return {"name": name, "in": "query", "required": False, "description": description, "schema": schema}
 
 
@@ -41,8 +46,9 @@ def add_sso(b: Builder) -> None:
     b.add("get", "/api/v1/sso/callback", "ssoCallback",
           "Where the identity provider sends the browser back (the redirect URI to register)",
           tag="session", public=True, errors=(400, 403, 404, 429, 502, 503),
-          parameters=(_query("code", "the authorization code"), _query("state", "the login's state"),
-                      _query("error", "the provider's refusal, instead of a code")),
+          parameters=(_query("code", "the authorization code", 1800),
+                      _query("state", "the login's state", 512),
+                      _query("error", "the provider's refusal, instead of a code", 256)),
           ok={303: {"description": "Signed in: on to the login's `next` path, with the session cookie.",
                     "headers": {"Location": LOCATION, **SET_COOKIE}}})
     b.add("get", "/api/v1/sso/proxy", "ssoProxy",
