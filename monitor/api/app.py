@@ -50,19 +50,8 @@ REQUEST_ID = "request_id"
 STARTED = "started"
 # Methods whose body, when there is one, must be JSON.
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-# Errors that mean "the database is not there", answered 503 rather than 500.
-DB_UNAVAILABLE: tuple[type[BaseException], ...] = (
-    OSError,
-    TimeoutError,
-    asyncpg.exceptions.CannotConnectNowError,
-    asyncpg.exceptions.ConnectionDoesNotExistError,
-    asyncpg.exceptions.ConnectionFailureError,
-    asyncpg.exceptions.TooManyConnectionsError,
-    asyncpg.exceptions.AdminShutdownError,
-    asyncpg.exceptions.InterfaceError,
-    # A write on a server that turned read-only during a switch of primary (monitor/db.py).
-    asyncpg.exceptions.ReadOnlySQLTransactionError,
-)
+# Errors that mean "the database is not there", answered 503 rather than 500 (monitor/db.py).
+DB_UNAVAILABLE = db.UNAVAILABLE
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

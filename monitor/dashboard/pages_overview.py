@@ -8,7 +8,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from monitor.dashboard import render
-from monitor.dashboard.web import Viewer, deps, page
+from monitor.dashboard.views import page
+from monitor.dashboard.web import Viewer, deps
 from monitor.domain import monitors, summary
 from monitor.domain.errors import DomainError
 

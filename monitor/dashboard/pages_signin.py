@@ -12,6 +12,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from monitor.dashboard import render
+from monitor.dashboard.views import page
 from monitor.dashboard.web import (
     ACCOUNT_COOKIE,
     THEME_COOKIE,
@@ -20,7 +21,6 @@ from monitor.dashboard.web import (
     back,
     deps,
     form_data,
-    page,
     safe_next,
     viewer_of,
 )

@@ -133,26 +133,6 @@ def is_htmx(request: web.Request) -> bool:
     return request.headers.get("HX-Request") == "true"
 
 
-def page(view: View) -> Handler:
-    """A view for a signed-in person: to ``/signin`` without a session (for htmx, a redirect of
-    the whole page), the security headers on every answer, a domain error as a page."""
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        viewer = await viewer_of(request)
-        if viewer is None:
-            target = signin_url(request)
-            if is_htmx(request):
-                return web.Response(status=204, headers=headers({"HX-Redirect": target}))
-            return back(target)
-        if request.method not in csrf.SAFE_METHODS:
-            await check_csrf(request, viewer.session_id)
-        response = await view(request, viewer)
-        response.headers.update(SECURITY)
-        return response
-
-    return handler
-
-
 async def check_csrf(request: web.Request, session_id: str) -> None:
     given = request.headers.get(csrf.HEADER)
     if given is None and request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
