@@ -1,0 +1,1 @@
+"""The web dashboard served by ``monitor api`` (issue 29)."""
