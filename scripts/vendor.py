@@ -322,10 +322,12 @@ def run(
     """Vendor (or with ``check``, verify) each section; one line per section. Raises VendorError."""
     sections = load_manifest(manifest)
     found: list[str] = []
+    fetched: list[str] = []  # one entry per download, for the summary lines
 
     def lookup() -> str:  # asked once, and only if something must be fetched
         if not found:
             found.append(registry or npm_registry())
+        fetched.append(found[0])
         return found[0]
 
     said = []
@@ -340,7 +342,9 @@ def run(
                 raise VendorError(f"{shown} is not what {manifest.name} asks ({what}): run `make vendor`")
             said.append(f"vendor: {shown} is up to date ({what})")
         elif vendor_section(packages, dest, cache, lookup):
-            said.append(f"vendor: wrote {shown} ({what}, from {lookup()})")
+            source = f"from {fetched[0]}" if fetched else f"from the cache in {cache}"
+            fetched.clear()
+            said.append(f"vendor: wrote {shown} ({what}, {source})")
         else:
             said.append(f"vendor: {shown} is up to date ({what})")
     return said

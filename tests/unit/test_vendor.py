@@ -179,7 +179,7 @@ def test_a_changed_file_on_disk_is_vendored_again(tmp_path: Path, registry: Regi
     with pytest.raises(vendor.VendorError, match="run `make vendor`"):
         vendor.run(path, dirs, tmp_path / "cache", check=True)
     said = vendor.run(path, dirs, tmp_path / "cache", registry="http://127.0.0.1:9/")  # from the cache
-    assert said[0].startswith("vendor: wrote")
+    assert said == [f"vendor: wrote {dirs['shipped']} (lib@1.0.0, from the cache in {tmp_path / 'cache'})"]
     assert (dirs["shipped"] / "lib.min.js").read_bytes() == JS
     assert not (dirs["shipped"] / "stray.js").exists()
 
