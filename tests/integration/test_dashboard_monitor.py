@@ -23,6 +23,8 @@ from support.inprocess import InProcessFactory, inprocess_api_fixture  # noqa: F
 from support.people import make_user
 from support.status_data import add_incident, hours_of_checks
 
+from monitor.dashboard import render
+
 PASSWORD = "Dashboard-Pass-9c2d71"
 H = timedelta(hours=1)
 HAS_ACK = importlib.util.find_spec("monitor.domain.incidents") is not None
@@ -100,6 +102,11 @@ async def test_the_page_for_each_range(
     else:
         assert "DNS" not in heads and "not the timing breakdown" in page.text
     assert tree.one("svg", "spark") is not None
+    scripts = [s.attrs.get("src", "") for s in tree.find_all("script")]
+    if render.has_asset("vendor/uPlot.iife.min.js"):  # the chart's script only with its library
+        assert any(src.startswith("/static/dashboard/chart.js?v=") for src in scripts)
+    else:
+        assert not any("chart.js" in src for src in scripts)
     assert len(tree.one("ol", "bars").find_all("li")) == 90
     assert any(a.attrs.get("href") == f"/monitors/{mid}/edit" for a in tree.find_all("a"))
     assert "https://shop.example/" in page.text and ">web<" in page.text
@@ -148,6 +155,8 @@ async def test_chart_json_shape_and_another_accounts_monitor(
     theirs = await viewer.get(f"/monitors/{other['id']}/chart.json")
     assert theirs.status == 404 and json.loads(theirs.text)["error"]["code"] == "not_found"
     assert (await Person(base_url, http).get(f"/monitors/{mid}/chart.json")).status == 303
+    async with http.get(base_url + "/static/dashboard/chart.js") as script:
+        assert script.status == 200 and script.headers["Content-Type"].startswith("text/javascript")
 
 
 async def test_incidents_with_cause_and_the_acknowledge_form_for_editors_only(

@@ -18,6 +18,10 @@
     if (value == null) { return "-"; }
     return value >= 1000 ? (value / 1000).toFixed(2) + " s" : Math.round(value) + " ms";
   }
+  // The legend shows a part's own time, not the running sum it is drawn at.
+  function own(part) {
+    return function (u, value, series, index) { return ms(u, index == null ? null : part[index]); };
+  }
   var PALETTE = ["#8250df", "#1f6feb", "#1a7f37", "#bf8700", "#cf222e"];
 
   function build(data) {
@@ -34,8 +38,8 @@
       });
       for (var i = PHASES.length - 1; i >= 0; i--) {
         columns.push(sums[i]);
-        series.push({ label: PHASES[i][1] + " (stacked)", stroke: PALETTE[i], fill: PALETTE[i] + "99",
-                      width: 1, value: ms, points: { show: false } });
+        series.push({ label: PHASES[i][1], stroke: PALETTE[i], fill: PALETTE[i] + "99",
+                      width: 1, value: own(data.phases[PHASES[i][0]]), points: { show: false } });
       }
     } else {
       columns.push(data.avg_ms);
