@@ -43,10 +43,13 @@ def public_base(request: web.Request) -> str:
     return configured.rstrip("/") if configured else str(request.url.origin())
 
 
+def acknowledging() -> bool:
+    """Whether incidents can be acknowledged (the domain's operation is there)."""
+    return importlib.util.find_spec(ACK_MODULE) is not None
+
+
 def can_acknowledge(viewer: Viewer) -> bool:
-    if importlib.util.find_spec(ACK_MODULE) is None:
-        return False
-    return viewer.can("incidents", "acknowledge")
+    return acknowledging() and viewer.can("incidents", "acknowledge")
 
 
 def monitor_id_of(request: web.Request, name: str = "id") -> int:
@@ -145,6 +148,7 @@ async def context(request: web.Request, viewer: Viewer, monitor_id: int) -> dict
         "badges": badge_images,
         "can_edit": viewer.can("monitors"),
         "can_ack": can_acknowledge(viewer),
+        "ack_known": acknowledging(),
         "ack_form": Form(),
         "ack_for": None,
     }

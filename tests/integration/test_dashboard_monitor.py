@@ -197,6 +197,7 @@ async def test_acknowledging_and_a_viewers_forged_post(
     viewer = await person(db, base_url, http, "viewer")
     page = await viewer.get(f"/monitors/{mid}")
     assert not [f for f in page.tree.find_all("form") if "ack-form" in f.classes]
+    assert "an editor can acknowledge it" in page.text
     assert (await viewer.post(action, {"note": "mine now"})).status == 403
 
     editor = await person(db, base_url, http, "editor")
@@ -210,7 +211,7 @@ async def test_acknowledging_and_a_viewers_forged_post(
     assert "editor@example.com" in acked and "on it" in acked
     assert not [f for f in page.tree.find_all("form") if "ack-form" in f.classes]
     again = await editor.post(action, {"note": ""})
-    assert again.status == 409
+    assert again.status == 409 and "already acknowledged" in again.tree.one("p", "error-text").text()
 
 
 async def test_latest_checks_with_their_details_paged(
