@@ -156,8 +156,9 @@ class _Reader:
         if kept is not None and f.discriminator and kept.get(f.discriminator) != tag:
             kept = None  # another variant: its secrets are not this one's
         body = self.fields(kids, prefix, kept)
-        if not tag and not any(v for k, v in body.items() if not isinstance(v, bool)):
-            return MISSING
+        typed = any(v for v in body.values() if not isinstance(v, bool))
+        if not tag and (f.widget == "variant" or not typed):
+            return MISSING  # a variant of none; a row left empty (one with text but no kind: a 422)
         return {f.discriminator: tag, **body} if tag else body
 
     def rows(self, f: Field, name: str) -> Any:
