@@ -114,6 +114,16 @@ def _merged(shown: Field, other: Field) -> Field:
     return replace(shown, widget="text", hint="", attrs={})
 
 
+def _rank(f: Field, needed: bool) -> int:
+    """Where a variant's field goes in its row: what it is about (a keyword, a path, a header's
+    name), then the operator, then the value and the rest, the switches last."""
+    if f.widget == "checkbox":
+        return 3
+    if f.widget == "select":
+        return 1
+    return 0 if needed else 2
+
+
 def _union(schema: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
     branches = schema.get("oneOf") or schema.get("anyOf")
     return list(branches) if isinstance(branches, list) else None
@@ -235,7 +245,9 @@ class _Walker:
             for one in own:
                 users.setdefault(one.name, []).append(tag)
                 kids[one.name] = _merged(kids[one.name], one) if one.name in kids else one
-        children = tuple(replace(k, kinds=tuple(users[k.name]), required=False) for k in kids.values())
+        needed = {one.name for own in variants.values() for one in own if one.required}
+        ordered = sorted(kids.values(), key=lambda k: _rank(k, k.name in needed))
+        children = tuple(replace(k, kinds=tuple(users[k.name]), required=False) for k in ordered)
         options = [(tag, label_of(tag, {})) for tag in tags]
         if widget == "variant" and (base.nullable or not base.required):
             options.insert(0, ("", "(none)"))

@@ -325,3 +325,35 @@ async def test_test_now_shows_the_result_above_the_form_kept(
                      "assertions": [{"type": "keyword", "keyword": "Welcome"}]}]  # fmt: skip
     assert dict(fields_of(the_form(page, "/monitors/new")))["assertions.0.keyword"] == "Welcome"
     assert await db.fetchval("SELECT count(*) FROM monitors") == 0
+
+
+@pytest.mark.parametrize("where", ["session", "create"])
+async def test_a_database_away_gives_the_form_back_with_what_was_typed(
+    db: asyncpg.Connection,
+    base_url: str,
+    http: aiohttp.ClientSession,
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
+):
+    """The database goes away after the form was read: whether the session's look-up or the
+    create meets it, the answer is the form again (503) with the values and a general message."""
+    from monitor.domain import monitors, signin
+
+    person = await owner(db, base_url, http)
+    fields = fields_of(the_form(await person.get("/monitors/new?type=http"), "/monitors/new"))
+
+    async def away(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionRefusedError("database away")
+
+    monkeypatch.setattr(
+        signin if where == "session" else monitors, "session_for" if where == "session" else "create", away
+    )
+    page = await person.post("/monitors/new", filled(fields, {"name": "Typed", "url": "http://127.0.0.1:9/",
+                             "assertions.0.type": "keyword", "assertions.0.keyword": "kept"}))  # fmt: skip
+    assert page.status == 503
+    shown = [p.text() for p in page.tree.find_all("p", "error-text") if "hidden" not in p.attrs]
+    assert len(shown) == 1 and "database cannot be reached" in shown[0]
+    kept = dict(fields_of(the_form(page, "/monitors/new")))
+    assert kept["name"] == "Typed" and kept["assertions.0.keyword"] == "kept" and kept["csrf"]
+    monkeypatch.undo()
+    assert await db.fetchval("SELECT count(*) FROM monitors") == 0
