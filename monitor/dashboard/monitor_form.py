@@ -38,7 +38,8 @@ def kinds() -> list[Kind]:
     out = []
     for kind, model in CREATE_BODIES.items():
         about = (model.__doc__ or "").replace("``", "").strip().split(". ")[0].split("\n\n")[0]
-        out.append(Kind(kind, kind.upper() if len(kind) <= 4 else kind.title(), " ".join(about.split())))
+        title = kind.upper() if kind.upper() in schema_form.CAPITALS else schema_form.label_of(kind, {})
+        out.append(Kind(kind, title, " ".join(about.split())))
     return out
 
 

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 SECRET_NAMES = frozenset({"password", "token", "secret"})
-WORDS = {"tls": "TLS", "url": "URL", "dns": "DNS", "id": "ID", "ids": "IDs", "json": "JSON", "ms": "ms"}
+# Words of a property name written as capitals in its label (a label, not a check type).
+CAPITALS = frozenset({"URL", "TLS", "DNS", "ID", "JSON", "HTTP", "TCP"})
 LONG_TEXT = 2000  # a string allowed longer than this is a text area
 SPLIT = re.compile(r"[\n,]")
 
@@ -67,7 +68,7 @@ class Field:
 
 
 def label_of(name: str, schema: Mapping[str, Any]) -> str:
-    words = [WORDS.get(w, w) for w in name.split("_")]
+    words = [w.upper() if w.upper() in CAPITALS else "IDs" if w == "ids" else w for w in name.split("_")]
     text = " ".join(words)
     return text[:1].upper() + text[1:]
 
