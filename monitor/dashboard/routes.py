@@ -27,7 +27,7 @@ async def static_file(request: web.Request) -> web.Response:
 
 def setup(app: web.Application) -> None:
     if assets.MISSING:
-        log.warning("dashboard.vendored_missing", files=list(assets.MISSING), hint="run `make vendor`")
+        log.warning("dashboard.vendored_missing", problem=assets.MISSING)
     app.router.add_get(assets.PREFIX + "{name:.+}", static_file)
     for area in AREAS:
         area.add_routes(app.router)
