@@ -125,7 +125,7 @@ def defaults(all_fields: Sequence[Field]) -> dict[str, Any]:
 
 def names(all_fields: Sequence[Field]) -> list[str]:
     """The top-level names the form shows (an error on ``assertions.1.value`` is on one of them)."""
-    return [f.name for f in all_fields]
+    return [f.name for f in all_fields if f.widget != "hidden"]  # an error on ``type``: at the top
 
 
 def posted(form: Any) -> dict[str, Any]:
