@@ -232,7 +232,8 @@ async def test_edit_pause_resume_and_delete(
     sealed = await db.fetchval("SELECT count(*) FROM monitor_secrets WHERE monitor_id = $1", monitor_id)
     assert sealed == 1
     stale = await person.post(action, filled(fields, {"name": "Stale"}))  # read before the change
-    assert stale.status == 412
+    assert stale.status == 412 and "changed since you read it" in stale.text
+    assert dict(fields_of(the_form(stale, action)))["name"] == "Stale"
 
     page = await person.get(action)
     buttons = [b.text() for b in page.tree.find_all("button")]
