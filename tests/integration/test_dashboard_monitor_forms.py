@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 import asyncpg
 import pytest
-from support import ensure_account
+from support import ProcessFactory, TargetServer, ensure_account
 from support.dashboard import Page, Person
 from support.db import insert_monitor
 from support.inprocess import InProcessFactory, inprocess_api_fixture  # noqa: F401
@@ -357,4 +357,29 @@ async def test_a_database_away_gives_the_form_back_with_what_was_typed(
     kept = dict(fields_of(the_form(page, "/monitors/new")))
     assert kept["name"] == "Typed" and kept["assertions.0.keyword"] == "kept" and kept["csrf"]
     monkeypatch.undo()
+    assert await db.fetchval("SELECT count(*) FROM monitors") == 0
+
+
+@pytest.mark.timeout(90)
+async def test_test_now_through_a_live_scheduler(
+    db: asyncpg.Connection,
+    base_url: str,
+    http: aiohttp.ClientSession,
+    procs: ProcessFactory,
+    target: TargetServer,
+):
+    """With ``monitor.domain.trials`` (helper ``trial``'s branch) merged: the form's body checked
+    by a live scheduler, its keyword assertion's outcome on the page, nothing saved."""
+    pytest.importorskip("monitor.domain.trials")
+    await procs.start("scheduler")
+    target.set(200, body="<h1>Welcome home</h1>", content_type="text/html")
+    person = await owner(db, base_url, http)
+    fields = fields_of(the_form(await person.get("/monitors/new?type=http"), "/monitors/new"))
+    given = {"name": "Try", "url": target.url("/home"), "timeout_seconds": "2",
+             "assertions.0.type": "keyword", "assertions.0.keyword": "Welcome"}  # fmt: skip
+    page = await person.post("/monitors/test-now", filled(fields, given))
+    assert page.status == 200, page.text[:3000]
+    result = page.tree.one("section", "trial")
+    assert "Test result: Up" in result.text() and "Holds" in result.text(), result.text()
+    assert dict(fields_of(the_form(page, "/monitors/new")))["assertions.0.keyword"] == "Welcome"
     assert await db.fetchval("SELECT count(*) FROM monitors") == 0
