@@ -224,6 +224,12 @@ async def test_edit_pause_resume_and_delete(
     assert page.status == 200 and "s3cret-pass" not in page.text
     fields = fields_of(the_form(page, action))
     assert dict(fields)["name"] == "Before" and dict(fields)["auth.username"] == "u"
+    before = await db.fetchval("SELECT updated_at FROM monitors WHERE id = $1", monitor_id)
+    untouched = await person.post(action, filled(fields))
+    assert untouched.status == 303, untouched.text[:2000]
+    assert (
+        await db.fetchval("SELECT updated_at FROM monitors WHERE id = $1", monitor_id) == before
+    )  # no change sent
     changed = await person.post(action, filled(fields, {"name": "After", "interval_seconds": "120"}))
     assert changed.status == 303 and changed.location == f"/monitors/{monitor_id}"
     row = await db.fetchrow("SELECT name, interval_seconds FROM monitors WHERE id = $1", monitor_id)
@@ -383,3 +389,30 @@ async def test_test_now_through_a_live_scheduler(
     assert "Test result: Up" in result.text() and "Holds" in result.text(), result.text()
     assert dict(fields_of(the_form(page, "/monitors/new")))["assertions.0.keyword"] == "Welcome"
     assert await db.fetchval("SELECT count(*) FROM monitors") == 0
+
+
+SAMPLES = {
+    "http": {"url": "http://127.0.0.1:9/"},
+    "dns": {"domain": "example.com"},
+    "heartbeat": {},
+    "ping": {"host": "127.0.0.1"},
+    "tcp": {"host": "127.0.0.1", "port": "25"},
+    "tls": {"host": "127.0.0.1"},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SAMPLES))
+async def test_every_type_is_created_by_its_form_and_its_edit_form_changes_nothing_untouched(
+    db: asyncpg.Connection, base_url: str, http: aiohttp.ClientSession, kind: str
+):
+    person = await owner(db, base_url, http)
+    fields = fields_of(the_form(await person.get(f"/monitors/new?type={kind}"), "/monitors/new"))
+    made = await person.post("/monitors/new", filled(fields, {"name": f"A {kind}", **SAMPLES[kind]}))
+    assert made.status == 303, made.text[:2000]
+    monitor_id = int(made.location.rsplit("/", 1)[1])
+    assert await db.fetchval("SELECT type FROM monitors WHERE id = $1", monitor_id) == kind
+    before = await db.fetchval("SELECT updated_at FROM monitors WHERE id = $1", monitor_id)
+    action = f"/monitors/{monitor_id}/edit"
+    untouched = await person.post(action, filled(fields_of(the_form(await person.get(action), action))))
+    assert untouched.status == 303, untouched.text[:2000]
+    assert await db.fetchval("SELECT updated_at FROM monitors WHERE id = $1", monitor_id) == before
