@@ -5,6 +5,7 @@ another face."""
 from __future__ import annotations
 
 import asyncpg
+import redis.asyncio as aioredis
 from aiohttp import web
 
 from monitor.config import Settings
@@ -19,3 +20,6 @@ RESOLVER = web.AppKey("resolver", VettedResolver)
 SECRET_BOX = web.AppKey("secret_box", SecretBox)
 # What the domain's operations use (the pool, settings, secret box and resolver above, as one).
 DEPS = web.AppKey("deps", Deps)
+# The Redis client trial checks go through (``domain/trials.py``), or None without
+# MONITOR_REDIS_URL.
+REDIS: web.AppKey[aioredis.Redis | None] = web.AppKey("redis")
