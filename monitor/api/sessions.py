@@ -21,10 +21,13 @@ from monitor.domain.session_ids import COOKIE
 
 SESSION = "session"
 SESSION_ID = "session_id"
-# Routes that need no credentials at all: signing in, accepting an invitation, resets.
+# Routes that need no credentials at all: signing in, accepting an invitation, resets, the
+# first run (monitor/api/first_run.py: its setup token is its credential).
 OPEN = frozenset(
     {
         ("POST", "/api/v1/session"),
+        ("GET", "/api/v1/setup"),
+        ("POST", "/api/v1/setup"),
         ("POST", "/api/v1/invitations/accept"),
         ("POST", "/api/v1/password-resets"),
         ("POST", "/api/v1/password-resets/confirm"),
