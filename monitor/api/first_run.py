@@ -46,8 +46,9 @@ def add_routes(router: web.UrlDispatcher) -> None:
 
 
 async def announce(deps: Deps, base_url: str, *, retry_seconds: float = RETRY_SECONDS) -> None:
-    """Log the setup link once, if no user exists: a new token's (``first_run.issue_token``).
-    While the database cannot answer, one warning, then asked again every ``retry_seconds``."""
+    """Log where the dashboard is, once: with the setup link of a new token while no user
+    exists (``first_run.issue_token``), else the address alone (``dashboard.address``). While
+    the database cannot answer, one warning, then asked again every ``retry_seconds``."""
     warned = False
     while True:
         try:
@@ -67,4 +68,6 @@ async def announce(deps: Deps, base_url: str, *, retry_seconds: float = RETRY_SE
                 expires_in_hours=first_run.TOKEN_HOURS,
                 note="open it to make the first owner and account; it works until one exists",
             )
+        else:
+            log.info("dashboard.address", dashboard=base_url)
         return
