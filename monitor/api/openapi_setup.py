@@ -28,7 +28,7 @@ def add_setup(b: Builder) -> None:
     r = b.refs
     # fmt: off
     b.add("get", "/api/v1/setup", "getSetup", "Whether the first owner is still to be made (no user exists)",
-          tag="session", public=True,
+          tag="session", public=True, errors=(503,),
           ok={200: _json(r["SetupState"], "`needs_owner` is true on a fresh installation.")})
     b.add("post", "/api/v1/setup", "createFirstOwner",
           "Make the first owner and account of a fresh installation with the setup token that `make run`, "
