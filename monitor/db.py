@@ -37,6 +37,20 @@ _MIGRATION_NAME = re.compile(r"^(\d{3})_[a-z0-9_]+\.sql$")
 # Any fixed number: all migrators of one database serialise on it.
 _MIGRATION_LOCK = 7_302_001
 
+# Errors that mean "the database is not there", which the faces answer with a 503 rather than a 500.
+UNAVAILABLE: tuple[type[BaseException], ...] = (
+    OSError,
+    TimeoutError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.ConnectionFailureError,
+    asyncpg.exceptions.TooManyConnectionsError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.InterfaceError,
+    # A write on a server that turned read-only during a switch of primary (monitor/db.py).
+    asyncpg.exceptions.ReadOnlySQLTransactionError,
+)
+
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")

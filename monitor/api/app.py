@@ -34,6 +34,7 @@ from monitor.api import (
 from monitor.api.context import DEPS, POOL, RESOLVER, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, error_response, render_error
 from monitor.config import Settings
+from monitor.dashboard import routes as dashboard
 from monitor.domain.context import Deps
 from monitor.domain.pings import PingDesk
 from monitor.net.policy import AddressPolicy, log_allow_list
@@ -50,19 +51,8 @@ REQUEST_ID = "request_id"
 STARTED = "started"
 # Methods whose body, when there is one, must be JSON.
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-# Errors that mean "the database is not there", answered 503 rather than 500.
-DB_UNAVAILABLE: tuple[type[BaseException], ...] = (
-    OSError,
-    TimeoutError,
-    asyncpg.exceptions.CannotConnectNowError,
-    asyncpg.exceptions.ConnectionDoesNotExistError,
-    asyncpg.exceptions.ConnectionFailureError,
-    asyncpg.exceptions.TooManyConnectionsError,
-    asyncpg.exceptions.AdminShutdownError,
-    asyncpg.exceptions.InterfaceError,
-    # A write on a server that turned read-only during a switch of primary (monitor/db.py).
-    asyncpg.exceptions.ReadOnlySQLTransactionError,
-)
+# Errors that mean "the database is not there", answered 503 rather than 500 (monitor/db.py).
+DB_UNAVAILABLE = db.UNAVAILABLE
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -122,12 +112,13 @@ async def body_middleware(request: web.Request, handler: Handler) -> web.StreamR
     """A body is JSON of at most MAX_BODY_BYTES: 413 when its declared length is over (before
     it is read), 415 when it is not declared JSON (a missing Content-Type included)."""
     # Only where a route matched: an unknown path or method stays a 404 or 405.
-    # A ping's body is whatever the job sends (a log tail): pings.py reads and bounds it.
+    # Only the JSON API's: a ping's body is whatever the job sends (a log tail: pings.py reads
+    # and bounds it), a dashboard form's is a form (monitor/dashboard/).
     if (
         request.method in _BODY_METHODS
         and request.body_exists
         and request.match_info.http_exception is None
-        and not request.path.startswith("/ping/")
+        and request.path.startswith("/api/")
     ):
         if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
             raise ApiError(413, "too_large", f"request body exceeds {MAX_BODY_BYTES} bytes")
@@ -198,4 +189,5 @@ def create_app(settings: Settings) -> web.Application:
         module.add_routes(app.router)
     sso.setup(app)
     public.setup(app)
+    dashboard.setup(app)
     return app

@@ -1,19 +1,6 @@
-"""Typed keys of the resources the API application owns."""
+"""Typed keys of the resources the API application owns (``monitor/web/keys.py``, shared with
+the dashboard)."""
 
-from __future__ import annotations
+from monitor.web.keys import DEPS, POOL, RESOLVER, SECRET_BOX, SETTINGS
 
-import asyncpg
-from aiohttp import web
-
-from monitor.config import Settings
-from monitor.domain.context import Deps
-from monitor.net.resolver import VettedResolver
-from monitor.secrets import SecretBox
-
-SETTINGS = web.AppKey("settings", Settings)
-POOL = web.AppKey("pool", asyncpg.Pool)
-RESOLVER = web.AppKey("resolver", VettedResolver)
-# Seals the secrets the API stores (MONITOR_SECRET_KEY), opens them where a PATCH keeps one.
-SECRET_BOX = web.AppKey("secret_box", SecretBox)
-# What the domain's operations use (the pool, settings, secret box and resolver above, as one).
-DEPS = web.AppKey("deps", Deps)
+__all__ = ["DEPS", "POOL", "RESOLVER", "SECRET_BOX", "SETTINGS"]

@@ -13,6 +13,7 @@ import asyncio
 import asyncpg
 from aiohttp import web
 
+from monitor import db
 from monitor import logging as mlog
 from monitor.api import sessions
 from monitor.api.context import DEPS
@@ -53,7 +54,7 @@ async def announce(deps: Deps, base_url: str, *, retry_seconds: float = RETRY_SE
     while True:
         try:
             token = await first_run.issue_token(deps)
-        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except (*db.UNAVAILABLE, asyncpg.PostgresError) as exc:  # not migrated: UndefinedTableError
             if not warned:
                 log.warning("dashboard.setup_token_waiting", error=type(exc).__name__,
                             hint="the database is unreachable or not migrated (monitor migrate)")  # fmt: skip

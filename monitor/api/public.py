@@ -24,9 +24,10 @@ from aiohttp import web
 from monitor.api.context import POOL, SETTINGS
 from monitor.api.errors import error_response
 from monitor.api.guard import METRICS
+from monitor.dashboard import pages_overview as dashboard
 from monitor.domain.schemas.status_pages import SLUG
 from monitor.status import assets, badges
-from monitor.status.bodies import Body, body, choose
+from monitor.status.bodies import Body, body, send
 from monitor.status.service import PUBLIC, StatusDesk
 from monitor.status.view import WINDOWS
 
@@ -52,23 +53,6 @@ _HOST = re.compile(r"^[a-z0-9.-]{1,253}$")
 _LABELS = {"status": "status", "uptime": "uptime {window}", "response": "response time {window}"}
 YEAR = "public, max-age=31536000, immutable"
 DAY = "public, max-age=86400"
-
-
-def _send(request: web.Request, body: Body, headers: dict[str, str], cache_control: str) -> web.Response:
-    """``body`` with its ETag and the cache headers: 304 when the client has it, in the coding
-    the client takes best of those it has copies in (the bytes as they are otherwise)."""
-    coding = choose(request.headers.get("Accept-Encoding", ""), [name for name, _ in body.encoded])
-    # Each compressed copy is another representation: its own (strong) ETag.
-    etag = body.etag_of(coding)
-    common = {**headers, "ETag": etag, "Cache-Control": cache_control, "Vary": "Accept-Encoding"}
-    if etag in request.headers.get("If-None-Match", ""):
-        return web.Response(status=304, headers=common)
-    if coding is not None:
-        return web.Response(
-            body=body.coded(coding),
-            headers={**common, "Content-Type": body.content_type, "Content-Encoding": coding},
-        )
-    return web.Response(body=body.content, headers={**common, "Content-Type": body.content_type})
 
 
 def fresh_for(seconds: float) -> str:
@@ -128,7 +112,7 @@ async def _serve(request: web.Request, slug: str, kind: str) -> web.Response:
     headers = _page_headers(page.row, request.app[SETTINGS].status_pages_indexed)
     if kind != "html":
         headers["Access-Control-Allow-Origin"] = "*"  # public data, for others' dashboards
-    return _send(request, getattr(page, kind), headers, fresh_for(desk.pages.remaining(slug)))
+    return send(request, getattr(page, kind), headers, fresh_for(desk.pages.remaining(slug)))
 
 
 async def status_page(request: web.Request) -> web.Response:
@@ -143,11 +127,12 @@ async def status_feed(request: web.Request) -> web.Response:
     return await _serve(request, request.match_info["slug"], "atom")
 
 
-async def domain_root(request: web.Request) -> web.Response:
-    """``/`` of a host name a page claims as its own domain; a 404 anywhere else."""
+async def domain_page(request: web.Request) -> web.Response | None:
+    """``/`` of a host name a page claims as its own domain: that page; None on any other host
+    (where ``/`` is the dashboard's)."""
     slug = await request.app[PUBLIC].slug_for_domain(request_host(request))
     if slug is None:
-        raise web.HTTPNotFound()
+        return None
     return await _serve(request, slug, "html")
 
 
@@ -156,7 +141,7 @@ async def static_file(request: web.Request) -> web.Response:
     for a day at its plain one."""
     asset = assets.ASSETS[request.path]
     cache = YEAR if request.query.get("v") == asset.version else DAY
-    return _send(request, asset.body, {"X-Content-Type-Options": "nosniff"}, cache)
+    return send(request, asset.body, {"X-Content-Type-Options": "nosniff"}, cache)
 
 
 async def favicon(request: web.Request) -> web.StreamResponse:
@@ -173,7 +158,7 @@ async def favicon(request: web.Request) -> web.StreamResponse:
 
 async def robots(request: web.Request) -> web.Response:
     text = assets.robots_txt(request.app[SETTINGS].status_pages_indexed)
-    return _send(request, _robots(text), {"X-Content-Type-Options": "nosniff"}, "public, max-age=3600")
+    return send(request, _robots(text), {"X-Content-Type-Options": "nosniff"}, "public, max-age=3600")
 
 
 @functools.lru_cache(maxsize=2)
@@ -193,7 +178,7 @@ async def _badge(request: web.Request, kind: str, window: str) -> web.Response:
         return _badge_error(404, "not found", label)
     svg = render_badge(label, figures.message, figures.color, style)
     headers = {"Content-Security-Policy": BADGE_CSP, "X-Content-Type-Options": "nosniff"}
-    return _send(request, svg, headers, fresh_for(desk.badges.remaining((token, kind, window))))
+    return send(request, svg, headers, fresh_for(desk.badges.remaining((token, kind, window))))
 
 
 # A badge's SVG, ETag and gzip copy took 27 µs, an eighth of a badge request's CPU (bench/status.py):
@@ -229,8 +214,16 @@ async def window_badge(request: web.Request) -> web.Response:
     return await _badge(request, kind, window)
 
 
+async def root(request: web.Request) -> web.StreamResponse:
+    """``/``: a status page on the domain it claims, the dashboard on every other host."""
+    own = await domain_page(request)
+    if own is not None:
+        return own
+    return await dashboard.overview_page(request)
+
+
 def add_routes(router: web.UrlDispatcher) -> None:
-    router.add_get("/", domain_root)
+    router.add_get("/", root)
     router.add_get("/robots.txt", robots)
     router.add_get(assets.FAVICON_ICO.path, favicon)
     for path in (assets.CSS.path, assets.FAVICON_SVG.path):

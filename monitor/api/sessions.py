@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from monitor.api.context import DEPS, SETTINGS
+from monitor.api.context import DEPS
 from monitor.api.errors import ApiError
 from monitor.api.params import json_object
 from monitor.domain import credentials, csrf, signin
 from monitor.domain.session_ids import COOKIE
+from monitor.web.cookie import clear_cookie, client, set_cookie, site
+
+__all__ = ["clear_cookie", "client", "set_cookie", "site"]
 
 SESSION = "session"
 SESSION_ID = "session_id"
@@ -39,16 +42,6 @@ USER_PATHS = ("/api/v1/me", "/api/v1/session")
 
 def is_user_path(path: str) -> bool:
     return path in ("/api/v1/sessions", *USER_PATHS) or path.startswith("/api/v1/me/")
-
-
-def client(request: web.Request) -> signin.Client:
-    return signin.Client(request.remote, request.headers.get("User-Agent"))
-
-
-def site(request: web.Request) -> str:
-    """This site's origin, for the CSRF rule: MONITOR_PUBLIC_URL's, else the request's own."""
-    public = request.app[SETTINGS].public_url
-    return csrf.origin_of(public if public else f"{request.scheme}://{request.host}")
 
 
 async def authenticate(request: web.Request) -> signin.Session | None:
@@ -81,14 +74,6 @@ def session(request: web.Request) -> signin.Session:
             401, "unauthorized", "sign in first: this route is for a signed-in person, not an API key"
         )
     return found
-
-
-def set_cookie(response: web.StreamResponse, value: str, max_age: int) -> None:
-    response.set_cookie(COOKIE, value, max_age=max_age, path="/", secure=True, httponly=True, samesite="Lax")
-
-
-def clear_cookie(response: web.StreamResponse) -> None:
-    response.del_cookie(COOKIE, path="/", secure=True, httponly=True, samesite="Lax")
 
 
 async def create_session(request: web.Request) -> web.Response:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import brotli
+from aiohttp import web
 
 # Smaller bodies are sent as they are: a coding's framing would be most of the saving.
 COMPRESS_FROM = 1024
@@ -96,3 +97,20 @@ def choose(accept: str, offered: Sequence[str]) -> str | None:
         if weight > 0 and (best is None or (weight, -rank) > best):
             best, chosen = (weight, -rank), coding
     return chosen
+
+
+def send(request: web.Request, body: Body, headers: dict[str, str], cache_control: str) -> web.Response:
+    """``body`` with its ETag and the cache headers: 304 when the client has it, in the coding
+    the client takes best of those it has copies in (the bytes as they are otherwise)."""
+    coding = choose(request.headers.get("Accept-Encoding", ""), [name for name, _ in body.encoded])
+    # Each compressed copy is another representation: its own (strong) ETag.
+    etag = body.etag_of(coding)
+    common = {**headers, "ETag": etag, "Cache-Control": cache_control, "Vary": "Accept-Encoding"}
+    if etag in request.headers.get("If-None-Match", ""):
+        return web.Response(status=304, headers=common)
+    if coding is not None:
+        return web.Response(
+            body=body.coded(coding),
+            headers={**common, "Content-Type": body.content_type, "Content-Encoding": coding},
+        )
+    return web.Response(body=body.content, headers={**common, "Content-Type": body.content_type})

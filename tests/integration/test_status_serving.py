@@ -404,8 +404,10 @@ async def test_a_pages_own_domain_serves_it_at_the_root(open_site: SiteFactory) 
         root = await site.get("/", Host=host)
         assert (root.status, root.headers["ETag"], root.body) == (200, page.headers["ETag"], page.body), host
         assert root.headers["Content-Security-Policy"] == page.headers["Content-Security-Policy"], host
+    # Every other host's root is the dashboard's (its sign-in, here), never the page.
     for host in ("other.example.com", "example.com", "127.0.0.1", "[::1]:80", "status.example.com.evil.com"):
-        assert (await site.get("/", Host=host)).status == 404, host
+        elsewhere = await site.get("/", Host=host)
+        assert elsewhere.body != page.body and b"Sign in" in elsewhere.body, host
     # Under its own domain only the page itself: not another page (of any account) by slug.
     other = await site.api.post(
         "/api/v1/status-pages",
@@ -416,10 +418,10 @@ async def test_a_pages_own_domain_serves_it_at_the_root(open_site: SiteFactory) 
     assert (await site.get("/status/other.json", Host=DOMAIN)).status == 404
     assert (await site.get(f"/status/{SLUG}", Host=DOMAIN)).status == 200
     assert (await site.get("/status/other")).status == 200  # at the api's own address, as always
-    # Given up by the owner, the domain serves nothing at once.
+    # Given up by the owner, the domain serves the page no more, at once.
     changed = await site.api.patch(f"/api/v1/status-pages/{site.page_id}", json={"domain": None})
     assert changed.status == 200, changed
-    assert (await site.get("/", Host=DOMAIN)).status == 404
+    assert b"Sign in" in (await site.get("/", Host=DOMAIN)).body
 
 
 async def test_the_json_is_for_anyone_and_the_feed_has_an_entry_per_incident(
@@ -488,7 +490,7 @@ async def test_with_the_database_down_the_page_built_before_is_served(
         await proxy.close()
 
 
-async def test_a_request_without_host_is_a_404_at_the_root_without_a_lookup(
+async def test_a_request_without_host_is_the_dashboard_at_the_root_without_a_lookup(
     open_site: SiteFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """aiohttp's request.host looks the machine's own name up (socket.getfqdn, blocking the
@@ -504,5 +506,5 @@ async def test_a_request_without_host_is_a_404_at_the_root_without_a_lookup(
         head = await asyncio.wait_for(reader.readline(), 5)
     finally:
         writer.close()
-    assert head.startswith(b"HTTP/1.0 404"), head
+    assert head.startswith(b"HTTP/1.0 303"), head  # to the dashboard's sign-in
     assert looked_up == []

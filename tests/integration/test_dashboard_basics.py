@@ -1,0 +1,135 @@
+"""The dashboard's plumbing, through an in-process api: signing in with the form (a wrong
+password shown on the form, the e-mail kept), the overview of the account's monitors only,
+a viewer without write controls, the security headers and the CSP on every page, CSRF on
+form posts (another site's Origin, no token), the theme, signing out, and ``/`` of a status
+page's own domain still being that page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+import asyncpg
+import pytest
+from support import ensure_account
+from support.dashboard import Person
+from support.db import insert_monitor
+from support.inprocess import InProcessFactory, inprocess_api_fixture  # noqa: F401
+from support.people import COOKIE, make_user
+
+PASSWORD = "Dashboard-Pass-4e1b7c"
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+@pytest.fixture
+async def base_url(inprocess_api: InProcessFactory) -> str:
+    return (await inprocess_api()).base_url
+
+
+async def test_sign_in_overview_and_sign_out(
+    db: asyncpg.Connection, base_url: str, http: aiohttp.ClientSession
+):
+    account = await ensure_account(db)
+    other = await ensure_account(db, "other")
+    await make_user(db, "owner@example.com", PASSWORD, account, "owner")
+    await insert_monitor(db, url="http://127.0.0.1:9/", name="Shop <b>front</b>")
+    await insert_monitor(db, url="http://127.0.0.1:9/", name="Not mine", account_id=other)
+
+    anonymous = Person(base_url, http)
+    first = await anonymous.get("/")
+    assert first.status == 303 and first.location in ("/signin?next=%2F", "/signin?next=/")
+
+    wrong = await anonymous.post("/signin", {"email": "owner@example.com", "password": "nope-nope-nope"})
+    assert wrong.status == 401
+    alert = wrong.tree.one("p", "error-text")
+    assert "e-mail or password is wrong" in alert.text()
+    assert 'value="owner@example.com"' in wrong.text and "nope-nope-nope" not in wrong.text
+
+    person = await Person.sign_in(base_url, http, "owner@example.com", PASSWORD)
+    page = await person.get("/")
+    assert page.status == 200
+    names = [a.text() for a in page.tree.find_all("a") if a.attrs.get("href", "").startswith("/monitors/")]
+    assert "Shop <b>front</b>" in names and "Not mine" not in names
+    assert "<b>front</b>" not in page.text  # the name is text, not markup
+    csp = page.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp and "style-src 'self'" in csp
+    assert page.headers["X-Frame-Options"] == "DENY" and page.headers["Cache-Control"] == "no-store"
+    assert any(a.attrs.get("href") == "/monitors/new" for a in page.tree.find_all("a"))
+
+    out = await person.post("/signout", {})
+    assert out.status == 303 and COOKIE not in person.cookies
+    assert (await person.get("/")).status == 303
+
+
+async def test_viewer_sees_no_write_controls(
+    db: asyncpg.Connection, base_url: str, http: aiohttp.ClientSession
+):
+    account = await ensure_account(db)
+    await make_user(db, "viewer@example.com", PASSWORD, account, "viewer")
+    await insert_monitor(db, url="http://127.0.0.1:9/", name="Shop")
+    viewer = await Person.sign_in(base_url, http, "viewer@example.com", PASSWORD)
+    page = await viewer.get("/")
+    assert page.status == 200 and "Shop" in page.text
+    assert not any(a.attrs.get("href") == "/monitors/new" for a in page.tree.find_all("a"))
+
+
+async def test_form_posts_need_this_sites_origin_or_the_token(
+    db: asyncpg.Connection, base_url: str, http: aiohttp.ClientSession
+):
+    account = await ensure_account(db)
+    await make_user(db, "owner@example.com", PASSWORD, account, "owner")
+    person = await Person.sign_in(base_url, http, "owner@example.com", PASSWORD)
+    forged = await person.post("/signout", {}, csrf=False)
+    assert forged.status == 403 and "CSRF" in forged.text
+    elsewhere = await person.post("/signout", {}, headers={"Origin": "https://evil.example"})
+    assert elsewhere.status == 403 and "another site" in elsewhere.text
+    assert (await person.get("/")).status == 200  # still signed in
+    same_site = await person.post("/signout", {}, csrf=False, headers={"Origin": base_url})
+    assert same_site.status == 303
+
+
+async def test_sign_in_from_another_site_is_refused(
+    db: asyncpg.Connection, base_url: str, http: aiohttp.ClientSession
+):
+    account = await ensure_account(db)
+    await make_user(db, "owner@example.com", PASSWORD, account, "owner")
+    person = Person(base_url, http)
+    answer = await person.post(
+        "/signin",
+        {"email": "owner@example.com", "password": PASSWORD},
+        headers={"Origin": "https://evil.example"},
+    )
+    assert answer.status == 403 and COOKIE not in person.cookies
+
+
+async def test_theme_is_kept_and_static_files_are_versioned(base_url: str, http: aiohttp.ClientSession):
+    person = Person(base_url, http)
+    answer = await person.post("/theme", {"theme": "dark", "next": "/signin"})
+    assert answer.status == 303 and answer.location == "/signin"
+    page = await person.get("/signin")
+    assert page.tree.one("html").attrs["data-theme"] == "dark"
+    css = next(
+        link.attrs["href"] for link in page.tree.find_all("link") if link.attrs.get("rel") == "stylesheet"
+    )
+    async with http.get(base_url + css) as response:
+        assert response.status == 200 and "immutable" in response.headers["Cache-Control"]
+        assert response.headers["Content-Type"].startswith("text/css")
+
+
+async def test_signin_next_never_leaves_the_site(
+    db: asyncpg.Connection, base_url: str, http: aiohttp.ClientSession
+):
+    account = await ensure_account(db)
+    await make_user(db, "owner@example.com", PASSWORD, account, "owner")
+    person = Person(base_url, http)
+    for target in ("//evil.example/", "https://evil.example/", "/\\evil.example"):
+        answer = await person.post(
+            "/signin", {"email": "owner@example.com", "password": PASSWORD, "next": target}
+        )
+        assert answer.status == 303 and answer.location == "/", target
