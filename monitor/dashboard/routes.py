@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from monitor import logging as mlog
-from monitor.dashboard import assets, pages_monitor, pages_monitor_forms, pages_signin
+from monitor.dashboard import assets, pages_monitor, pages_monitor_forms, pages_setup, pages_signin
 from monitor.status.bodies import send
 
 log = mlog.get(__name__)
@@ -13,6 +13,7 @@ YEAR = "public, max-age=31536000, immutable"
 DAY = "public, max-age=86400"
 # Each area's views add their routes; ``/`` itself is the api's (``public.root``).
 AREAS = (
+    pages_setup,
     pages_signin,
     pages_monitor,
     pages_monitor_forms,
