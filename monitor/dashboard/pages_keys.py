@@ -24,7 +24,7 @@ PAGE_SIZE = 100
 
 def roles_up_to(viewer: Viewer) -> list[tuple[str, str]]:
     """The roles a person may give (none above their own), as a select's options."""
-    return [(r, r) for r in ROLES if rank(r) <= rank(viewer.role)]
+    return [(r, r) for r in ROLES if rank(r) <= rank(viewer.actor.role)]
 
 
 async def _list(
