@@ -5,7 +5,15 @@ from __future__ import annotations
 from aiohttp import web
 
 from monitor import logging as mlog
-from monitor.dashboard import assets, pages_channels, pages_keys, pages_members, pages_profile, pages_signin
+from monitor.dashboard import (
+    assets,
+    pages_channels,
+    pages_keys,
+    pages_maintenance,
+    pages_members,
+    pages_profile,
+    pages_signin,
+)
 from monitor.status.bodies import send
 
 log = mlog.get(__name__)
@@ -18,6 +26,7 @@ AREAS = (
     pages_keys,
     pages_profile,
     pages_members,
+    pages_maintenance,
 )
 
 
