@@ -13,6 +13,7 @@ from monitor.dashboard import (
     pages_members,
     pages_profile,
     pages_signin,
+    pages_status_pages,
 )
 from monitor.status.bodies import send
 
@@ -27,6 +28,7 @@ AREAS = (
     pages_profile,
     pages_members,
     pages_maintenance,
+    pages_status_pages,
 )
 
 
