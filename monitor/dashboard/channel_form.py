@@ -9,7 +9,9 @@ a map of strings (extra headers) a textarea of ``Name: value`` lines. An optiona
 empty is left out (the model's default applies).
 
 Secrets are never put back into a form. On an edit, a secret left empty is left out of the
-patch, which ``domain.channels.patched`` reads as "keep the stored one".
+patch, which ``domain.channels.patched`` reads as "keep the stored one"; an optional one whose
+"clear" checkbox (``config.<property>.clear``) is ticked is sent as ``null``: removed, or made
+anew when the kind makes it (a webhook's signing secret), and then shown once.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Any
 from monitor.channels.base import ChannelKind
 
 PREFIX = "config."
+# An edit form's checkbox beside an optional secret: remove the stored value.
+CLEAR = ".clear"
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,9 @@ def config_of(kind: ChannelKind, posted: Mapping[str, str], *, editing: bool) ->
     empty secret on an edit keeps the stored one)."""
     config: dict[str, Any] = {}
     for field in fields(kind):
+        if editing and field.secret and not field.required and posted.get(field.name + CLEAR) == "true":
+            config[field.prop] = None  # removed; one the kind makes is made anew, shown once
+            continue
         text = posted.get(field.name, "")
         text = text if field.widget in ("lines", "pairs") else text.strip()
         if not text.strip():

@@ -113,13 +113,18 @@ async def create(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     except DomainError as exc:
         values = channel_form.posted_values(kind, posted)
         return _form(request, viewer, kind, failed(values, exc, _shown(names)), status=exc.status)
-    generated = {k: v for k, v in made["config"].items() if k in kind.secrets and v not in (None, MASK)}
+    generated = _generated(kind, made)
     if not generated:
         return back("/channels?done=saved")
     # A secret made for this channel: shown on this answer only, never again.
     return render.page(
         request, viewer, "channel_created.html", title="Channel added", channel=made, generated=generated
     )
+
+
+def _generated(kind: ChannelKind, channel: dict[str, Any]) -> dict[str, Any]:
+    """The secrets the kind made in this change (the only ones an answer shows unmasked)."""
+    return {k: v for k, v in channel["config"].items() if k in kind.secrets and v not in (None, MASK)}
 
 
 async def edit_form(request: web.Request, viewer: Viewer) -> web.StreamResponse:
@@ -146,14 +151,19 @@ async def update(request: web.Request, viewer: Viewer) -> web.StreamResponse:
         "config": channel_form.config_of(kind, posted, editing=True),
     }
     try:
-        await channels.update(d, viewer.actor, channel_id, body)
+        changed = await channels.update(d, viewer.actor, channel_id, body)
     except DomainError as exc:
         values = {**channel_form.posted_values(kind, posted), "kind": kind.name}
         names = [f.name for f in channel_form.fields(kind)]
         return _form(
             request, viewer, kind, failed(values, exc, _shown(names)), channel=channel, status=exc.status
         )
-    return back(f"/channels/{channel_id}?done=saved")
+    generated = _generated(kind, changed)
+    if not generated:
+        return back(f"/channels/{channel_id}?done=saved")
+    return render.page(
+        request, viewer, "channel_created.html", title="Channel saved", channel=changed, generated=generated
+    )
 
 
 async def send_test(request: web.Request, viewer: Viewer) -> web.StreamResponse:

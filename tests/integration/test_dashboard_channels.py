@@ -100,6 +100,19 @@ async def test_create_edit_test_and_delete_a_webhook(
     assert row["name"] == "Ops webhook"
     assert box.open(row["config"]["url"]) == HOOK and box.open(row["config"]["secret"]) == secret
 
+    renewed = await person.post(
+        f"/channels/{channel_id}",
+        {"name": "Ops webhook", "config.secret.clear": "true", "config.headers": ""},
+    )
+    assert renewed.status == 200
+    second = next(e for e in renewed.tree.find_all("input") if e.attrs.get("id") == "secret-secret").attrs[
+        "value"
+    ]
+    assert second.startswith("whsec_") and second != secret
+    config = await db.fetchval("SELECT config FROM channels WHERE id = $1", channel_id)
+    assert box.open(config["secret"]) == second and box.open(config["url"]) == HOOK
+    assert config["headers"] is not None  # left empty: kept
+
     wrong = await person.post(f"/channels/{channel_id}", {"name": "", "config.url": ""})
     assert wrong.status == 422 and field_error(wrong.tree, "name")
 
