@@ -174,7 +174,8 @@ async def _save(request: web.Request, viewer: Viewer, window: dict[str, Any] | N
                 shown_in = zone(tz.strip()).key if tz and tz.strip() else None
             except RuleError:
                 shown_in = None  # a zone that is not one: the recurring rule's check names it
-            spans = await maintenance.preview(body, shown_in=shown_in)
+            schedule: dict[str, Any] = {k: body[k] for k in ("once", "recurring") if k in body}
+            spans = await maintenance.preview({**schedule, "shown_in": shown_in})
             return await _form(request, viewer, Form(values), window=window, preview=spans)
         if window is None:
             made = await maintenance.create(d, viewer.actor, body)
