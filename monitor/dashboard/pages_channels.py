@@ -95,14 +95,19 @@ async def new_form(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     return _form(request, viewer, kind, Form({"kind": name, **channel_form.defaults(kind)}))
 
 
-def _shown(fields: list[str]) -> list[str]:
-    return ["name", "kind", *fields]
+def _shown(kind: ChannelKind) -> list[str]:
+    """The fields of the kind's form, to tell which error goes next to which."""
+    return ["name", "kind", *(f.name for f in channel_form.fields(kind))]
+
+
+def _refused(exc: DomainError) -> bool:
+    """An error to show as a page rather than on the form: not the form's fault."""
+    return exc.status >= 500 or (exc.status == 403 and exc.field is None)
 
 
 async def create(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     posted = await form_data(request)
     kind = _kind(posted.get("kind", ""))
-    names = [f.name for f in channel_form.fields(kind)]
     body = {
         "kind": kind.name,
         "name": posted.get("name", "").strip(),
@@ -111,8 +116,10 @@ async def create(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     try:
         made = await channels.create(deps(request), viewer.actor, body)
     except DomainError as exc:
+        if _refused(exc):
+            raise
         values = channel_form.posted_values(kind, posted)
-        return _form(request, viewer, kind, failed(values, exc, _shown(names)), status=exc.status)
+        return _form(request, viewer, kind, failed(values, exc, _shown(kind)), status=exc.status)
     generated = _generated(kind, made)
     if not generated:
         return back("/channels?done=saved")
@@ -153,10 +160,11 @@ async def update(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     try:
         changed = await channels.update(d, viewer.actor, channel_id, body)
     except DomainError as exc:
+        if _refused(exc):
+            raise
         values = {**channel_form.posted_values(kind, posted), "kind": kind.name}
-        names = [f.name for f in channel_form.fields(kind)]
         return _form(
-            request, viewer, kind, failed(values, exc, _shown(names)), channel=channel, status=exc.status
+            request, viewer, kind, failed(values, exc, _shown(kind)), channel=channel, status=exc.status
         )
     generated = _generated(kind, changed)
     if not generated:

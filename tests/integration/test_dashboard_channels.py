@@ -161,4 +161,9 @@ async def test_viewer_reads_without_write_controls(
     assert not any(f.attrs.get("action", "").startswith("/channels") for f in one.tree.find_all("form"))
     forged = await viewer.post(f"/channels/{channel_id}/delete", {})
     assert forged.status == 403
+    sneaky = await viewer.post("/channels/new", {"kind": "telegram", "name": "Mine", "config.chat_id": "9"})
+    assert sneaky.status == 403 and "Not allowed" in sneaky.text
+    renamed = await viewer.post(f"/channels/{channel_id}", {"name": "Renamed", "config.chat_id": "9"})
+    assert renamed.status == 403
+    assert await db.fetchval("SELECT name FROM channels WHERE id = $1", channel_id) == "Chat"
     assert await db.fetchval("SELECT count(*) FROM channels WHERE id = $1", channel_id) == 1
