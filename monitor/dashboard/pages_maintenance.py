@@ -13,8 +13,10 @@ inputs) and sent to the domain as instants with that zone's offset.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
+from zoneinfo import available_timezones
 
 from aiohttp import web
 from multidict import MultiDict
@@ -33,6 +35,12 @@ FIELDS = ("name", "kind", "once.from", "once.to", "recurring.rrule", "recurring.
           "recurring.duration_minutes", "recurring.timezone", "recurring.starts_at", "monitor_ids",
           "tags", "notify")  # fmt: skip
 NOTICES = {"saved": "The maintenance window was saved.", "deleted": "The maintenance window was deleted."}
+
+
+@functools.cache
+def zones() -> tuple[str, ...]:
+    """The zones to suggest in the form (a datalist: any IANA name may still be typed)."""
+    return tuple(sorted(z for z in available_timezones() if "/" in z or z == "UTC"))
 
 
 def _id(request: web.Request) -> int:
@@ -153,6 +161,7 @@ async def _form(
         monitors=monitors,
         more_monitors=more,
         preview=preview,
+        zones=zones(),
         notice=NOTICES.get(request.query.get("done", ""), ""),
     )
 
