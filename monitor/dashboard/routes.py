@@ -11,6 +11,8 @@ from monitor.dashboard import (
     pages_keys,
     pages_maintenance,
     pages_members,
+    pages_monitor,
+    pages_monitor_forms,
     pages_profile,
     pages_signin,
     pages_status_pages,
@@ -29,6 +31,8 @@ AREAS = (
     pages_members,
     pages_maintenance,
     pages_status_pages,
+    pages_monitor,
+    pages_monitor_forms,
 )
 
 
@@ -44,7 +48,7 @@ async def static_file(request: web.Request) -> web.Response:
 
 def setup(app: web.Application) -> None:
     if assets.MISSING:
-        log.warning("dashboard.vendored_missing", files=list(assets.MISSING), hint="run `make vendor`")
+        log.warning("dashboard.vendored_missing", problem=assets.MISSING)
     app.router.add_get(assets.PREFIX + "{name:.+}", static_file)
     for area in AREAS:
         area.add_routes(app.router)

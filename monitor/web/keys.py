@@ -5,6 +5,7 @@ another face."""
 from __future__ import annotations
 
 import asyncpg
+import redis.asyncio as aioredis
 from aiohttp import web
 
 from monitor.config import Settings
@@ -22,3 +23,6 @@ SECRET_BOX = web.AppKey("secret_box", SecretBox)
 DEPS = web.AppKey("deps", Deps)
 # The mail server's client, when one is set (MONITOR_SMTP_HOST): invitations and resets.
 MAILER = web.AppKey("mailer", Mailer)
+# The Redis client trial checks go through (``domain/trials.py``), or None without
+# MONITOR_REDIS_URL.
+REDIS: web.AppKey[aioredis.Redis | None] = web.AppKey("redis")
