@@ -55,6 +55,7 @@ MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
                                      past.Stats, glance.Summary, chan.Channel, chan.ChannelList,
                                      chan.Accepted, key_models.Key, key_models.NewKey, key_models.KeyList)),
     (maint.MaintenanceCreate, "validation"), (maint.MaintenancePatch, "validation"),
+    (maint.MaintenancePreview, "validation"), (maint.MaintenancePreviewAnswer, "serialization"),
     (maint.MaintenanceWindow, "serialization"), (maint.MaintenanceWindowList, "serialization"),
     (pages.StatusPageCreate, "validation"), (pages.StatusPagePatch, "validation"),
     (pages.StatusPage, "serialization"), (pages.StatusPageList, "serialization"),
@@ -355,6 +356,10 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     b.add("get", "/api/v1/maintenance", "listMaintenance", "List maintenance windows", tag="maintenance",
           ok={200: _json(r["MaintenanceWindowList"], "One page of windows.")}, errors=(400,),
           parameters=(LIMIT, CURSOR))
+    b.add("post", "/api/v1/maintenance-preview", "previewMaintenance",
+          "The next occurrences of a schedule, before saving it (nothing is stored)", tag="maintenance",
+          ok={200: _json(r["MaintenancePreviewAnswer"], "The spans still to end, soonest first.")},
+          body=("MaintenancePreview", {"recurring": MAINTENANCE_EXAMPLE["recurring"], "count": 3}))
     b.add("get", "/api/v1/maintenance/{id}", "getMaintenance", "Read a maintenance window", tag="maintenance",
           ok={200: _json(r["MaintenanceWindow"], "The window.")}, errors=(404,), parameters=(window_id,))
     b.add("patch", "/api/v1/maintenance/{id}", "updateMaintenance",

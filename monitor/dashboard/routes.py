@@ -5,7 +5,19 @@ from __future__ import annotations
 from aiohttp import web
 
 from monitor import logging as mlog
-from monitor.dashboard import assets, pages_monitor, pages_monitor_forms, pages_setup, pages_signin
+from monitor.dashboard import (
+    assets,
+    pages_channels,
+    pages_keys,
+    pages_maintenance,
+    pages_members,
+    pages_monitor,
+    pages_monitor_forms,
+    pages_profile,
+    pages_setup,
+    pages_signin,
+    pages_status_pages,
+)
 from monitor.status.bodies import send
 
 log = mlog.get(__name__)
@@ -15,6 +27,12 @@ DAY = "public, max-age=86400"
 AREAS = (
     pages_setup,
     pages_signin,
+    pages_channels,
+    pages_keys,
+    pages_profile,
+    pages_members,
+    pages_maintenance,
+    pages_status_pages,
     pages_monitor,
     pages_monitor_forms,
 )

@@ -53,6 +53,7 @@ BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.Monit
           "ChannelCreate": channel_schemas.ChannelCreate, "ChannelPatch": channel_schemas.ChannelPatch,
           "KeyCreate": KeyCreate, "MaintenanceCreate": schemas_maintenance.MaintenanceCreate,
           "MaintenancePatch": schemas_maintenance.MaintenancePatch,
+          "MaintenancePreview": schemas_maintenance.MaintenancePreview,
           "StatusPageCreate": schemas_status.StatusPageCreate,
           "StatusPagePatch": schemas_status.StatusPagePatch,
           "MemberAdd": schemas_members.MemberAdd, "MemberPatch": schemas_members.MemberPatch,
