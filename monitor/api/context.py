@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncpg
+import redis.asyncio as aioredis
 from aiohttp import web
 
 from monitor.config import Settings
@@ -17,3 +18,6 @@ RESOLVER = web.AppKey("resolver", VettedResolver)
 SECRET_BOX = web.AppKey("secret_box", SecretBox)
 # What the domain's operations use (the pool, settings, secret box and resolver above, as one).
 DEPS = web.AppKey("deps", Deps)
+# The Redis client trial checks go through (``domain/trials.py``), or None without
+# MONITOR_REDIS_URL: the api's only use of Redis, made without I/O at start.
+REDIS: web.AppKey[aioredis.Redis | None] = web.AppKey("redis")

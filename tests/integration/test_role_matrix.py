@@ -39,7 +39,7 @@ RULE_OF: dict[str, tuple[str, str]] = {
     **{op: ("monitors", "read") for op in ("listMonitors", "getMonitor", "listChecks", "listIncidents",
                                            "getUptime", "getStats", "getSummary")},
     **{op: ("monitors", "write") for op in ("createMonitor", "updateMonitor", "deleteMonitor",
-                                            "rotateBadgeToken")},
+                                            "rotateBadgeToken", "testMonitor")},
     **{op: ("channels", "read") for op in ("listChannels", "getChannel")},
     **{op: ("channels", "write") for op in ("createChannel", "updateChannel", "deleteChannel",
                                             "testChannel")},
