@@ -70,9 +70,16 @@ async def test_monitor(request: web.Request) -> web.Response:
     return web.json_response(await trials.trial(request.app[DEPS], actor(request), body, request.app[REDIS]))
 
 
+async def not_allowed(request: web.Request) -> web.Response:
+    raise web.HTTPMethodNotAllowed(request.method, ["POST"])
+
+
 def add_routes(router: web.UrlDispatcher) -> None:
     router.add_post("/api/v1/monitors", create_monitor)
-    router.add_post("/api/v1/monitors/test", test_monitor)
+    # Before /{id}: another method here is a 405, not a monitor named "test" not found.
+    trial = router.add_resource("/api/v1/monitors/test")
+    trial.add_route("POST", test_monitor)
+    trial.add_route("*", not_allowed)
     router.add_get("/api/v1/monitors", list_monitors)
     router.add_get("/api/v1/monitors/{id}", get_monitor)
     router.add_patch("/api/v1/monitors/{id}", patch_monitor)

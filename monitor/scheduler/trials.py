@@ -130,6 +130,8 @@ class Trials:
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
         self._limit.release()
+        if not task.cancelled() and (exc := task.exception()) is not None:  # never lost
+            log.error("trial.failed", error=str(exc)[:300] or type(exc).__name__)
 
     async def close(self) -> None:
         """Cancel the trials in flight (their askers are told no scheduler answered)."""

@@ -102,6 +102,9 @@ async def test_bad_bodies_and_blocked_targets_are_refused_before_anything_is_que
         answer = await api.post(PATH, json={"name": "trial", **body})
         error = answer.json["error"]
         assert (answer.status, error["code"], error.get("field")) == (status, code, field), (case, answer)
+    for method in ("GET", "PATCH", "DELETE"):  # not a monitor named "test"
+        other = await api.request(method, PATH, **({"json": {}} if method == "PATCH" else {}))
+        assert (other.status, other.headers.get("Allow")) == (405, "POST"), other
     assert await redis_client.xlen(keys.TRIALS_STREAM) == 0
     assert not scheduler.events("trial.checked") and await saved(db) == (0, 0)
 
