@@ -36,6 +36,7 @@ from monitor.domain.schemas import monitor_answers as shown
 from monitor.domain.schemas import monitors as schemas
 from monitor.domain.schemas import status_pages as pages
 from monitor.domain.schemas import summary as glance
+from monitor.domain.schemas import trials
 from monitor.domain.schemas.locations import LOCATION as LOCATION_NAME
 
 REF = "#/components/schemas/{model}"
@@ -53,7 +54,8 @@ MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     *((m, "serialization") for m in (out.Error, out.Health, shown.Monitor, shown.MonitorList,
                                      past.CheckList, past.IncidentList, past.Uptime, past.UptimeWindows,
                                      past.Stats, glance.Summary, chan.Channel, chan.ChannelList,
-                                     chan.Accepted, key_models.Key, key_models.NewKey, key_models.KeyList)),
+                                     chan.Accepted, key_models.Key, key_models.NewKey, key_models.KeyList,
+                                     trials.TrialResult)),
     (maint.MaintenanceCreate, "validation"), (maint.MaintenancePatch, "validation"),
     (maint.MaintenancePreview, "validation"), (maint.MaintenancePreviewAnswer, "serialization"),
     (maint.MaintenanceWindow, "serialization"), (maint.MaintenanceWindowList, "serialization"),
@@ -169,7 +171,8 @@ ERRORS = {
     "or wrong setup tokens (`too_many_attempts`); retry after `Retry-After` seconds.",
     502: "The identity provider is unreachable or answered wrongly (`provider_unreachable`, "
     "`provider_answer`, `provider_document`, `provider_keys`, `provider_token`).",
-    503: "The database is unreachable (`database_unavailable`); retry after `Retry-After` seconds.",
+    503: "The database is unreachable (`database_unavailable`), or, for a trial check, Redis "
+    "(`redis_unavailable`) or every scheduler (`no_scheduler`); retry after `Retry-After` seconds.",
 }
 RETRY_AFTER = {"Retry-After": {"required": True, "schema": {"type": "integer", "minimum": 1}}}
 # Every authenticated operation can answer these, whatever it does (403: a role that may not).
@@ -302,6 +305,11 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
           ok={201: {**_json(r["Monitor"], "The monitor, as created.", {**LOCATION, **ETAG}),
                     "links": _links(*MONITOR_OPS)}},
           errors=(409,), body=("MonitorCreate", MONITOR_EXAMPLE))
+    b.add("post", "/api/v1/monitors/test", "testMonitor",
+          "Check a monitor's body once through a scheduler, saving nothing (editor and up; 503 "
+          "`no_scheduler` when no scheduler answers within the check's timeout and a few seconds)",
+          tag="monitors", ok={200: _json(r["TrialResult"], "The check's result.")},
+          body=("MonitorCreate", MONITOR_EXAMPLE))
     b.add("get", "/api/v1/monitors", "listMonitors", "List monitors (by id; keyset pages)", tag="monitors",
           ok={200: _json(r["MonitorList"], "One page of monitors.")}, errors=(400,),
           parameters=(LIMIT, CURSOR, TAG, STATUS, INCLUDE))

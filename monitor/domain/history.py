@@ -14,6 +14,7 @@ whether or not the monitor exists; another account's monitor is a 404, like an a
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -79,7 +80,8 @@ def bucket_size(bucket: str) -> timedelta:
     return BUCKETS[bucket]
 
 
-def render_check(row: asyncpg.Record) -> dict[str, Any]:
+def render_check(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A check as the API shows one (a ``checks`` row, or a trial's: ``domain/trials.py``)."""
     return {
         "time": rfc3339(row["time"]),
         "ok": row["ok"],
