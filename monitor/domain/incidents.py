@@ -9,8 +9,15 @@ never told (held in a maintenance window, or while flapping) is acknowledged wit
 its channels never heard of it.
 
 Reminders stop because the scheduler writes no ``remind`` for an acknowledged incident
-(``scheduler/transitions.py``); the recovery is still sent, and the next outage is a new
-incident, not acknowledged. Acknowledging is for editors and up (``roles.RULES``). Another
+(``scheduler/transitions.py`` reads ``acknowledged_at`` with the last told down, so no message to
+the schedulers is needed and a restart or failover changes nothing); the recovery is still sent,
+and the next outage is a new incident, not acknowledged. A reminder whose batch reads the
+incident in the milliseconds before this transaction commits still goes out (the writer does
+not lock the incident to remind of it). The writer's batch and this transaction both take the
+monitor's next ``seq``: whichever comes second is refused by the unique index (or, rarely, picked
+as a deadlock's victim) and tries again, the writer with its whole batch, this with itself.
+
+Acknowledging is for editors and up (``roles.RULES``). Another
 account's monitor or incident is a 404, an incident that has ended a 409 ``not_open``, one
 acknowledged already a 409 ``already_acknowledged`` (the first acknowledgement stands: who
 took it, and when, is not rewritten).
@@ -29,6 +36,7 @@ from monitor import channels as channel_registry
 from monitor.domain import audit
 from monitor.domain.context import Actor, Deps
 from monitor.domain.errors import DomainError, not_found, validated
+from monitor.domain.history import RESOURCE as HISTORY
 from monitor.domain.history import render_incident
 from monitor.domain.roles import authorize
 from monitor.domain.schemas.incidents import IncidentAcknowledge
@@ -38,7 +46,8 @@ from monitor.times import rfc3339
 RESOURCE = "incidents"
 KIND = "acknowledged"
 # A write that raced the scheduler's writer to the monitor's next place in its sequence (the
-# unique index on (monitor_id, seq) refuses the second): tried again with the next one.
+# unique index on (monitor_id, seq) refuses the second, or the database ends a deadlock between
+# the two): tried again with the next one.
 SEQ_ATTEMPTS = 5
 MAX_NAME = 300
 
@@ -56,7 +65,7 @@ ORDER BY seq DESC LIMIT 1"""
 
 async def get(deps: Deps, actor: Actor, monitor_id: int, incident_id: int) -> dict[str, Any]:
     """One incident of the caller's monitor."""
-    authorize(actor, "history", "read")
+    authorize(actor, HISTORY, "read")
     async with deps.pool.acquire() as conn:
         row = await conn.fetchrow(
             """SELECT i.* FROM incidents i JOIN monitors m ON m.id = i.monitor_id
@@ -80,8 +89,10 @@ async def acknowledge(
         try:
             async with deps.pool.acquire() as conn, conn.transaction():
                 return await _acknowledge(conn, actor, monitor_id, incident_id, spec, body)
-        except asyncpg.UniqueViolationError as exc:
-            if exc.constraint_name != "outbox_monitor_seq" or attempt == SEQ_ATTEMPTS:
+        except (asyncpg.UniqueViolationError, asyncpg.DeadlockDetectedError) as exc:
+            unique = isinstance(exc, asyncpg.UniqueViolationError)
+            raced = not unique or exc.constraint_name == "outbox_monitor_seq"
+            if not raced or attempt == SEQ_ATTEMPTS:
                 raise
     raise AssertionError("unreachable")
 

@@ -4,15 +4,18 @@ refused, and the scheduler's writer keeping quiet about the incident's reminders
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
 import pytest
+from support import wait_for
 from support.domain import Callers, callers_fixture, count, deps_fixture  # noqa: F401
 from support.people import make_user
 
+from monitor import db as monitor_db
 from monitor.channels.notice import notice
 from monitor.channels.text import plain
 from monitor.domain import incidents
@@ -261,6 +264,42 @@ async def test_the_scheduler_writes_no_reminder_of_an_acknowledged_incident(
     await incidents.acknowledge(deps, callers.owner, shop["id"], incident, {"note": "on it"})
     await remind(STARTED + timedelta(minutes=2))
     assert await kinds() == ["down", "remind", "acknowledged"]
+
+
+async def test_an_acknowledgement_that_raced_the_writer_to_the_next_seq_takes_the_one_after(
+    deps: Deps, callers: Callers, db: asyncpg.Connection, shop: asyncpg.Record, migrated: str
+) -> None:
+    incident, _ = await _outage(db, shop["id"])
+    # A writer's batch holding seq 2 of the monitor, not yet committed: the acknowledgement
+    # reads max(seq) = 1, waits on the unique index, is refused once it commits, and goes again.
+    writer = await monitor_db.connect(migrated)
+    try:
+        batch = writer.transaction()
+        await batch.start()
+        await writer.execute(
+            """INSERT INTO outbox (event_id, monitor_id, kind, payload, seq)
+               VALUES ($1, $2, 'remind', '{}', 2)""",
+            uuid.uuid4(),
+            shop["id"],
+        )
+        acking = asyncio.ensure_future(incidents.acknowledge(deps, callers.owner, shop["id"], incident, {}))
+
+        async def waiting() -> bool:
+            return bool(
+                await db.fetchval(
+                    """SELECT count(*) FROM pg_stat_activity
+                       WHERE wait_event_type = 'Lock' AND datname = current_database()"""
+                )
+            )
+
+        await wait_for(waiting, timeout=10, message="the acknowledgement waiting on the writer's seq")
+        await batch.commit()
+        answer = await asyncio.wait_for(acking, 10)
+    finally:
+        await writer.close()
+    assert answer["acknowledged_at"] is not None
+    rows = await db.fetch("SELECT kind, seq FROM outbox WHERE monitor_id = $1 ORDER BY seq", shop["id"])
+    assert [(r["kind"], r["seq"]) for r in rows] == [("down", 1), ("remind", 2), ("acknowledged", 3)]
 
 
 class _Subject:
