@@ -29,6 +29,7 @@ from monitor.domain.history import BUCKETS
 from monitor.domain.monitors import STATUSES, UPTIME_INCLUDES
 from monitor.domain.schemas import channels as chan
 from monitor.domain.schemas import history as past
+from monitor.domain.schemas import incidents as incident_models
 from monitor.domain.schemas import keys as key_models
 from monitor.domain.schemas import maintenance as maint
 from monitor.domain.schemas import members as people
@@ -47,15 +48,15 @@ JSON = "application/json"
 _PATCHES: list[type[BaseModel]] = list(schemas.PATCH_BODIES.values())
 _REQUESTS: list[type[BaseModel]] = [
     schemas.MonitorCreate, schemas.MonitorUpdate, *_PATCHES, chan.ChannelCreate, chan.ChannelPatch,
-    key_models.KeyCreate, people.MemberAdd, people.MemberPatch,
+    key_models.KeyCreate, people.MemberAdd, people.MemberPatch, incident_models.IncidentAcknowledge,
 ]  # fmt: skip
 MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     *((m, "validation") for m in _REQUESTS),
     *((m, "serialization") for m in (out.Error, out.Health, shown.Monitor, shown.MonitorList,
-                                     past.CheckList, past.IncidentList, past.Uptime, past.UptimeWindows,
-                                     past.Stats, glance.Summary, chan.Channel, chan.ChannelList,
-                                     chan.Accepted, key_models.Key, key_models.NewKey, key_models.KeyList,
-                                     trials.TrialResult)),
+                                     past.CheckList, past.Incident, past.IncidentList, past.Uptime,
+                                     past.UptimeWindows, past.Stats, glance.Summary, chan.Channel,
+                                     chan.ChannelList, chan.Accepted, key_models.Key, key_models.NewKey,
+                                     key_models.KeyList, trials.TrialResult)),
     (maint.MaintenanceCreate, "validation"), (maint.MaintenancePatch, "validation"),
     (maint.MaintenancePreview, "validation"), (maint.MaintenancePreviewAnswer, "serialization"),
     (maint.MaintenanceWindow, "serialization"), (maint.MaintenanceWindowList, "serialization"),
@@ -162,7 +163,9 @@ ERRORS = {
     404: "No such object in the caller's account; another account's object answers the same.",
     409: "The account already has its quota of monitors or status pages (`quota_exceeded`), another "
     "status page has this slug or domain, the user is a member already, or the change would leave the "
-    "account without an owner (`conflict`); on the first run, a user exists already (`already_set_up`).",
+    "account without an owner (`conflict`); on the first run, a user exists already (`already_set_up`); "
+    "an incident that has ended (`not_open`) or was acknowledged already (`already_acknowledged`) cannot "
+    "be acknowledged.",
     412: "`If-Match` does not match the monitor's current `ETag` (`precondition_failed`).",
     413: "The request body is larger than the API accepts (`too_large`; the message says the limit).",
     415: "The body is not declared JSON: send `Content-Type: application/json` (`unsupported_media_type`).",
@@ -328,6 +331,9 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
           "A monitor's incidents (overlapping from/to), newest first", tag="history",
           ok={200: _json(r["IncidentList"], "One page of incidents.")}, errors=(400, 404),
           parameters=(monitor_id, FROM, TO, LIMIT, CURSOR))
+    from monitor.api.openapi_incidents import add_incidents  # it builds on this module's parts
+
+    add_incidents(b)
     b.add("get", "/api/v1/monitors/{id}/uptime", "getUptime",
           "Uptime over one window, several windows, or from/to (paused time excluded)", tag="history",
           ok={200: _json({"anyOf": [r["Uptime"], r["UptimeWindows"]]},

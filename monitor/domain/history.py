@@ -111,6 +111,10 @@ def render_incident(row: asyncpg.Record, now: datetime) -> dict[str, Any]:
         "duration_seconds": round((end - row["started_at"]).total_seconds(), 3),
         "status_code": row["status_code"],
         "error": row["error"],
+        # Who took it in hand (domain/incidents.py): their name as it was then, and their note.
+        "acknowledged_at": rfc3339(row["acknowledged_at"]),
+        "acknowledged_by": row["acknowledged_by_name"],
+        "acknowledged_note": row["acknowledged_note"],
     }
 
 

@@ -109,6 +109,13 @@ async def test_every_operation_through_the_generated_client(
         assert changed.name == "renamed"
         assert isinstance(await call("history.list_checks", monitor.id), models.CheckList)
         assert isinstance(await call("history.list_incidents", monitor.id), models.IncidentList)
+        incident = await db.fetchval(
+            "INSERT INTO incidents (monitor_id, started_at) VALUES ($1, now()) RETURNING id", monitor.id
+        )
+        assert isinstance(await call("history.get_incident", monitor.id, incident), models.Incident)
+        ack = models.IncidentAcknowledge(note="on it")
+        acked = await call("history.acknowledge_incident", monitor.id, incident, body=ack)
+        assert acked.acknowledged_note == "on it"
         assert isinstance(await call("history.get_uptime", monitor.id), models.Uptime)
         assert isinstance(await call("history.get_stats", monitor.id), models.Stats)
         await call("monitors.delete_monitor", monitor.id, status=204)

@@ -17,6 +17,7 @@ from monitor.api import openapi
 from monitor.api.app import create_app
 from monitor.config import Settings
 from monitor.domain.schemas import channels as channel_schemas
+from monitor.domain.schemas import incidents as schemas_incidents
 from monitor.domain.schemas import maintenance as schemas_maintenance
 from monitor.domain.schemas import members as schemas_members
 from monitor.domain.schemas import monitors as schemas
@@ -57,6 +58,7 @@ BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.Monit
           "StatusPageCreate": schemas_status.StatusPageCreate,
           "StatusPagePatch": schemas_status.StatusPagePatch,
           "MemberAdd": schemas_members.MemberAdd, "MemberPatch": schemas_members.MemberPatch,
+          "IncidentAcknowledge": schemas_incidents.IncidentAcknowledge,
           **{m.__name__: m for m in (signin_schemas.SignIn, signin_schemas.TotpConfirm,
                                      signin_schemas.TotpDisable, signin_schemas.PasswordChange,
                                      signin_schemas.InvitationCreate, signin_schemas.InvitationAccept,
