@@ -107,6 +107,7 @@ async def test_every_operation_through_the_generated_client(
         assert (await call("monitors.get_monitor", monitor.id)).name == "generated"
         changed = await call("monitors.update_monitor", monitor.id, body=models.MonitorPatch(name="renamed"))
         assert changed.name == "renamed"
+        await call("monitors.test_monitor", body=body, status=503)  # no scheduler runs here
         assert isinstance(await call("history.list_checks", monitor.id), models.CheckList)
         assert isinstance(await call("history.list_incidents", monitor.id), models.IncidentList)
         incident = await db.fetchval(
@@ -170,6 +171,8 @@ async def test_every_operation_through_the_generated_client(
         )
         assert isinstance(window, models.MaintenanceWindow) and window.recurring.timezone == "Europe/Berlin"
         assert isinstance(await call("maintenance.list_maintenance"), models.MaintenanceWindowList)
+        preview = await call("maintenance.preview_maintenance", body=models.MaintenancePreview(recurring=schedule))
+        assert isinstance(preview, models.MaintenancePreviewAnswer) and len(preview.items) == 5
         assert (await call("maintenance.get_maintenance", window.id)).name == "patching"
         changed = await call(
             "maintenance.update_maintenance", window.id, body=models.MaintenancePatch(notify=True)
@@ -192,7 +195,7 @@ async def test_every_operation_through_the_generated_client(
         await call("public.get_status_page_html", "generated")
         await call("public.get_status_page_json", "generated")
         await call("public.get_status_page_feed", "generated")
-        await call("public.get_domain_page", status=404)
+        await call("public.get_domain_page", status=303)  # the dashboard's sign-in
         await call("public.get_status_css")
         await call("public.get_favicon_svg")
         await call("public.get_favicon")
