@@ -171,7 +171,8 @@ async def test_every_operation_through_the_generated_client(
         )
         assert isinstance(window, models.MaintenanceWindow) and window.recurring.timezone == "Europe/Berlin"
         assert isinstance(await call("maintenance.list_maintenance"), models.MaintenanceWindowList)
-        preview = await call("maintenance.preview_maintenance", body=models.MaintenancePreview(recurring=schedule))
+        try_it = models.MaintenancePreview(recurring=schedule)
+        preview = await call("maintenance.preview_maintenance", body=try_it)
         assert isinstance(preview, models.MaintenancePreviewAnswer) and len(preview.items) == 5
         assert (await call("maintenance.get_maintenance", window.id)).name == "patching"
         changed = await call(
