@@ -55,7 +55,8 @@ def add_status_pages(b: _Builder) -> None:
                   404: _json(r["Error"], "No such status page.") if media == JSON else missing})
     html = {"content": {"text/html": {"schema": {"type": "string"}}}}
     b.add("get", "/", "getDomainPage",
-          "The status page whose custom domain is the Host header; elsewhere the dashboard", tag="public", public=True, errors=(503,),
+          "The status page whose custom domain is the Host header; elsewhere the dashboard",
+          tag="public", public=True, errors=(503,),
           ok={200: {**html, "description": "The page (or, signed in, the dashboard's overview)."},
               303: {"description": "On any other host, without a session: to the dashboard's sign-in."},
               304: {"description": "Not modified (If-None-Match)."}})
