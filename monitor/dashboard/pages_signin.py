@@ -65,7 +65,7 @@ async def signin_post(request: web.Request) -> web.StreamResponse:
     form = await form_data(request)
     next_path = safe_next(form.get("next"))
     origin = request.headers.get("Origin")
-    if origin is not None and (origin == "null" or csrf.origin_of(origin) != sessions.site(request)):
+    if origin is not None and not csrf.same_site(origin, sessions.site(request)):
         return _form(request, next_path, {}, DomainError(403, "csrf", "the form was sent from another site"))
     body = {"email": form.get("email", ""), "password": form.get("password", "")}
     for name in ("totp", "recovery_code"):

@@ -133,3 +133,21 @@ async def test_signin_next_never_leaves_the_site(
             "/signin", {"email": "owner@example.com", "password": PASSWORD, "next": target}
         )
         assert answer.status == 303 and answer.location == "/", target
+
+
+async def test_a_broken_origin_is_refused_not_a_crash(
+    db: asyncpg.Connection, base_url: str, http: aiohttp.ClientSession
+):
+    """An ``Origin`` that does not parse (a port out of range) names no site: 403, not a 500."""
+    account = await ensure_account(db)
+    await make_user(db, "owner@example.com", PASSWORD, account, "owner")
+    person = await Person.sign_in(base_url, http, "owner@example.com", PASSWORD)
+    for origin in ("http://127.0.0.1:99999", "http://[::1"):
+        answer = await person.post("/signout", {}, headers={"Origin": origin})
+        assert answer.status == 403 and "another site" in answer.text, origin
+        signin = await Person(base_url, http).post(
+            "/signin", {"email": "owner@example.com", "password": PASSWORD}, headers={"Origin": origin}
+        )
+        assert signin.status == 403 and COOKIE not in signin.headers.get("Set-Cookie", ""), origin
+    assert (await person.get("/")).status == 200  # still signed in
+
