@@ -35,6 +35,7 @@ from monitor.api.context import DEPS, POOL, REDIS, RESOLVER, SECRET_BOX, SETTING
 from monitor.api.errors import ApiError, error_response, render_error
 from monitor.config import Settings
 from monitor.dashboard import routes as dashboard
+from monitor.dashboard import views as dashboard_views
 from monitor.domain.context import Deps
 from monitor.domain.pings import PingDesk
 from monitor.keys import TRIAL_WAIT_MAX_SECONDS
@@ -87,6 +88,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         response.headers["Allow"] = ",".join(sorted(exc.allowed_methods))
         return response
     except web.HTTPNotFound:
+        if dashboard_views.wants_page(request):
+            return dashboard_views.not_found(request)
         return error_response(404, "not_found", "no such endpoint")
     except web.HTTPException as exc:
         if exc.status < 400:

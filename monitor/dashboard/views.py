@@ -60,6 +60,17 @@ def unavailable(request: web.Request, viewer: object) -> web.Response:
     )
 
 
+def wants_page(request: web.Request) -> bool:
+    """An unknown path a browser asked for (``Accept`` names HTML) outside the JSON API: it gets
+    a page that says so rather than the API's JSON error body."""
+    return not request.path.startswith("/api/") and "text/html" in request.headers.get("Accept", "")
+
+
+def not_found(request: web.Request) -> web.Response:
+    """The 404 page: no session is looked up (an unknown path costs no query), so no menu."""
+    return error_page(request, None, DomainError(404, "not_found", "There is no page at this address."))
+
+
 def page(view: View) -> Handler:
     """A view for a signed-in person: to ``/signin`` without a session (for htmx, a redirect of
     the whole page), the security headers on every answer, a domain error as a page."""

@@ -151,3 +151,17 @@ async def test_a_broken_origin_is_refused_not_a_crash(
         assert signin.status == 403 and COOKIE not in signin.headers.get("Set-Cookie", ""), origin
     assert (await person.get("/")).status == 200  # still signed in
 
+
+async def test_an_unknown_path_is_a_page_for_a_browser(base_url: str, http: aiohttp.ClientSession):
+    """A browser (``Accept: text/html``) at an unknown path gets an HTML 404 page with the
+    security headers; a script, and any unknown path under /api/, the API's JSON error."""
+    person = Person(base_url, http)
+    browser = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    page = await person.get("/no/such/page<script>", headers=browser)
+    assert page.status == 404 and page.headers["Content-Type"].startswith("text/html")
+    assert page.tree.one("h1").text() == "Not found" and "<script>" not in page.text
+    assert page.headers["Content-Security-Policy"] and page.headers["Cache-Control"] == "no-store"
+    script = await person.get("/no/such/page")
+    assert script.status == 404 and script.headers["Content-Type"].startswith("application/json")
+    api = await person.get("/api/v1/nothing-here", headers=browser)
+    assert api.status in (401, 404) and api.headers["Content-Type"].startswith("application/json")
