@@ -74,7 +74,7 @@ def _show(
 ) -> web.Response:
     fields = monitor_form.fields(kind, choices, editing=monitor is not None)
     rows = monitor_form.rows_for(fields, values, posted, more)
-    shown = monitor_form.with_blank_rows(fields, values, rows)
+    shown = monitor_form.with_blank_rows(fields, monitor_form.masked(fields, values), rows)
     form = failed(shown, error, monitor_form.names(fields)) if error else Form(shown)
     session_id = request.cookies.get(COOKIE, "")
     response = render.page(
