@@ -154,6 +154,18 @@ async def form_data(request: web.Request) -> MultiDict[str]:
     return MultiDict((k, v) for k, v in posted.items() if isinstance(v, str))
 
 
+ID_DIGITS = 18  # a bigint has 19; 18 digits always fit
+
+
+def path_id(request: web.Request, name: str, what: str) -> int:
+    """The id in the path's ``{name}``: ASCII digits that fit a bigint, else a 404 naming
+    ``what`` (an id no row can have is not found, never a 500 from the database)."""
+    raw = request.match_info[name]
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= ID_DIGITS):
+        raise DomainError(404, "not_found", f"{what} not found")
+    return int(raw)
+
+
 def back(location: str) -> web.Response:
     """A 303 to the page to see the result on (post/redirect/get)."""
     return web.Response(status=303, headers=headers({"Location": location}))

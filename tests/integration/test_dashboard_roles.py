@@ -118,3 +118,36 @@ async def test_every_write_route_refuses_a_reader(
     assert await db.fetchval("SELECT count(*) FROM channels WHERE account_id = $1", account) == 1
     assert await db.fetchval("SELECT count(*) FROM status_pages WHERE account_id = $1", account) == 1
     assert await db.fetchval("SELECT role FROM memberships WHERE user_id = $1", owner_id) == "owner"
+
+
+def all_routes() -> list[tuple[str, str]]:
+    """(method, path template) of every dashboard route with an id in its path."""
+    app = web.Application()
+    for area in routes.AREAS:
+        area.add_routes(app.router)
+    found = set()
+    for route in app.router.routes():
+        info = route.resource.get_info() if route.resource else {}
+        path = info.get("formatter") or ""
+        if "{" in path and route.method in ("GET", "POST"):
+            found.add((route.method, path))
+    return sorted(found)
+
+
+async def test_an_id_out_of_range_or_not_a_number_is_not_found(
+    db: asyncpg.Connection, inprocess_api: InProcessFactory, http: aiohttp.ClientSession
+) -> None:
+    """An id no row can have (past a bigint, not digits) is a 404 page on every route, never a
+    500 from the database."""
+    served = await inprocess_api()
+    account = await ensure_account(db)
+    await make_user(db, "owner@example.com", PASSWORD, account, "owner")
+    person = await Person.sign_in(served.base_url, http, "owner@example.com", PASSWORD)
+    answers = {}
+    for method, template in all_routes():
+        for wrong in ("99999999999999999999", "12x"):
+            path = re.sub(r"\{(\w+)\}", wrong, template)
+            answer = await (person.get(path) if method == "GET" else person.post(path, {"name": "x"}))
+            answers[(method, path)] = answer.status
+    bad = {k: v for k, v in answers.items() if v != 404}
+    assert not bad, bad
