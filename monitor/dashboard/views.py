@@ -27,6 +27,7 @@ from monitor.dashboard.web import (
 from monitor.db import UNAVAILABLE as DB_UNAVAILABLE
 from monitor.domain import csrf
 from monitor.domain.errors import DomainError
+from monitor.domain.session_ids import COOKIE
 
 log = mlog.get(__name__)
 
@@ -34,7 +35,9 @@ TITLES = {400: "That request is not right", 403: "Not allowed", 404: "Not found"
           422: "That is not valid", 429: "Too many requests", 503: "Unavailable"}  # fmt: skip
 
 
-def error_page(request: web.Request, viewer: object, exc: DomainError) -> web.Response:
+def error_page(request: web.Request, viewer: object, exc: DomainError, signout: str = "") -> web.Response:
+    """``signout``: the CSRF token of a session that has no page to show (no membership left),
+    for the page's own sign-out form."""
     extra = dict(exc.headers)
     return render.page(
         request,
@@ -44,6 +47,7 @@ def error_page(request: web.Request, viewer: object, exc: DomainError) -> web.Re
         headers=extra,
         title=TITLES.get(exc.status, "Something went wrong"),
         message=exc.message,
+        signout=signout,
     )
 
 
@@ -81,8 +85,9 @@ def page(view: View) -> Handler:
         except DB_UNAVAILABLE as exc:
             log.warning("dashboard.database_unavailable", error=type(exc).__name__)
             return unavailable(request, None)
-        except DomainError as exc:
-            return error_page(request, None, exc)
+        except DomainError as exc:  # a session with no account to work in: it can still sign out
+            session_id = request.cookies.get(COOKIE, "")
+            return error_page(request, None, exc, signout=csrf.token(session_id) if session_id else "")
         if viewer is None:
             target = signin_url(request)
             if is_htmx(request):

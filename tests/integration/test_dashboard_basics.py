@@ -165,3 +165,23 @@ async def test_an_unknown_path_is_a_page_for_a_browser(base_url: str, http: aioh
     assert script.status == 404 and script.headers["Content-Type"].startswith("application/json")
     api = await person.get("/api/v1/nothing-here", headers=browser)
     assert api.status in (401, 404) and api.headers["Content-Type"].startswith("application/json")
+
+
+async def test_one_removed_from_every_account_can_still_sign_out(
+    db: asyncpg.Connection, base_url: str, http: aiohttp.ClientSession
+):
+    """A session whose person has no membership left gets a 403 page that says so, with a
+    sign-out form that works (before, /signout itself needed a membership: 403)."""
+    account = await ensure_account(db)
+    user_id = await make_user(db, "owner@example.com", PASSWORD, account, "owner")
+    person = await Person.sign_in(base_url, http, "owner@example.com", PASSWORD)
+    await db.execute("DELETE FROM memberships WHERE user_id = $1", user_id)
+    page = await person.get("/")
+    assert page.status == 403 and "not a member" in page.text
+    form = next(f for f in page.tree.find_all("form") if f.attrs.get("action") == "/signout")
+    token = next(i.attrs["value"] for i in form.find_all("input") if i.attrs.get("name") == "csrf")
+    forged = await person.post("/signout", {}, csrf=False)
+    assert forged.status == 403 and COOKIE in person.cookies
+    out = await person.post("/signout", {"csrf": token}, csrf=False)
+    assert out.status == 303 and out.location == "/signin" and COOKIE not in person.cookies
+    assert await db.fetchval("SELECT count(*) FROM sessions WHERE user_id = $1", user_id) == 0
