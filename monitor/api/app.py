@@ -84,7 +84,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except web.HTTPRequestEntityTooLarge:
         return error_response(413, "too_large", f"request body exceeds {MAX_BODY_BYTES} bytes")
     except web.HTTPMethodNotAllowed as exc:
-        response = error_response(405, "method_not_allowed", f"{request.method} is not allowed here")
+        if dashboard_views.wants_page(request):
+            response = dashboard_views.not_allowed(request)
+        else:
+            response = error_response(405, "method_not_allowed", f"{request.method} is not allowed here")
         response.headers["Allow"] = ",".join(sorted(exc.allowed_methods))
         return response
     except web.HTTPNotFound:

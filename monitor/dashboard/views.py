@@ -31,8 +31,9 @@ from monitor.domain.session_ids import COOKIE
 
 log = mlog.get(__name__)
 
-TITLES = {400: "That request is not right", 403: "Not allowed", 404: "Not found", 409: "Conflict",
-          422: "That is not valid", 429: "Too many requests", 503: "Unavailable"}  # fmt: skip
+TITLES = {400: "That request is not right", 403: "Not allowed", 404: "Not found", 405: "Not a page",
+          409: "Conflict", 422: "That is not valid", 429: "Too many requests",
+          503: "Unavailable"}  # fmt: skip
 
 
 def error_page(request: web.Request, viewer: object, exc: DomainError, signout: str = "") -> web.Response:
@@ -65,14 +66,20 @@ def unavailable(request: web.Request, viewer: object) -> web.Response:
 
 
 def wants_page(request: web.Request) -> bool:
-    """An unknown path a browser asked for (``Accept`` names HTML) outside the JSON API: it gets
-    a page that says so rather than the API's JSON error body."""
+    """An unknown path (or method) a browser asked for (``Accept`` names HTML) outside the JSON
+    API: it gets a page that says so rather than the API's JSON error body."""
     return not request.path.startswith("/api/") and "text/html" in request.headers.get("Accept", "")
 
 
 def not_found(request: web.Request) -> web.Response:
     """The 404 page: no session is looked up (an unknown path costs no query), so no menu."""
     return error_page(request, None, DomainError(404, "not_found", "There is no page at this address."))
+
+
+def not_allowed(request: web.Request) -> web.Response:
+    """The 405 page: a form's address opened as a page (``GET /signout``), say."""
+    message = "This address takes a form's post, not a visit: go back and use the page's button."
+    return error_page(request, None, DomainError(405, "method_not_allowed", message))
 
 
 def page(view: View) -> Handler:

@@ -163,6 +163,8 @@ async def test_an_unknown_path_is_a_page_for_a_browser(base_url: str, http: aioh
     assert page.headers["Content-Security-Policy"] and page.headers["Cache-Control"] == "no-store"
     script = await person.get("/no/such/page")
     assert script.status == 404 and script.headers["Content-Type"].startswith("application/json")
+    visit = await person.get("/signout", headers=browser)
+    assert visit.status == 405 and visit.tree.one("h1").text() == "Not a page" and "Allow" in visit.headers
     api = await person.get("/api/v1/nothing-here", headers=browser)
     assert api.status in (401, 404) and api.headers["Content-Type"].startswith("application/json")
 
