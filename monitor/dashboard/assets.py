@@ -50,7 +50,7 @@ def _load(name: str) -> Asset | None:
 
 
 # What every page links, in order; the vendored ones when present.
-OWN = ("dashboard.css", "dashboard.js", "favicon.svg")
+OWN = ("dashboard.css", "dashboard.js", "favicon.svg", "overview.js")
 VENDORED = ("vendor/htmx.min.js", "vendor/uPlot.iife.min.js", "vendor/uPlot.min.css")
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from aiohttp import web
 
 from monitor import logging as mlog
-from monitor.dashboard import assets, pages_signin
+from monitor.dashboard import assets, pages_overview, pages_signin
 from monitor.status.bodies import send
 
 log = mlog.get(__name__)
 YEAR = "public, max-age=31536000, immutable"
 DAY = "public, max-age=86400"
 # Each area's views add their routes; ``/`` itself is the api's (``public.root``).
-AREAS = (pages_signin,)
+AREAS = (pages_signin, pages_overview)
 
 
 async def static_file(request: web.Request) -> web.Response:
