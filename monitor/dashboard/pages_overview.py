@@ -7,12 +7,12 @@ It is ``/`` on every host but a status page's own domain (the api's ``public.roo
 
 Live without reloading: ``static/overview.js`` asks for the list's part (``HX-Request``) every
 2 s while the tab is visible, with the ``ETag`` it last got (``If-None-Match``). The ETag is the
-account's list version (``monitor_lists.version``: a count and the latest change of a monitor
-or of a state, one small query), the query, the role and a 15-second bucket (so the "last
-check" texts age); when nothing moved the answer is a 304 and nothing is rendered. On a 200 the
-script replaces only the cells marked ``data-live`` of rows it already shows (so checkboxes and
-focus stay as they are), and the whole list only when the rows themselves changed (keeping the
-checked boxes and the focused element by id).
+account's list version (``summary.counts``, the query of the counts on top: per state, how
+many and the latest change of a monitor or of its state), the query, the role and a 15-second
+bucket (so the "last check" texts age); when nothing moved the answer is a 304 and nothing is
+rendered. On a 200 the script replaces only the cells marked ``data-live`` of the rows it shows
+already (so checkboxes and focus stay as they are), and the whole list only when the rows
+themselves changed (the checked boxes and the focused element restored by id).
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ def _etag(request: web.Request, viewer: Viewer, version: str) -> str:
 async def overview(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     d = deps(request)
     f = _filters(request)
-    etag = _etag(request, viewer, await monitor_lists.version(d, viewer.actor))
+    counts = await summary.counts(d, viewer.actor)
+    etag = _etag(request, viewer, counts["version"])
     if request.headers.get("If-None-Match") == etag:
         return web.Response(status=304, headers=headers({"ETag": etag}))
     tags = [t for t in re.split(r"[\s,]+", f["tag"]) if t]
@@ -80,7 +81,6 @@ async def overview(request: web.Request, viewer: Viewer) -> web.StreamResponse:
         if exc.status >= 500 or exc.status == 403:
             raise
         found, error = {"items": [], "next_cursor": None}, exc
-    counts = await summary.summary(d, viewer.actor)
     kept = {k: v for k, v in f.items() if v}
     return render.page(
         request,

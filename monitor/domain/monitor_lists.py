@@ -1,6 +1,6 @@
 """The account's monitors as a list: searched, filtered, sorted and paged (keyset), each with
-what a list shows of it (uptime windows, the last 24 hours of response times), and the list's
-version, so a face that polls can tell "nothing changed" for the price of one small query.
+what a list shows of it (uptime windows, the last 24 hours of response times). (The list's
+version, for a face that polls, comes with its counts: ``summary.counts``.)
 
 Search (``q``) is a case-insensitive substring of the name or the target (URL, host); filters
 are ANDed: a status, every tag given, a type, a location. Sorts (``SORTS``), each a keyset on
@@ -17,7 +17,6 @@ no trigram index is needed at that size.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -170,20 +169,6 @@ async def response_hours(
             {"hour": rfc3339(row["hour"]), "avg_ms": round(row["avg_ms"], 1)}
         )
     return found
-
-
-async def version(deps: Deps, actor: Actor) -> str:
-    """A short token that changes when any monitor of the account is added, removed, changed,
-    or changes state (not on every check): a face that polls re-renders only when it moves."""
-    authorize(actor, RESOURCE, "read")
-    row = await deps.pool.fetchrow(
-        """SELECT count(*) AS n, max(m.updated_at) AS changed, max(s.changed_at) AS moved,
-                  max(m.id) AS top
-           FROM monitors m LEFT JOIN monitor_state s ON s.monitor_id = m.id WHERE m.account_id = $1""",
-        actor.account_id,
-    )
-    text = f"{actor.account_id}|{row['n']}|{row['changed']}|{row['moved']}|{row['top']}"
-    return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
 def types() -> list[str]:
