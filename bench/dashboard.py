@@ -1,6 +1,7 @@
 """Dashboard benchmark (issue 29): the overview at 10,000 monitors, served by the real api.
 
-    python -m bench.dashboard [--monitors 10000] [--requests 200] [--json PATH] [--wait-quiet SECONDS]
+    python -m bench.dashboard [--monitors 10000] [--requests 200] [--browser N] [--json PATH]
+                              [--wait-quiet SECONDS]
 
 The database ``monitor_bench_dashboard`` (Redis db 11) is emptied and loaded by SQL
 (bench/api_data.py): one account of ``--monitors`` monitors (one in a hundred down, tags
@@ -18,6 +19,10 @@ connection, ``--requests`` of each after a warm-up:
 * ``chart_90d_hourly`` / ``chart_90d_daily``: monitor 1's response times over 90 days from the
   rollups (``GET /api/v1/monitors/1/stats?bucket=1h|1d``, ``domain/history.stats``).
 
+With ``--browser N``: Debian's headless Chromium (tests/support/browser.py) opens ``/`` N times
+with the session's cookie, and ``time_to_interactive`` is ``performance.timing.domInteractive -
+navigationStart`` of each load (target < 1 s).
+
 Latencies are client wall time (sent to body read), nearest-rank percentiles. Targets (issue
 29): first page p95 < 200 ms, search < 300 ms, 90-day chart < 300 ms.
 """
@@ -25,6 +30,7 @@ Latencies are client wall time (sent to body read), nearest-rank percentiles. Ta
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import shutil
 import signal
@@ -45,11 +51,12 @@ from bench.nginx import free_port
 from bench.signin import PASSWORD, make_users
 from monitor.domain.session_ids import COOKIE
 
-RESULTS = Path(__file__).resolve().parent / "results"
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results"
 BENCH_DB = "monitor_bench_dashboard"
 BENCH_REDIS_DB = 11
-TARGETS_MS = {"first_page": 200.0, "search": 300.0, "filtered": 300.0, "chart_90d_hourly": 300.0,
-              "chart_90d_daily": 300.0}  # fmt: skip
+TARGETS_MS = {"first_page": 200.0, "time_to_interactive": 1000.0, "search": 300.0, "filtered": 300.0,
+              "chart_90d_hourly": 300.0, "chart_90d_daily": 300.0}  # fmt: skip
 SEARCH = "bench-999"
 # Monitor 1's 89 days before the day every monitor has, from the day's own rows, shifted.
 HISTORY = """
@@ -143,6 +150,27 @@ async def measure(browser: Browser, key_session: aiohttp.ClientSession, base: st
     return out
 
 
+def interactive(base: str, cookie: str, loads: int) -> dict[str, Any]:
+    """``loads`` loads of the overview in headless Chromium: domInteractive - navigationStart."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from support.browser import chromium  # the test suite's, only when asked
+
+    name, value = cookie.split("=", 1)
+    samples = []
+    with chromium() as browser:
+        browser.open(base + "/signin", width=1280)
+        browser.driver.add_cookie(
+            {"name": name, "value": value, "path": "/", "secure": True, "httpOnly": True}
+        )
+        for _ in range(loads):
+            browser.open(base + "/", width=1280)
+            if not browser.find_all("table.monitors"):
+                raise RuntimeError("the overview did not load in the browser (signed out?)")
+            ms = browser.script("var t = performance.timing; return t.domInteractive - t.navigationStart")
+            samples.append(ms / 1000)
+    return summary_ms(samples)
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     urls = database.service_urls(args.db_name, BENCH_REDIS_DB)
     if args.harness_core is not None:
@@ -175,6 +203,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         cpu_before = proc.cpu(api.pid)
         figures = await measure(browser, keyed, base, loaded, args.requests)
         cpu = (proc.cpu(api.pid) - cpu_before).total
+        if args.browser:
+            figures["time_to_interactive"] = await asyncio.to_thread(
+                interactive, base, browser.cookie, args.browser
+            )
         failed = False
     finally:
         if browser is not None:
@@ -192,7 +224,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "requests": args.requests,
         "figures": figures,
         "targets_p95_ms": TARGETS_MS,
-        "met": {k: figures[k]["p95"] < t for k, t in TARGETS_MS.items()},
+        "met": {k: figures[k]["p95"] < t for k, t in TARGETS_MS.items() if k in figures},
         "api_cpu_s": round(cpu, 2),
         "load_s": load_s,
         "load_average": round(proc.load_average(), 2),
@@ -219,6 +251,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add = p.add_argument
     add("--monitors", type=int, default=10_000, help="monitors of the account")
     add("--requests", type=int, default=200, help="requests of each kind measured")
+    add("--browser", type=int, default=0, help="also load the overview this many times in headless Chromium")
     add("--api-core", type=int, default=0, help="pin the api process to this core (-1: no pinning)")
     add("--harness-core", type=int, default=1, help="pin this harness to this core (-1: no pinning)")
     add("--wait-quiet", type=float, default=0, help="first wait up to this long for idle cores, s")
