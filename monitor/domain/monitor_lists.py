@@ -55,7 +55,8 @@ FILTERED = """ WHERE m.account_id = $1
     AND ($3::text IS NULL
          OR ($3 = 'paused' AND m.paused)
          OR (NOT m.paused AND coalesce(s.status, 'unknown') = $3))
-    AND ($4::text IS NULL OR strpos(lower(m.name), $4) > 0 OR strpos(lower(coalesce(m.url, '')), $4) > 0)
+    AND ($4::text IS NULL OR strpos(lower(m.name), lower($4)) > 0
+         OR strpos(lower(coalesce(m.url, '')), lower($4)) > 0)
     AND ($5::text IS NULL OR m.type = $5)
     AND ($6::text IS NULL OR $6 = ANY(m.locations))"""
 SPARK = """
@@ -114,7 +115,7 @@ async def listing(
     ``includes`` names (``INCLUDES``)."""
     authorize(actor, RESOURCE, "read")
     paging.check_limit(limit)
-    q = q.strip().lower() or None if q is not None else None
+    q = (q.strip() or None) if q is not None else None
     _check(status, tags, q, type_, location, sort, includes)
     key, kind, ascending = SORTS[sort]
     after = paging.decode_cursor(cursor, (kind, int))
