@@ -50,15 +50,34 @@ SORTS: dict[str, tuple[str, type, bool]] = {
     "state": (STATE_RANK, int, True),
     "last_check": (LAST_CHECK_US, int, False),
 }
-FILTERED = """ WHERE m.account_id = $1
-    AND ($2::text[] = '{}' OR m.tags @> $2::text[])
-    AND ($3::text IS NULL
-         OR ($3 = 'paused' AND m.paused)
-         OR (NOT m.paused AND coalesce(s.status, 'unknown') = $3))
-    AND ($4::text IS NULL OR strpos(lower(m.name), lower($4)) > 0
-         OR strpos(lower(coalesce(m.url, '')), lower($4)) > 0)
-    AND ($5::text IS NULL OR m.type = $5)
-    AND ($6::text IS NULL OR $6 = ANY(m.locations))"""
+# Each filter given adds its condition (``$n`` its value): the statement holds only the filters
+# given, so PostgreSQL plans each combination for what it is. (One statement with "$n IS NULL
+# OR ..." for every filter gets a generic plan, after five runs, that reads all 10,000 rows
+# to sort them: 17 ms where the index gives the page in 2.)
+CONDITIONS = {
+    "tags": "m.tags @> {}::text[]",
+    "status": "CASE WHEN m.paused THEN 'paused' ELSE coalesce(s.status, 'unknown') END = {}::text",
+    "q": "(strpos(lower(m.name), lower({0}::text)) > 0"
+    " OR strpos(lower(coalesce(m.url, '')), lower({0}::text)) > 0)",
+    "type": "m.type = {}::text",
+    "location": "{}::text = ANY(m.locations)",
+}
+
+
+def where(account_id: int, given: dict[str, Any]) -> tuple[str, list[Any]]:
+    """The WHERE clause of the account's monitors with the filters ``given`` (by
+    ``CONDITIONS``' names; None or empty: not given), and its arguments."""
+    args: list[Any] = [account_id]
+    parts = ["m.account_id = $1"]
+    for name, condition in CONDITIONS.items():
+        value = given.get(name)
+        if value is None or value == [] or value == ():
+            continue
+        args.append(list(value) if name == "tags" else value)
+        parts.append(condition.format(f"${len(args)}"))
+    return " WHERE " + " AND ".join(parts), args
+
+
 SPARK = """
 SELECT monitor_id, hour, latency_sum / latency_n AS avg_ms FROM checks_hourly
 WHERE monitor_id = ANY($1::bigint[]) AND hour > $2::timestamptz - interval '24 hours' AND latency_n > 0
@@ -118,22 +137,31 @@ async def listing(
     q = (q.strip() or None) if q is not None else None
     _check(status, tags, q, type_, location, sort, includes)
     key, kind, ascending = SORTS[sort]
-    after = paging.decode_cursor(cursor, (kind, int))
-    keyset = ""
-    args: list[Any] = [actor.account_id, list(tags), status, q, type_, location]
+    # By id, the cursor is the last id (as it always was); otherwise the last key and id.
+    by_id = sort == "id"
+    after = paging.decode_cursor(cursor, (int,) if by_id else (kind, int))
+    clause, args = where(
+        actor.account_id, {"tags": tags, "status": status, "q": q, "type": type_, "location": location}
+    )
     if after is not None:
         args += after
+        n = len(args)
         ahead = ">" if ascending else "<"
-        keyset = f" AND ({key} {ahead} $7 OR ({key} = $7 AND m.id > $8))"
+        clause += (
+            f" AND m.id > ${n}"
+            if by_id
+            else f" AND ({key} {ahead} ${n - 1} OR ({key} = ${n - 1} AND m.id > ${n}))"
+        )
     direction = "" if ascending else " DESC"
     select = SELECT.replace("SELECT m.*", f"SELECT {key} AS sort_key, m.*", 1)
     rows = await deps.pool.fetch(
-        f"{select}{FILTERED}{keyset} ORDER BY {key}{direction}, m.id LIMIT ${len(args) + 1}",
-        *args,
-        limit + 1,
+        f"{select}{clause} ORDER BY {key}{direction}, m.id LIMIT ${len(args) + 1}", *args, limit + 1
     )
     page = rows[:limit]
-    next_cursor = paging.encode_cursor([page[-1]["sort_key"], page[-1]["id"]]) if len(rows) > limit else None
+    next_cursor = None
+    if len(rows) > limit:
+        last = page[-1]
+        next_cursor = paging.encode_cursor([last["id"]] if by_id else [last["sort_key"], last["id"]])
     items = [render(r, base) for r in page]
     if includes and page:
         await _include(deps.pool, page, items, includes)

@@ -81,7 +81,7 @@ async def test_a_listing_judges_its_filters(deps: Deps, callers: Callers) -> Non
         ({"type_": "pigeon"}, "type"),
         ({"location": "no spaces"}, "location"),
         ({"sort": "sideways"}, "sort"),
-        ({"sort": "name", "cursor": "WzFd"}, "cursor"),  # an id cursor given to the name sort
+        ({"sort": "name", "cursor": "WzFd"}, "cursor"),  # an id cursor ([1]) given to the name sort
     ):
         error = await refused(monitor_lists.listing(deps, callers.owner, **given))
         assert (error.status, error.field) == (400, field), error.message
