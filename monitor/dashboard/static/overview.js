@@ -63,7 +63,8 @@
 
   document.addEventListener("submit", function (event) {
     var form = event.target;
-    if (form.id !== "bulk" || event.defaultPrevented) { return; }
+    // getAttribute: the form's "id" property is its checkboxes named "id".
+    if (!form.getAttribute || form.getAttribute("id") !== "bulk" || event.defaultPrevented) { return; }
     var next = form.querySelector('input[name="next"]');
     if (next) { next.value = window.location.pathname + window.location.search; }
     if (form.hasAttribute("data-confirm") && !form.querySelector('input[name="confirm"]')) {
