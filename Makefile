@@ -34,7 +34,7 @@ export MONITOR_DATABASE_URL="$${keep_db:-$$MONITOR_DATABASE_URL}" \
        MONITOR_REDIS_URL="$${keep_redis:-$$MONITOR_REDIS_URL}"
 endef
 
-.PHONY: help venv services services-down status migrate run lint test test-tools bench nginx dist
+.PHONY: help venv vendor services services-down status migrate run lint test test-tools bench nginx dist
 
 help:
 	@echo 'make run            start api, scheduler and alerter (honcho, Ctrl-C stops them)'
@@ -46,6 +46,7 @@ help:
 	@echo 'make dist           build the sdist and the wheel (migrations included) into dist/'
 	@echo 'make test-system    docs/install.md in a booted Debian 13 container: units, checks, restarts (root; minutes)'
 	@echo 'make venv           $(VENV) with the package and test tools (re-installs when pyproject.toml changes)'
+	@echo 'make vendor         the pinned npm libraries of the dashboard, hashes checked (monitor/dashboard/vendor.toml; offline once done)'
 	@echo 'make services       start local PostgreSQL 17 + TimescaleDB and Redis (idempotent)'
 	@echo 'make services-down  stop them'
 	@echo 'make status         show whether they run'
@@ -62,6 +63,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
 	@touch $@
 
+# The dashboard's front-end libraries (htmx, uPlot; axe-core for the browser tests), pinned with
+# their tarballs' SHA-512 in monitor/dashboard/vendor.toml, into the gitignored
+# monitor/dashboard/static/vendor/ and tests/.vendor/. A few milliseconds and no network when
+# they are already there, so every target that serves or ships the dashboard depends on it.
+vendor: venv
+	@$(BIN)/python scripts/vendor.py
+
 services:
 	$(SERVICES) up
 
@@ -77,8 +85,11 @@ migrate: venv services
 
 # honcho SIGKILLs what still runs 5 s after it passes on SIGTERM: the processes stop within 4 s.
 # scripts/run.py runs honcho so that a clean Ctrl-C ends make with status 0 (its docstring: why).
-run: venv services migrate
+# Before the processes start: the dashboard's address and, on a fresh installation, the link that
+# makes its first owner (monitor setup-url; the api's log prints one too).
+run: venv vendor services migrate
 	@$(call load_env,run); \
+	$(BIN)/monitor setup-url || true; \
 	export MONITOR_LOG_FORMAT="$${MONITOR_LOG_FORMAT:-console}"; \
 	export MONITOR_SHUTDOWN_TIMEOUT_SECONDS="$${MONITOR_SHUTDOWN_TIMEOUT_SECONDS:-4}"; \
 	exec $(BIN)/python scripts/run.py Procfile
@@ -108,7 +119,7 @@ test-tools:
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q iproute2; }
 	@$(SERVICES) tools
 
-test: venv services nginx test-tools
+test: venv vendor services nginx test-tools
 	@bash scripts/browser.sh ensure
 	@$(call load_env,test); \
 	echo "monitor migrate (test database)"; \
@@ -118,7 +129,7 @@ test: venv services nginx test-tools
 	bash scripts/test.sh $(PYTEST_ARGS)
 
 # pings and status drive the api with wrk (Debian's package), installed here when missing.
-bench: venv services nginx
+bench: venv vendor services nginx
 	@if { [ "$(BENCH)" = pings ] || [ "$(BENCH)" = status ]; } && ! command -v wrk >/dev/null 2>&1; then \
 	    echo 'installing wrk (apt-get)'; \
 	    DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk; \
@@ -127,7 +138,7 @@ bench: venv services nginx
 	$(BIN)/python -m bench.$(BENCH) $(BENCH_ARGS)
 
 # The sdist, then the wheel built from it (as pip would), so a file the sdist misses fails here.
-dist: venv
+dist: venv vendor
 	rm -f dist/monitor-*
 	$(BIN)/python -m build --outdir dist .
 

@@ -3,8 +3,9 @@
 compressed once when the api starts (``monitor.status.bodies``) and linked at a URL carrying
 its content hash, so a browser keeps it for a year and fetches it again only when it changes.
 
-A vendored file that is missing (a checkout where ``make vendor`` has not run) is left out of
-the pages: the dashboard still works, without its enhancements, and the api logs that once.
+A vendored file that is missing (a checkout where ``make vendor`` has not run), or whose bytes
+no longer match the SHA-384 ``make vendor`` recorded, is left out of the pages: the dashboard
+still works, without its enhancements, and the api logs why once.
 """
 
 from __future__ import annotations
@@ -14,10 +15,16 @@ import hashlib
 from dataclasses import dataclass
 from importlib import resources
 
+from monitor.dashboard import vendored
 from monitor.status.bodies import Body, body
 
 PREFIX = "/static/dashboard/"
-TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml"}
+TYPES = {
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".txt": "text/plain; charset=utf-8",  # the vendored libraries' licences, served beside them
+}
 
 
 @dataclass(frozen=True)
@@ -39,30 +46,29 @@ class Asset:
         return f"{self.path}?v={self.version}"
 
 
-def _load(name: str) -> Asset | None:
-    file = resources.files("monitor.dashboard").joinpath(f"static/{name}")
-    if not file.is_file():
-        return None
-    content = file.read_bytes()
+def _asset(name: str, content: bytes) -> Asset:
     suffix = name[name.rfind(".") :]
     digest = base64.b64encode(hashlib.sha384(content).digest()).decode()
     return Asset(name, body(content, TYPES[suffix], codings=("br", "gzip"), best=True), f"sha384-{digest}")
 
 
-# What every page links, in order; the vendored ones when present.
-OWN = ("dashboard.css", "dashboard.js", "favicon.svg", "overview.js")
-VENDORED = ("vendor/htmx.min.js", "vendor/uPlot.iife.min.js", "vendor/uPlot.min.css")
+# The dashboard's own files (static/), and the vendored ones (static/vendor/, by VENDORED.json).
+OWN = ("dashboard.css", "dashboard.js", "favicon.svg", "chart.js", "monitor_forms.js", "overview.js")
 
 
-def load_all() -> dict[str, Asset]:
-    found = {}
-    for name in (*OWN, *VENDORED):
-        asset = _load(name)
-        if asset is not None:
-            found[name] = asset
-    return found
+def load_all() -> tuple[dict[str, Asset], str | None]:
+    """Every static file by its name under static/ (``vendor/htmx.min.js``), and why the
+    vendored ones are missing, if they are."""
+    package = resources.files("monitor.dashboard")
+    found = {name: _asset(name, package.joinpath(f"static/{name}").read_bytes()) for name in OWN}
+    libraries = vendored.load()
+    for name, lib in libraries.assets.items():
+        asset = _asset(f"vendor/{name}", lib.path.read_bytes())
+        if asset.integrity != lib.integrity:  # changed since `make vendor` checked it
+            return found, f"{lib.path} does not match VENDORED.json: run `make vendor`"
+        found[asset.name] = asset
+    return found, libraries.problem
 
 
-ASSETS = load_all()
+ASSETS, MISSING = load_all()
 BY_PATH = {asset.path: asset for asset in ASSETS.values()}
-MISSING = tuple(name for name in VENDORED if name not in ASSETS)

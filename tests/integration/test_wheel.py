@@ -10,6 +10,7 @@ About 20 s, most of it installing the dependencies.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -54,6 +55,8 @@ def _site_packages(venv: Path) -> Path:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
+    # As `make dist` does: the dashboard's libraries first (no network once `make vendor` ran).
+    _run([sys.executable, REPO / "scripts" / "vendor.py", "--only", "shipped"], timeout=120)
     _run([sys.executable, "-m", "build", "--outdir", out, REPO], timeout=120)
     wheels = list(out.glob("monitor-*.whl"))
     assert len(wheels) == 1, wheels
@@ -99,6 +102,40 @@ def test_the_wheel_carries_every_migration(wheel: Path) -> None:
     listed = _run([sys.executable, "-m", "zipfile", "-l", wheel], timeout=30).stdout
     assert [f"monitor/sql/{name}" for name in MIGRATIONS] == [
         line.split()[0] for line in listed.splitlines() if line.startswith("monitor/sql/")
+    ]
+
+
+def test_the_wheel_carries_the_vendored_libraries_and_their_licences(wheel: Path) -> None:
+    listed = _run([sys.executable, "-m", "zipfile", "-l", wheel], timeout=30).stdout
+    vendor = "monitor/dashboard/static/vendor/"
+    names = [line.split()[0] for line in listed.splitlines()]
+    shipped = {name.removeprefix(vendor) for name in names if name.startswith(vendor)}
+    index = json.loads((REPO / vendor / "VENDORED.json").read_text(encoding="utf-8"))
+    assert shipped == {*index["files"], "VENDORED.json"}
+    assert {"htmx.min.js", "uPlot.iife.min.js", "uPlot.min.css"} <= shipped
+    assert {entry["license_file"] for entry in index["files"].values()} <= shipped
+    assert "monitor/dashboard/vendor.toml" in names
+    assert not [name for name in names if "axe" in name]  # the browser tests' library stays out
+
+
+def test_an_installed_wheel_finds_its_vendored_libraries(venv: Path, outside: Path) -> None:
+    env = clean_environ()
+    env.pop("PYTHONPATH", None)  # the installed wheel, not the checkout
+    found = _run(
+        [
+            venv / "bin" / "python",
+            "-c",
+            "from monitor.dashboard import vendored; v = vendored.load(); "
+            "print(v.problem, v.path('htmx.min.js'), v.integrity('htmx.min.js'))",
+        ],
+        timeout=30,
+        env=env,
+    ).stdout.split()
+    index = json.loads((REPO / "monitor/dashboard/static/vendor/VENDORED.json").read_text(encoding="utf-8"))
+    assert found == [
+        "None",
+        str(_site_packages(venv) / "monitor/dashboard/static/vendor/htmx.min.js"),
+        index["files"]["htmx.min.js"]["integrity"],
     ]
 
 
