@@ -1,0 +1,135 @@
+"""The dashboard in a real browser: signing in through the form, and a tour of pages at a
+phone's and a wide screen's width in both colour schemes (no sideways scroll, axe-core clean,
+a screenshot each).
+
+Selenium blocks: an async test calls these in a thread (``asyncio.to_thread``), so the servers
+on its event loop (the target, the fake channels) keep answering.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from selenium.webdriver.common.by import By
+
+from . import axe
+from .browser import Browser, Scheme
+from .people import COOKIE
+
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOTS = REPO / ".state" / "screenshots"
+# (width, colour scheme): a phone and a wide screen, each in both schemes.
+LOOKS: list[tuple[int, Scheme]] = [(360, "light"), (360, "dark"), (1280, "light"), (1280, "dark")]
+
+
+def path_of(browser: Browser) -> str:
+    parts = urlsplit(browser.driver.current_url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def type_into(browser: Browser, selector: str, text: str) -> None:
+    """Click a field, empty it and type ``text`` as a person would."""
+    element = browser.wait_for_element(selector)
+    element.click()
+    element.clear()
+    element.send_keys(text)
+
+
+def sign_out(browser: Browser) -> None:
+    """Forget the session (the cookies), as closing a private window does."""
+    browser.driver.delete_all_cookies()
+
+
+def sign_in(browser: Browser, base_url: str, email: str, password: str, *, width: int = 1280) -> None:
+    """Through the sign-in form: type the e-mail and password, press the button, land on the
+    overview."""
+    sign_out(browser)
+    browser.open(base_url + "/signin", width=width)
+    type_into(browser, "#email", email)
+    type_into(browser, "#password", password)
+    browser.driver.find_element(By.CSS_SELECTOR, "main form button[type=submit]").click()
+    browser.wait_until(
+        lambda b: path_of(b) == "/" and b.find_all("h1") and b.find_all("h1")[0].text == "Monitors",
+        message=f"the overview after signing in as {email}",
+    )
+
+
+def session_cookie(browser: Browser) -> str:
+    """The browser's session id (WebDriver reads HttpOnly cookies too), for a client beside it."""
+    cookie = browser.driver.get_cookie(COOKIE)
+    assert cookie is not None, "the browser holds no session cookie"
+    return str(cookie["value"])
+
+
+def csrf_token(browser: Browser) -> str:
+    """The page's CSRF token, as its forms and htmx send it."""
+    token = browser.script("const m = document.querySelector('meta[name=csrf-token]'); return m && m.content")
+    assert token, f"no CSRF token on {path_of(browser)}"
+    return str(token)
+
+
+def forged_post(browser: Browser, path: str, form: dict[str, str]) -> int:
+    """A form post sent by script from the open page (its cookie, its Origin, the page's CSRF
+    token): what a person who edits the page could send. The answer's status."""
+    source = """
+    const [path, form, done] = arguments;
+    fetch(path, {method: "POST", body: new URLSearchParams(form), redirect: "manual",
+                 credentials: "same-origin"}).then((r) => done(r.status), (e) => done(String(e)));
+    """
+    status = browser.driver.execute_async_script(source, path, {**form, "csrf": csrf_token(browser)})
+    assert isinstance(status, int), f"the forged post to {path} failed: {status}"
+    return status
+
+
+def forged_api_call(browser: Browser, method: str, path: str) -> int:
+    """A JSON API call from the open page with its session cookie and CSRF header."""
+    source = """
+    const [method, path, token, done] = arguments;
+    fetch(path, {method, headers: {"X-CSRF-Token": token}, credentials: "same-origin"})
+      .then((r) => done(r.status), (e) => done(String(e)));
+    """
+    status = browser.driver.execute_async_script(source, method, path, csrf_token(browser))
+    assert isinstance(status, int), f"the forged {method} {path} failed: {status}"
+    return status
+
+
+@dataclass(frozen=True)
+class Shot:
+    """One look at one page."""
+
+    page: str
+    width: int
+    scheme: Scheme
+    path: Path
+    minor: list[str]  # axe's violations of lesser impact, by rule id (reported, not failed)
+
+
+@dataclass
+class Tour:
+    shots: list[Shot] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+SCROLL = "return [document.documentElement.scrollWidth, window.innerWidth]"
+
+
+def look(browser: Browser, base_url: str, name: str, path: str, tour: Tour) -> None:
+    """``path`` at each of ``LOOKS``: no sideways scroll at any width, no serious or critical
+    axe violation, a screenshot ``dashboard-<name>-<width>-<scheme>.png``; problems collected."""
+    for width, scheme in LOOKS:
+        where = f"{name} ({path}) at {width} px {scheme}"
+        browser.open(base_url + path, width=width, scheme=scheme, mobile=width < 600)
+        browser.wait_for_element("main")
+        landed = urlsplit(browser.driver.current_url).path
+        if landed != urlsplit(path).path:
+            tour.problems.append(f"{where}: landed on {landed}")
+        scroll_width, inner_width = browser.script(SCROLL)
+        if scroll_width > inner_width:
+            tour.problems.append(f"{where}: scrolls sideways ({scroll_width} px wide in {inner_width})")
+        found = axe.run(browser)
+        tour.problems += [f"{where}: axe {v.describe()}" for v in axe.serious(found)]
+        shot = browser.screenshot(SCREENSHOTS, f"dashboard-{name}-{width}-{scheme}.png")
+        minor = [f"{v.id} ({v.impact})" for v in found if v.impact not in axe.FAILING]
+        tour.shots.append(Shot(name, width, scheme, shot, minor))
