@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,6 +131,15 @@ async def stack(
             {"type": "tcp", "name": "Database port", "host": "127.0.0.1", "port": target.port},
         ):
             monitors[fields["name"]] = (await api.create_monitor(**fields, **EVERY_SECOND))["id"]
+        # Two outages with reminders every minute: one is acknowledged, the other nags on.
+        nagging = {"remind_every_minutes": 1, "channel_ids": [channel["id"]], **EVERY_SECOND}
+        for name in ("Payments", "Billing"):
+            made_one = await api.create_monitor(name=name, url=target.url(f"/{name.lower()}"), **nagging)
+            monitors[name] = made_one["id"]
+        for name in ("Payments", "Billing"):
+            one = monitors[name]
+            await wait_for(lambda: _checked_ok(db, one), timeout=DEADLINE, message=f"{name} is up")  # noqa: B023
+            target.set(500, path=f"/{name.lower()}")
         yield Stack(
             api_proc.base_url, api, db, target, fakes.webhooks, channel["id"], monitors, browser_module
         )
@@ -151,6 +161,198 @@ async def test_a_person_signs_in_through_the_form(stack: Stack) -> None:
     text = await asyncio.to_thread(ui.Browser.text, stack.browser)
     for name in stack.monitors:
         assert name in text, text
+
+
+# -- the forms -----------------------------------------------------------------------------
+
+
+async def test_an_http_monitor_with_a_keyword_and_a_tcp_monitor_made_through_the_forms(stack: Stack) -> None:
+    await stack.as_owner()
+    stack.target.set(200, body="<h1>Welcome to the front</h1>", content_type="text/html", path="/front")
+    url = stack.target.url("/front")
+
+    def make_http() -> str:
+        b = stack.browser
+        b.driver.get(stack.base_url + "/monitors/new")
+        b.wait_for_element('a[href="/monitors/new?type=http"]').click()
+        b.wait_for_element('[name="url"]')
+        ui.fill(b, "name", "Front page")
+        ui.fill(b, "url", url)
+        ui.fill(b, "assertions.0.type", "keyword")
+        ui.fill(b, "assertions.0.keyword", "Welcome")
+        ui.fill(b, "interval_seconds", "1")
+        ui.tick(b, "channel_ids", str(stack.channel_id))
+        ui.press(b, "Create the monitor")
+        return ui.wait_for_path(b, r"/monitors/\d+")
+
+    def make_tcp() -> str:
+        b = stack.browser
+        b.driver.get(stack.base_url + "/monitors/new")
+        b.wait_for_element('a[href="/monitors/new?type=tcp"]').click()
+        b.wait_for_element('[name="host"]')
+        ui.fill(b, "name", "Mail port")
+        ui.fill(b, "host", "127.0.0.1")
+        ui.fill(b, "port", str(stack.target.port))
+        ui.fill(b, "interval_seconds", "1")
+        ui.press(b, "Create the monitor")
+        return ui.wait_for_path(b, r"/monitors/\d+")
+
+    http_id = int((await asyncio.to_thread(make_http)).rsplit("/", 1)[1])
+    made = await stack.api.monitor(http_id)
+    assert (made["name"], made["type"], made["url"]) == ("Front page", "http", url), made
+    assert [(a["type"], a["keyword"]) for a in made["assertions"]] == [("keyword", "Welcome")], made
+    tcp_id = int((await asyncio.to_thread(make_tcp)).rsplit("/", 1)[1])
+    made = await stack.api.monitor(tcp_id)
+    assert (made["name"], made["type"]) == ("Mail port", "tcp"), made
+    for monitor_id in (http_id, tcp_id):
+        await wait_for(lambda: _status(stack, monitor_id, "up"), timeout=DEADLINE, message="up")  # noqa: B023
+    # The keyword decides: without it on the page the http monitor goes down.
+    stack.target.set(200, body="<h1>Closed</h1>", path="/front")
+    await wait_for(lambda: _status(stack, http_id, "down"), timeout=DEADLINE, message="no keyword: down")
+    for monitor_id in (http_id, tcp_id):
+        assert (await stack.api.delete(f"/api/v1/monitors/{monitor_id}")).status == 204
+
+
+# -- live ----------------------------------------------------------------------------------
+
+# The overview's live update shows a change within 2 s of the api knowing it (the page's
+# promise); from the target's failure, add a check (1 s) and its confirmation (1 s), and room
+# for a loaded machine.
+LIVE = 2.0
+LIVE_SLACK = 1.0
+
+
+async def test_the_overview_shows_a_monitor_going_down_without_a_reload(stack: Stack) -> None:
+    await stack.as_owner()
+    shop = stack.monitors["Web shop"]
+    await wait_for(lambda: _status(stack, shop, "up"), timeout=DEADLINE, message="Web shop is up")
+    row = f'a[href="/monitors/{shop}"]'
+
+    def row_state(b: Browser) -> str:
+        found = b.script(
+            "const a = document.querySelector(arguments[0]); const tr = a && a.closest('tr');"
+            "return tr ? tr.querySelector('.state').textContent.trim() : null",
+            row,
+        )
+        return str(found or "")
+
+    def prepare() -> None:
+        b = stack.browser
+        b.driver.get(stack.base_url + "/")
+        b.wait_until(lambda b: row_state(b) == "Up", message="Web shop's row says Up")
+        b.script("window.__marker = 1")
+
+    def wait_down() -> tuple[float, bool]:
+        b = stack.browser
+        b.wait_until(lambda b: row_state(b) == "Down", timeout=DEADLINE, message="Web shop's row says Down")
+        return time.monotonic(), bool(b.script("return window.__marker === 1"))
+
+    await asyncio.to_thread(prepare)
+    failed_at = time.monotonic()
+    stack.target.set(500, path="/shop")
+    seen = asyncio.ensure_future(asyncio.to_thread(wait_down))
+    await wait_for(lambda: _status(stack, shop, "down"), timeout=DEADLINE, message="the api says down")
+    known_at = time.monotonic()
+    shown_at, same_document = await seen
+    stack.target.set(200, path="/shop")
+    print(f"down: the api knew in {known_at - failed_at:.1f}s, the page {shown_at - known_at:.1f}s after")
+    assert same_document, "the page was reloaded (window.__marker is gone)"
+    assert shown_at - known_at <= LIVE + LIVE_SLACK, f"the overview took {shown_at - known_at:.1f}s"
+
+
+# -- acknowledging -------------------------------------------------------------------------
+
+NOTE = "On it: restarting the payment worker"
+
+
+def _of(hooks: ChannelFake, kind: str, monitor_id: int) -> list[dict[str, Any]]:
+    return [
+        m.json
+        for m in hooks.messages_to("ops")
+        if m.json.get("type") == kind and (m.json.get("monitor") or {}).get("id") == monitor_id
+    ]
+
+
+async def test_an_acknowledged_incident_stops_its_reminders_and_its_note_reaches_the_channel(
+    stack: Stack,
+) -> None:
+    await stack.as_owner()
+    payments, billing = stack.monitors["Payments"], stack.monitors["Billing"]
+    for monitor_id in (payments, billing):
+        await wait_for(
+            lambda: _of(stack.hooks, "monitor.down", monitor_id),  # noqa: B023
+            timeout=DEADLINE,
+            message="down told",
+        )
+    assert not _of(stack.hooks, "monitor.reminder", payments), "reminded before the test could act"
+
+    def acknowledge() -> str:
+        b = stack.browser
+        b.driver.get(f"{stack.base_url}/monitors/{payments}")
+        ui.fill(b, "note", NOTE)
+        ui.press(b, "Acknowledge")
+        return b.wait_for_element("dd.acked").text
+
+    shown = await asyncio.to_thread(acknowledge)
+    assert OWNER[0] in shown or "by" in shown, shown
+    assert NOTE in shown, shown
+    (note,) = await wait_for(
+        lambda: _of(stack.hooks, "incident.acknowledged", payments), timeout=DEADLINE, message="the note"
+    )
+    assert note["details"]["note"] == NOTE, note
+    # Billing, down as long, is reminded a minute after its down; Payments, acknowledged, not.
+    await wait_for(
+        lambda: _of(stack.hooks, "monitor.reminder", billing), timeout=90, message="Billing's reminder"
+    )
+    checks = stack.target.received("/payments")
+    await wait_for(lambda: stack.target.received("/payments") >= checks + 3, timeout=DEADLINE)
+    assert not _of(stack.hooks, "monitor.reminder", payments), stack.hooks.describe()
+    written = await stack.db.fetch("SELECT kind FROM outbox WHERE monitor_id = $1 ORDER BY seq", payments)
+    assert [r["kind"] for r in written] == ["down", "acknowledged"], written
+
+
+# -- edit, pause, delete -------------------------------------------------------------------
+
+
+async def test_a_monitor_renamed_paused_and_deleted_through_the_pages(stack: Stack) -> None:
+    await stack.as_owner()
+    made = await stack.api.create_monitor(name="Old name", url=stack.target.url("/old"), **EVERY_SECOND)
+    monitor_id = made["id"]
+
+    page = f"{stack.base_url}/monitors/{monitor_id}"
+
+    def on_page_or_its_form(b: Browser, text: str) -> None:
+        """Press ``text`` on the monitor's page, or on its edit form if the page has none."""
+        b.driver.get(page)
+        b.wait_for_element("main h1")
+        if not [e for e in b.find_all("main button, main a") if e.text.strip() == text]:
+            ui.press(b, "Edit")
+        ui.press(b, text)
+
+    def rename_pause_delete() -> list[str]:
+        b = stack.browser
+        seen = []
+        b.driver.get(page)
+        ui.press(b, "Edit")
+        ui.fill(b, "name", "New name")
+        ui.press(b, "Save the changes")
+        b.wait_until(lambda b: b.find_all("h1") and b.find_all("h1")[0].text == "New name", message="renamed")
+        seen.append(ui.path_of(b))
+        on_page_or_its_form(b, "Pause")
+        b.wait_until(lambda b: [e for e in b.find_all("main button") if e.text == "Resume"], message="paused")
+        b.driver.get(page)
+        seen.append(b.wait_for_element("main .state").text)
+        on_page_or_its_form(b, "Delete")
+        ui.press(b, "Delete it")
+        ui.wait_for_path(b, "/")
+        seen.append(b.text())
+        return seen
+
+    where, state, overview = await asyncio.to_thread(rename_pause_delete)
+    assert where == f"/monitors/{monitor_id}", where
+    assert "Paused" in state, state
+    assert "New name" not in overview, overview
+    assert (await stack.api.get(f"/api/v1/monitors/{monitor_id}")).status == 404
 
 
 # -- a viewer ------------------------------------------------------------------------------
@@ -231,6 +433,10 @@ async def test_every_page_at_a_phone_and_a_wide_screen_in_light_and_dark(stack: 
         overview = next(s for s in tour.shots if (s.page, s.width, s.scheme) == ("overview", 1280, "light"))
         shutil.copyfile(overview.path, DOCS_SCREENSHOT)
         print(f"README screenshot: {DOCS_SCREENSHOT.relative_to(REPO)}")
+
+
+async def _checked_ok(db: Any, monitor_id: int) -> bool:
+    return bool(await db.fetchval("SELECT count(*) FROM checks WHERE ok AND monitor_id = $1", monitor_id))
 
 
 async def _status(stack: Stack, monitor_id: int, status: str) -> bool:

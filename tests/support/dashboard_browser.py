@@ -8,11 +8,14 @@ on its event loop (the target, the fake channels) keep answering.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.select import Select
 
 from . import axe
 from .browser import Browser, Scheme
@@ -29,12 +32,79 @@ def path_of(browser: Browser) -> str:
     return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
+def errors_shown(browser: Browser) -> list[str]:
+    """The error messages the page shows (a form's, next to their fields)."""
+    return [e.text for e in browser.find_all(".error-text") if e.is_displayed() and e.text]
+
+
+def wait_for_path(browser: Browser, pattern: str, *, timeout: float = 10.0) -> str:
+    """Wait until the page's path (without its query) matches the regular expression
+    ``pattern``; the path. A failure names the errors the page shows."""
+    try:
+        return browser.wait_until(
+            lambda b: p if re.fullmatch(pattern, p := urlsplit(b.driver.current_url).path) else None,
+            timeout=timeout,
+            message=f"a page at {pattern}",
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the page shows {errors_shown(browser)}") from None
+
+
 def type_into(browser: Browser, selector: str, text: str) -> None:
     """Click a field, empty it and type ``text`` as a person would."""
     element = browser.wait_for_element(selector)
     element.click()
     element.clear()
     element.send_keys(text)
+
+
+# Shows the field named arguments[0]: opens the <details> it is folded in, if any.
+UNFOLD = """
+const el = document.getElementsByName(arguments[0])[0];
+if (!el) return false;
+for (let d = el.closest("details"); d; d = d.parentElement.closest("details")) d.open = true;
+el.scrollIntoView({block: "center"});
+return true;
+"""
+
+
+def form_field(browser: Browser, name: str, value: str | None = None) -> WebElement:
+    """The form field named ``name`` (its ``value`` one of a group of checkboxes), unfolded."""
+    assert browser.script(UNFOLD, name), f"no field {name!r} on {path_of(browser)}"
+    selector = f'[name="{name}"]' + (f'[value="{value}"]' if value is not None else "")
+    return browser.wait_for_element(selector)
+
+
+def fill(browser: Browser, name: str, text: str) -> None:
+    """Type ``text`` into the field named ``name`` (a select: choose the option of that value)."""
+    element = form_field(browser, name)
+    if element.tag_name == "select":
+        Select(element).select_by_value(text)
+        return
+    element.click()
+    element.clear()
+    element.send_keys(text)
+
+
+def tick(browser: Browser, name: str, value: str) -> None:
+    """Tick the checkbox ``name`` of ``value`` (left ticked if it is)."""
+    box = form_field(browser, name, value)
+    if not box.is_selected():
+        box.click()
+
+
+def press(browser: Browser, text: str, scope: str = "main") -> None:
+    """Click the button (or link styled as one) inside ``scope`` whose text is ``text``."""
+
+    def found(b: Browser) -> WebElement | None:
+        for element in b.find_all(f"{scope} button, {scope} a"):
+            if element.is_displayed() and element.text.strip() == text:
+                return element
+        return None
+
+    element = browser.wait_until(found, message=f"a button {text!r} on {path_of(browser)}")
+    browser.script("arguments[0].scrollIntoView({block: 'center'})", element)
+    element.click()
 
 
 def sign_out(browser: Browser) -> None:
@@ -113,6 +183,25 @@ class Tour:
 
 
 SCROLL = "return [document.documentElement.scrollWidth, window.innerWidth]"
+# The innermost elements reaching past arguments[0] px: what makes a page wider than the screen.
+OVERFLOWING = """
+const limit = arguments[0], found = [];
+for (const el of document.body.querySelectorAll("*")) {
+  if (el.getBoundingClientRect().right <= limit + 1) continue;
+  if ([...el.children].some((c) => c.getBoundingClientRect().right > limit + 1)) continue;
+  let clipped = false;  // inside a box that scrolls or clips, itself within the screen
+  for (let a = el.parentElement; a && a !== document.body && !clipped; a = a.parentElement) {
+    clipped = getComputedStyle(a).overflowX !== "visible" && a.getBoundingClientRect().right <= limit + 1;
+  }
+  if (clipped) continue;
+  const id = el.id ? "#" + el.id : "";
+  const cls = el.classList.length ? "." + [...el.classList].join(".") : "";
+  const right = Math.round(el.getBoundingClientRect().right);
+  found.push(el.tagName.toLowerCase() + id + cls + " (" + right + " px)");
+  if (found.length === 4) break;
+}
+return found.join(", ");
+"""
 
 
 def look(browser: Browser, base_url: str, name: str, path: str, tour: Tour) -> None:
@@ -120,14 +209,21 @@ def look(browser: Browser, base_url: str, name: str, path: str, tour: Tour) -> N
     axe violation, a screenshot ``dashboard-<name>-<width>-<scheme>.png``; problems collected."""
     for width, scheme in LOOKS:
         where = f"{name} ({path}) at {width} px {scheme}"
-        browser.open(base_url + path, width=width, scheme=scheme, mobile=width < 600)
+        try:
+            browser.open(base_url + path, width=width, scheme=scheme, mobile=width < 600)
+        except AssertionError:
+            # A phone widens its layout viewport to fit what overflows: the page is wider.
+            wide = browser.script("return window.innerWidth")
+            what = browser.script(OVERFLOWING, width)
+            tour.problems.append(f"{where}: lays out {wide} px wide; reaching past {width} px: {what}")
         browser.wait_for_element("main")
         landed = urlsplit(browser.driver.current_url).path
         if landed != urlsplit(path).path:
             tour.problems.append(f"{where}: landed on {landed}")
         scroll_width, inner_width = browser.script(SCROLL)
         if scroll_width > inner_width:
-            tour.problems.append(f"{where}: scrolls sideways ({scroll_width} px wide in {inner_width})")
+            what = browser.script(OVERFLOWING, inner_width)
+            tour.problems.append(f"{where}: scrolls sideways ({scroll_width} px in {inner_width}): {what}")
         found = axe.run(browser)
         tour.problems += [f"{where}: axe {v.describe()}" for v in axe.serious(found)]
         shot = browser.screenshot(SCREENSHOTS, f"dashboard-{name}-{width}-{scheme}.png")
