@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 from urllib.parse import urlsplit
 
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.select import Select
@@ -32,9 +34,28 @@ def path_of(browser: Browser) -> str:
     return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
+# The visible elements matching arguments[0], and their text, read at one instant (so a live
+# update that replaces them between two reads cannot leave a stale reference).
+VISIBLE = """
+return [...document.querySelectorAll(arguments[0])]
+  .filter((e) => e.getClientRects().length && getComputedStyle(e).visibility !== "hidden")
+  .map((e) => [e, e.innerText.trim()]);
+"""
+
+
+def texts(browser: Browser, selector: str) -> list[str]:
+    """The texts of the visible elements matching ``selector``."""
+    return [text for _element, text in browser.script(VISIBLE, selector)]
+
+
+def heading(browser: Browser) -> str:
+    found = texts(browser, "h1")
+    return found[0] if found else ""
+
+
 def errors_shown(browser: Browser) -> list[str]:
     """The error messages the page shows (a form's, next to their fields)."""
-    return [e.text for e in browser.find_all(".error-text") if e.is_displayed() and e.text]
+    return [t for t in texts(browser, ".error-text") if t]
 
 
 def wait_for_path(browser: Browser, pattern: str, *, timeout: float = 10.0) -> str:
@@ -97,14 +118,20 @@ def press(browser: Browser, text: str, scope: str = "main") -> None:
     """Click the button (or link styled as one) inside ``scope`` whose text is ``text``."""
 
     def found(b: Browser) -> WebElement | None:
-        for element in b.find_all(f"{scope} button, {scope} a"):
-            if element.is_displayed() and element.text.strip() == text:
-                return element
+        for element, shown in b.script(VISIBLE, f"{scope} button, {scope} a"):
+            if shown == text:
+                return cast(WebElement, element)
         return None
 
-    element = browser.wait_until(found, message=f"a button {text!r} on {path_of(browser)}")
-    browser.script("arguments[0].scrollIntoView({block: 'center'})", element)
-    element.click()
+    for _attempt in range(3):  # a live update may replace the button between finding and clicking
+        element = browser.wait_until(found, message=f"a button {text!r} on {path_of(browser)}")
+        try:
+            browser.script("arguments[0].scrollIntoView({block: 'center'})", element)
+            element.click()
+            return
+        except StaleElementReferenceException:
+            continue
+    raise AssertionError(f"the button {text!r} on {path_of(browser)} kept being replaced")
 
 
 def sign_out(browser: Browser) -> None:
@@ -121,7 +148,7 @@ def sign_in(browser: Browser, base_url: str, email: str, password: str, *, width
     type_into(browser, "#password", password)
     browser.driver.find_element(By.CSS_SELECTOR, "main form button[type=submit]").click()
     browser.wait_until(
-        lambda b: path_of(b) == "/" and b.find_all("h1") and b.find_all("h1")[0].text == "Monitors",
+        lambda b: path_of(b) == "/" and heading(b) == "Monitors",
         message=f"the overview after signing in as {email}",
     )
 
