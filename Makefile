@@ -85,8 +85,11 @@ migrate: venv services
 
 # honcho SIGKILLs what still runs 5 s after it passes on SIGTERM: the processes stop within 4 s.
 # scripts/run.py runs honcho so that a clean Ctrl-C ends make with status 0 (its docstring: why).
+# Before the processes start: the dashboard's address and, on a fresh installation, the link that
+# makes its first owner (monitor setup-url; the api's log prints one too).
 run: venv vendor services migrate
 	@$(call load_env,run); \
+	$(BIN)/monitor setup-url || true; \
 	export MONITOR_LOG_FORMAT="$${MONITOR_LOG_FORMAT:-console}"; \
 	export MONITOR_SHUTDOWN_TIMEOUT_SECONDS="$${MONITOR_SHUTDOWN_TIMEOUT_SECONDS:-4}"; \
 	exec $(BIN)/python scripts/run.py Procfile

@@ -61,6 +61,9 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(/api/v1/sso/callback\?)[^\s'\"]+"), r"\1" + REDACTED),
     # The token of an invitation's or a reset's link (monitor/mailer.py), in its fragment.
     (re.compile(r"(/(?:invitation|reset-password)#)[A-Za-z0-9_-]+"), r"\1" + REDACTED),
+    # The token of the first run's setup link (monitor/domain/first_run.py), in its query: but in
+    # the one line that shows it on purpose (SETUP_EVENT).
+    (re.compile(r"(/setup\?(?:[^\s#'\"]*&)?token=)[A-Za-z0-9_-]+"), r"\1" + REDACTED),
     # A password given as a key=value pair (a libpq connection string, a query string).
     (
         re.compile(r"(?i)(\b(?:password|passwd|pwd)\s*=\s*)('[^']*'|\"[^\"]*\"|[^\s&;,'\"]+)"),
@@ -71,8 +74,15 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 # messages) hold none of it and skip the rules.
 _MAYBE = re.compile(
     r"(?i)authorization|bearer|basic|mk_|\d{3}(?::|%3a)[\w-]{30}|://[^\s/]*@|passw|pwd|/ping/|/badge/"
-    r"|monitor_session=|monitor_sso=|/sso/callback\?|/invitation#|/reset-password#"
+    r"|monitor_session=|monitor_sso=|/sso/callback\?|/invitation#|/reset-password#|/setup\?"
 )
+
+# The one deliberate exception to "no secret in a log": the api's line at start with the first
+# run's setup link (monitor/api/first_run.py), for the operator of a fresh installation to open.
+# Its token works only until the first owner exists (monitor/domain/first_run.py), and only its
+# ``url`` field is left as it is.
+SETUP_EVENT = "dashboard.setup_token"
+_DELIBERATE = {SETUP_EVENT: "url"}
 
 # Field names whose value is a secret whatever it looks like.
 _SECRET_KEY = re.compile(r"(?i)(^|_)(password|passwd|secret|token|authorization|api_key|cookie)$")
@@ -115,8 +125,11 @@ def _masked_field(key: str, value: Any) -> Any:
 
 def redact_event(logger: WrappedLogger, method: str, event_dict: EventDict) -> EventDict:
     """structlog processor: :func:`redact_value` on every field of the line. It runs after
-    exceptions are formatted, so a traceback's text is masked too."""
-    return {key: _masked_field(key, value) for key, value in event_dict.items()}
+    exceptions are formatted, so a traceback's text is masked too. The field of a deliberate
+    line (``_DELIBERATE``) stays as it is."""
+    event = event_dict.get("event")
+    kept = _DELIBERATE.get(event) if isinstance(event, str) else None
+    return {key: value if key == kept else _masked_field(key, value) for key, value in event_dict.items()}
 
 
 # The fields every line has, first on the line in this order.

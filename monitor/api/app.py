@@ -15,6 +15,7 @@ from monitor import db
 from monitor import logging as mlog
 from monitor.api import (
     channels,
+    first_run,
     guard,
     history,
     invitations,
@@ -183,7 +184,7 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
     routed = (monitors, history, channels, keys, members, maintenance, summary, status_pages, pings, sessions,
-              invitations, openapi)  # fmt: skip
+              invitations, first_run, openapi)  # fmt: skip
     for module in routed:
         module.add_routes(app.router)
     sso.setup(app)

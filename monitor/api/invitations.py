@@ -23,10 +23,10 @@ from monitor.api.params import json_object
 from monitor.domain import invitations
 from monitor.domain.roles import authorize
 from monitor.mailer import DeliveryError, Letter, Mailer
+from monitor.web.keys import MAILER
 
 log = mlog.get(__name__)
 
-MAILER = web.AppKey("mailer", Mailer)
 # The reset letters in flight.
 LETTERS: web.AppKey[set[asyncio.Task[None]]] = web.AppKey("letters")
 

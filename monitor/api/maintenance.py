@@ -18,6 +18,13 @@ async def create_window(request: web.Request) -> web.Response:
     return web.json_response(window, status=201, headers={"Location": f"/api/v1/maintenance/{window['id']}"})
 
 
+async def preview_schedule(request: web.Request) -> web.Response:
+    """The next spans of a schedule not saved (``maintenance.preview``): a caller of the
+    account, who needs no role to try a rule."""
+    actor(request)
+    return web.json_response({"items": await maintenance.preview(await json_object(request))})
+
+
 async def list_windows(request: web.Request) -> web.Response:
     limit, cursor = limit_param(request), request.query.get("cursor")
     return web.json_response(
@@ -43,6 +50,7 @@ async def delete_window(request: web.Request) -> web.Response:
 def add_routes(router: web.UrlDispatcher) -> None:
     router.add_post("/api/v1/maintenance", create_window)
     router.add_get("/api/v1/maintenance", list_windows)
+    router.add_post("/api/v1/maintenance-preview", preview_schedule)
     router.add_get("/api/v1/maintenance/{id}", get_window)
     router.add_patch("/api/v1/maintenance/{id}", patch_window)
     router.add_delete("/api/v1/maintenance/{id}", delete_window)

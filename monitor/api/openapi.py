@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from monitor import __version__
-from monitor.api import openapi_signin, openapi_sso
+from monitor.api import openapi_setup, openapi_signin, openapi_sso
 from monitor.api import responses as out
 from monitor.api.context import SETTINGS
 from monitor.api.params import MAX_ID
@@ -55,6 +55,7 @@ MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
                                      past.Stats, glance.Summary, chan.Channel, chan.ChannelList,
                                      chan.Accepted, key_models.Key, key_models.NewKey, key_models.KeyList)),
     (maint.MaintenanceCreate, "validation"), (maint.MaintenancePatch, "validation"),
+    (maint.MaintenancePreview, "validation"), (maint.MaintenancePreviewAnswer, "serialization"),
     (maint.MaintenanceWindow, "serialization"), (maint.MaintenanceWindowList, "serialization"),
     (pages.StatusPageCreate, "validation"), (pages.StatusPagePatch, "validation"),
     (pages.StatusPage, "serialization"), (pages.StatusPageList, "serialization"),
@@ -62,6 +63,7 @@ MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     (people.Member, "serialization"), (people.MemberList, "serialization"),
     (people.AuditList, "serialization"),
     *openapi_signin.MODELS,
+    *openapi_setup.MODELS,
 ]  # fmt: skip
 
 
@@ -153,17 +155,18 @@ ERRORS = {
     403: "The caller's role may not do this (`forbidden`; the message names the role needed), or a role "
     "given is higher than the caller's own (`field` is `role`); a write with the session cookie from "
     "another site or without its CSRF token (`csrf`); a wrong current password (`wrong_password`); "
-    "an account the user is not a member of.",
+    "an account the user is not a member of; on the first run, a setup token that is wrong, expired or "
+    "used (`bad_setup_token`).",
     404: "No such object in the caller's account; another account's object answers the same.",
     409: "The account already has its quota of monitors or status pages (`quota_exceeded`), another "
     "status page has this slug or domain, the user is a member already, or the change would leave the "
-    "account without an owner (`conflict`).",
+    "account without an owner (`conflict`); on the first run, a user exists already (`already_set_up`).",
     412: "`If-Match` does not match the monitor's current `ETag` (`precondition_failed`).",
     413: "The request body is larger than the API accepts (`too_large`; the message says the limit).",
     415: "The body is not declared JSON: send `Content-Type: application/json` (`unsupported_media_type`).",
     422: "The body breaks the schema (`invalid`); `field` names the field at fault.",
-    429: "Too many requests with this key (`rate_limited`), or too many failed sign-ins "
-    "(`too_many_attempts`); retry after `Retry-After` seconds.",
+    429: "Too many requests with this key (`rate_limited`), too many failed sign-ins "
+    "or wrong setup tokens (`too_many_attempts`); retry after `Retry-After` seconds.",
     502: "The identity provider is unreachable or answered wrongly (`provider_unreachable`, "
     "`provider_answer`, `provider_document`, `provider_keys`, `provider_token`).",
     503: "The database is unreachable (`database_unavailable`); retry after `Retry-After` seconds.",
@@ -353,6 +356,10 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     b.add("get", "/api/v1/maintenance", "listMaintenance", "List maintenance windows", tag="maintenance",
           ok={200: _json(r["MaintenanceWindowList"], "One page of windows.")}, errors=(400,),
           parameters=(LIMIT, CURSOR))
+    b.add("post", "/api/v1/maintenance-preview", "previewMaintenance",
+          "The next occurrences of a schedule, before saving it (nothing is stored)", tag="maintenance",
+          ok={200: _json(r["MaintenancePreviewAnswer"], "The spans still to end, soonest first.")},
+          body=("MaintenancePreview", {"recurring": MAINTENANCE_EXAMPLE["recurring"], "count": 3}))
     b.add("get", "/api/v1/maintenance/{id}", "getMaintenance", "Read a maintenance window", tag="maintenance",
           ok={200: _json(r["MaintenanceWindow"], "The window.")}, errors=(404,), parameters=(window_id,))
     b.add("patch", "/api/v1/maintenance/{id}", "updateMaintenance",
@@ -377,6 +384,7 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     add_people(b)
     _pings(b)
     openapi_signin.add_signin(b)
+    openapi_setup.add_setup(b)
     openapi_sso.add_sso(b)
     b.add("get", "/api/v1/openapi.json", "getOpenApi", "This document", tag="meta", public=True,
           ok={200: _json({"type": "object"}, "The OpenAPI 3.1 document.")})

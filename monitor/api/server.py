@@ -8,6 +8,7 @@ the app's middlewares (:class:`_Connection`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from time import perf_counter
@@ -18,10 +19,12 @@ from aiohttp.abc import AbstractAccessLogger
 from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 
 from monitor import logging as mlog
-from monitor.api import guard
+from monitor.api import first_run, guard
 from monitor.api.app import REQUEST_ID, STARTED, create_app
+from monitor.api.context import DEPS
 from monitor.api.errors import error_response
 from monitor.config import Settings
+from monitor.domain.first_run import dashboard_url
 
 log = mlog.get(__name__)
 access_log = mlog.get("monitor.api.access")
@@ -137,12 +140,18 @@ class _Runner(web.AppRunner):
         return _Server.like(await super()._make_server())
 
 
+def _announced(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("dashboard.setup_token_failed", exc_info=task.exception())
+
+
 class ApiServer:
     name = "api"
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._runner: web.AppRunner | None = None
+        self._announcing: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         app = create_app(self.settings)
@@ -158,8 +167,20 @@ class ApiServer:
         site = web.TCPSite(self._runner, self.settings.api_host, self.settings.api_port)
         await site.start()
         log.info("api.listening", host=self.settings.api_host, port=self.settings.api_port)
+        # On a fresh installation, the link that makes the first owner (monitor/api/first_run.py).
+        port = self._runner.addresses[0][1] if self._runner.addresses else None
+        base = dashboard_url(self.settings, port)
+        self._announcing = asyncio.create_task(first_run.announce(app[DEPS], base), name="setup-link")
+        self._announcing.add_done_callback(_announced)
+
+    async def _stop_announcing(self) -> None:
+        task, self._announcing = self._announcing, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
     async def drain(self) -> None:
+        await self._stop_announcing()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -168,5 +189,6 @@ class ApiServer:
         return ["in-flight requests"] if self._runner is not None else []
 
     async def close(self) -> None:
+        await self._stop_announcing()
         if self._runner is not None:
             await self._runner.cleanup()

@@ -24,10 +24,13 @@ __all__ = ["clear_cookie", "client", "set_cookie", "site"]
 
 SESSION = "session"
 SESSION_ID = "session_id"
-# Routes that need no credentials at all: signing in, accepting an invitation, resets.
+# Routes that need no credentials at all: signing in, accepting an invitation, resets, the
+# first run (monitor/api/first_run.py: its setup token is its credential).
 OPEN = frozenset(
     {
         ("POST", "/api/v1/session"),
+        ("GET", "/api/v1/setup"),
+        ("POST", "/api/v1/setup"),
         ("POST", "/api/v1/invitations/accept"),
         ("POST", "/api/v1/password-resets"),
         ("POST", "/api/v1/password-resets/confirm"),

@@ -24,7 +24,7 @@ from monitor.dashboard.web import (
     safe_next,
     viewer_of,
 )
-from monitor.domain import csrf, signin
+from monitor.domain import csrf, first_run, signin
 from monitor.domain.errors import DomainError
 from monitor.web import cookie as sessions
 from monitor.web.keys import SETTINGS
@@ -40,6 +40,8 @@ def keep(response: web.StreamResponse, name: str, value: str) -> None:
 async def signin_form(request: web.Request) -> web.StreamResponse:
     if await viewer_of(request) is not None:
         return back(safe_next(request.query.get("next")))
+    if await first_run.needs_owner(deps(request)):  # a fresh installation: nobody to sign in yet
+        return back(first_run.PAGE)
     return _form(request, safe_next(request.query.get("next")), {}, None)
 
 

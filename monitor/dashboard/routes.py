@@ -5,14 +5,37 @@ from __future__ import annotations
 from aiohttp import web
 
 from monitor import logging as mlog
-from monitor.dashboard import assets, pages_signin
+from monitor.dashboard import (
+    assets,
+    pages_channels,
+    pages_keys,
+    pages_maintenance,
+    pages_members,
+    pages_monitor,
+    pages_monitor_forms,
+    pages_profile,
+    pages_setup,
+    pages_signin,
+    pages_status_pages,
+)
 from monitor.status.bodies import send
 
 log = mlog.get(__name__)
 YEAR = "public, max-age=31536000, immutable"
 DAY = "public, max-age=86400"
 # Each area's views add their routes; ``/`` itself is the api's (``public.root``).
-AREAS = (pages_signin,)
+AREAS = (
+    pages_setup,
+    pages_signin,
+    pages_channels,
+    pages_keys,
+    pages_profile,
+    pages_members,
+    pages_maintenance,
+    pages_status_pages,
+    pages_monitor,
+    pages_monitor_forms,
+)
 
 
 async def static_file(request: web.Request) -> web.Response:

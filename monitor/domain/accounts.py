@@ -110,15 +110,19 @@ FROM accounts a WHERE a.id = $1"""
 # -- for the operator -----------------------------------------------------------------------------
 
 
-async def create(deps: Deps, name: str) -> int:
-    """A new account ``name``: its id; 422 for a name that cannot be one, 409 for one taken."""
+async def create(
+    deps: Deps, name: str, conn: asyncpg.Connection | None = None, *, field: str = "name"
+) -> int:
+    """A new account ``name``: its id; 422 for a name that cannot be one, 409 for one taken,
+    both naming ``field`` (the message does not: the operator's command line prints it as it is).
+    ``conn``: within the caller's transaction."""
     try:
         check_account_name(name)
     except ValueError as exc:
-        raise DomainError(422, "invalid", str(exc), "name") from None
-    account_id = await _insert(deps.pool, name)
+        raise DomainError(422, "invalid", str(exc), field) from None
+    account_id = await _insert(conn or deps.pool, name)
     if account_id is None:
-        raise DomainError(409, "conflict", _taken(name), "name")
+        raise DomainError(409, "conflict", _taken(name), field)
     return account_id
 
 

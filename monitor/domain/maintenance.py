@@ -26,6 +26,7 @@ from monitor.domain.roles import authorize
 from monitor.domain.schemas.maintenance import (
     MaintenanceCreate,
     MaintenancePatch,
+    MaintenancePreview,
     OnceSchedule,
     RecurringSchedule,
     parse_local,
@@ -187,6 +188,33 @@ async def delete(deps: Deps, actor: Actor, window_id: int) -> None:
         if deleted is None:
             raise not_found(WHAT)
         await audit.record(conn, actor, RESOURCE, "delete", window_id)
+
+
+async def preview(body: Mapping[str, Any], now: datetime | None = None) -> list[dict[str, Any]]:
+    """The next spans (``count``, from ``now``: the one open now first) of the schedule in
+    ``body`` (``MaintenancePreview``: its ``once`` or ``recurring``, as ``create`` takes them),
+    checked as ``create`` checks it (the same 422s, naming the same fields); nothing is read or
+    written, so it needs no role. Each span also on the clock of ``shown_in`` (a zone; default
+    the rule's own: UTC for a one-off). For a form that shows what a window would cover before
+    it is saved."""
+    spec = validated(MaintenancePreview, body)
+    columns = await _schedule(spec.once, spec.recurring)
+    rule = Rule.from_row(columns)
+    tz, at = (zone(spec.shown_in) if spec.shown_in else rule.tz), now or datetime.now(UTC)
+    found: list[dict[str, Any]] = []
+    for start, end in rule.spans(at):
+        if len(found) >= spec.count:
+            break
+        if end <= at:
+            continue
+        found.append({
+            "from": rfc3339(start),
+            "to": rfc3339(end),
+            "local_from": to_local(start, tz).isoformat(timespec="minutes"),
+            "local_to": to_local(end, tz).isoformat(timespec="minutes"),
+            "timezone": str(tz.key),
+        })  # fmt: skip
+    return found
 
 
 # -- what the operations check ------------------------------------------------------------------

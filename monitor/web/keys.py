@@ -5,10 +5,12 @@ another face."""
 from __future__ import annotations
 
 import asyncpg
+import redis.asyncio as aioredis
 from aiohttp import web
 
 from monitor.config import Settings
 from monitor.domain.context import Deps
+from monitor.mailer import Mailer
 from monitor.net.resolver import VettedResolver
 from monitor.secrets import SecretBox
 
@@ -19,3 +21,8 @@ RESOLVER = web.AppKey("resolver", VettedResolver)
 SECRET_BOX = web.AppKey("secret_box", SecretBox)
 # What the domain's operations use (the pool, settings, secret box and resolver above, as one).
 DEPS = web.AppKey("deps", Deps)
+# The mail server's client, when one is set (MONITOR_SMTP_HOST): invitations and resets.
+MAILER = web.AppKey("mailer", Mailer)
+# The Redis client trial checks go through (``domain/trials.py``), or None without
+# MONITOR_REDIS_URL.
+REDIS: web.AppKey[aioredis.Redis | None] = web.AppKey("redis")

@@ -109,6 +109,27 @@ async def test_a_recurring_window_starts_today_by_default(api: ApiClient, db: as
     assert parse_time(following["from"]).strftime("%H:%M") == "18:00"  # 03:00 in Tokyo
 
 
+async def test_a_schedule_is_previewed_without_being_stored(api: ApiClient, db: asyncpg.Connection) -> None:
+    tokyo = {"cron": "0 3 * * *", "duration_minutes": 30, "timezone": "Asia/Tokyo"}
+    shown = await api.post("/api/v1/maintenance-preview", json={"recurring": tokyo, "count": 3})
+    assert shown.status == 200, shown
+    items = shown.json["items"]
+    assert len(items) == 3 and all(i["local_from"].endswith("T03:00") for i in items)
+    assert all(
+        parse_time(i["from"]).strftime("%H:%M") == "18:00" and i["timezone"] == "Asia/Tokyo" for i in items
+    )
+    bad = await api.post(
+        "/api/v1/maintenance-preview", json={"recurring": {"rrule": "FREQ=NOPE", "duration_minutes": 5}}
+    )
+    assert bad.status == 422 and bad.json["error"]["field"] == "recurring.rrule", bad
+    extra = await api.post(
+        "/api/v1/maintenance-preview",
+        json={"name": "x", "once": {"from": "2030-01-01T00:00:00Z", "to": "2030-01-01T01:00:00Z"}},
+    )
+    assert extra.status == 422 and extra.json["error"]["field"] == "name", extra
+    assert await db.fetchval("SELECT count(*) FROM maintenance_windows") == 0
+
+
 async def test_a_change_is_announced_to_the_scheduler(api: ApiClient, db: asyncpg.Connection) -> None:
     monitor = await insert_monitor(db, url=URL)
     heard: asyncio.Queue[str] = asyncio.Queue()

@@ -126,6 +126,10 @@ async def test_a_ctrl_c_stops_make_run_cleanly_with_status_0(
         return await _healthy(ports)
 
     await wait_for(up, timeout=90, message=lambda: f"the three processes up:\n{term.output}")
+    # Before the processes: the dashboard's address and, with no user yet, the setup link.
+    printed = term.output
+    assert f"dashboard: http://127.0.0.1:{make_env['MONITOR_API_PORT']}/" in printed, printed
+    assert f"open http://127.0.0.1:{make_env['MONITOR_API_PORT']}/setup?token=" in printed, printed
     term.type(CTRL_C)
     code = await term.wait(30)
     out = term.output

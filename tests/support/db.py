@@ -26,6 +26,7 @@ TABLES = (
     "users",
     "signin_throttle",
     "sso_logins",
+    "setup_tokens",
 )
 TEST_ACCOUNT = "test"
 

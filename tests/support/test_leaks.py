@@ -23,6 +23,17 @@ def test_a_secret_in_a_log_is_found_by_kind_and_file(tmp_path: Path) -> None:
     assert SECRET not in "".join(found)
 
 
+def test_the_setup_link_line_is_the_one_deliberate_exception(tmp_path: Path) -> None:
+    token = "Setup-Token-3f9a0c7e1b2d4c6a8e"
+    log = tmp_path / "api-1.log"
+    link = f"http://127.0.0.1:8080/setup?token={token}"
+    log.write_text(f'{{"event": "api.started"}}\n{{"event": "dashboard.setup_token", "url": "{link}"}}\n')
+    assert leaks.findings([log], {token: "setup token"}) == []
+    with log.open("a") as more:  # the same token on any other line is a leak
+        more.write(f'{{"event": "api.request", "path": "/setup?token={token}"}}\n')
+    assert leaks.findings([log], {token: "setup token"}) == [f"{log}: a setup token"]
+
+
 def test_short_values_are_not_registered() -> None:
     leaks.secret("TOTP code", "123456")
     leaks.secret("password", None)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from monitor.domain import keys as api_keys
-from monitor.logging import REDACTED, redact, redact_event
+from monitor.logging import REDACTED, SETUP_EVENT, redact, redact_event
 
 KEY = "mk_0a1b2c3d_" + "Zx9-_" * 8 + "q7P"  # the shape api_keys.generate_key makes
 GENERATED = api_keys.generate_key()[0]
@@ -54,6 +54,8 @@ CASES: list[tuple[str, str, list[str], list[str]]] = [
     ),
     ("an invitation link", f"https://m.test/invitation#{SESSION} sent", [SESSION], ["/invitation#", " sent"]),
     ("a reset link", f"https://m.test/reset-password#{SESSION}", [SESSION], ["/reset-password#"]),
+    ("a setup link", f"https://m.test/setup?token={SESSION} opened", [SESSION], ["/setup?token=", " opened"]),
+    ("a setup link's later token", f"/setup?next=/&token={SESSION}", [SESSION], ["/setup?next=/&token="]),
     (
         "aiohttp's LineTooLong message",
         f"Got more than 8190 bytes when reading: b'Bearer {KEY}AAAA'.",
@@ -140,6 +142,17 @@ def test_redact_event_masks_fields_by_value_and_by_name() -> None:
     assert masked["api_key"] is None
     assert masked["nested"]["secret"] == REDACTED and masked["nested"]["items"][1] == 1
     assert masked["thing"].startswith("<Thing mk_0a1b2c3d_")
+
+
+def test_the_setup_link_line_keeps_its_url_alone() -> None:
+    # The one deliberate secret (monitor/logging.py's SETUP_EVENT): its url field, nothing else.
+    link = f"http://127.0.0.1:8080/setup?token={SESSION}"
+    line = {"event": SETUP_EVENT, "url": link, "dashboard": link, "password": "plain-words"}
+    masked = redact_event(None, "info", line)
+    assert masked["url"] == link
+    assert SESSION not in masked["dashboard"] and masked["password"] == REDACTED
+    other = redact_event(None, "info", {"event": "api.request", "url": link})
+    assert SESSION not in other["url"]
 
 
 # A child process: configure logging as `monitor api` does, then log through structlog, the

@@ -22,6 +22,7 @@ from monitor.domain.schemas import members as schemas_members
 from monitor.domain.schemas import monitors as schemas
 from monitor.domain.schemas import signin as signin_schemas
 from monitor.domain.schemas import status_pages as schemas_status
+from monitor.domain.schemas.first_run import FirstOwner
 from monitor.domain.schemas.keys import KeyCreate
 from monitor.secrets import MASK
 
@@ -40,8 +41,9 @@ PUBLIC = {("GET", p) for p in ("/api/v1/openapi.json", "/healthz", "/readyz", "/
                           "/status/{slug}/feed.atom", "/badge/{token}/status.svg",
                           "/badge/{token}/{kind}/{window}.svg")} | {
     ("POST", p) for p in ("/api/v1/session", "/api/v1/invitations/accept", "/api/v1/password-resets",
-                          "/api/v1/password-resets/confirm")} | {
-    ("GET", f"/api/v1/sso/{p}") for p in ("login", "callback", "proxy")}  # fmt: skip
+                          "/api/v1/password-resets/confirm", "/api/v1/setup")} | {
+    ("GET", f"/api/v1/sso/{p}") for p in ("login", "callback", "proxy")} | {
+    ("GET", "/api/v1/setup")}  # fmt: skip
 # The signed-in person's own routes: a session, never a key.
 SESSION_ONLY = {("DELETE", "/api/v1/session"), ("DELETE", "/api/v1/sessions"), ("GET", "/api/v1/me")} | {
     ("POST", f"/api/v1/me/{p}") for p in ("totp", "totp/confirm", "totp/disable", "password")
@@ -51,13 +53,15 @@ BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.Monit
           "ChannelCreate": channel_schemas.ChannelCreate, "ChannelPatch": channel_schemas.ChannelPatch,
           "KeyCreate": KeyCreate, "MaintenanceCreate": schemas_maintenance.MaintenanceCreate,
           "MaintenancePatch": schemas_maintenance.MaintenancePatch,
+          "MaintenancePreview": schemas_maintenance.MaintenancePreview,
           "StatusPageCreate": schemas_status.StatusPageCreate,
           "StatusPagePatch": schemas_status.StatusPagePatch,
           "MemberAdd": schemas_members.MemberAdd, "MemberPatch": schemas_members.MemberPatch,
           **{m.__name__: m for m in (signin_schemas.SignIn, signin_schemas.TotpConfirm,
                                      signin_schemas.TotpDisable, signin_schemas.PasswordChange,
                                      signin_schemas.InvitationCreate, signin_schemas.InvitationAccept,
-                                     signin_schemas.ResetRequest, signin_schemas.ResetConfirm)}}  # fmt: skip
+                                     signin_schemas.ResetRequest, signin_schemas.ResetConfirm)},
+          "FirstOwner": FirstOwner}  # fmt: skip
 
 
 def responses(key: tuple[str, str]) -> set[str]:

@@ -179,6 +179,26 @@ class MaintenancePatch(Body):
         return value
 
 
+class MaintenancePreview(Body):
+    """A schedule to try before saving it: ``once`` or ``recurring`` (one of the two), as a
+    window takes them, checked as a window's is."""
+
+    once: OnceSchedule | None = None
+    recurring: RecurringSchedule | None = None
+    count: StrictInt = Field(5, ge=1, le=20, description="how many spans to list")
+    shown_in: str | None = Field(
+        None, min_length=1, max_length=64,
+        description="an IANA zone to give each span's local times in; default: the rule's own (UTC for once)",
+    )  # fmt: skip
+
+    @field_validator("shown_in")
+    @classmethod
+    def _zone(cls, value: str | None) -> str | None:
+        if value is not None:
+            _rule_check(zone, value)
+        return value
+
+
 # -- answers -----------------------------------------------------------------------------------
 
 
@@ -249,4 +269,16 @@ class SummaryMaintenance(Out):
     active: list[SummaryWindow] = Field(description="the windows open now, closing first first")
     upcoming: list[SummaryWindow] = Field(
         description="the next span of each window not open now, soonest first"
+    )
+
+
+class PreviewSpan(Occurrence):
+    local_from: str = Field(description="from, on the clock of timezone (YYYY-MM-DDTHH:MM)")
+    local_to: str = Field(description="to, on the clock of timezone")
+    timezone: str
+
+
+class MaintenancePreviewAnswer(Out):
+    items: list[PreviewSpan] = Field(
+        description="the spans still to end, soonest first (the one open now first)"
     )
