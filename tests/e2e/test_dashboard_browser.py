@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import pytest
@@ -53,6 +54,7 @@ from support.waiting import wait_for
 
 from monitor import db as monitor_db
 from monitor.domain import keys as api_keys
+from monitor.logging import SETUP_EVENT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180), pytest.mark.asyncio(loop_scope="module")]
 
@@ -74,6 +76,7 @@ class Stack:
     channel_id: int
     monitors: dict[str, int]  # the module's monitors by name
     browser: Browser
+    first_visit: ui.Tour  # the looks at the first visit's page, taken before anyone existed
 
     async def page_status(self, path: str) -> int:
         """What the api answers the signed-in browser's session for ``path`` (no redirect followed)."""
@@ -109,17 +112,22 @@ async def stack(
 ) -> AsyncIterator[Stack]:
     db = await monitor_db.connect(migrated)
     await reset(db, redis_url)
-    account = await ensure_account(db)
-    await make_user(db, OWNER[0], OWNER[1], account, "owner")
-    await make_user(db, VIEWER[0], VIEWER[1], account, "viewer")
-    key = (await api_keys.create_key(db, account, "tests")).key
-    leaks.secret("API key", key)
     target = await TargetServer().start()
     fakes = await FakeChannels().start()
     factory = ProcessFactory(tmp_path_factory.mktemp("dashboard-logs"), process_env(migrated, redis_url))
     failures_before = request.session.testsfailed
     try:
         api_proc = await factory.start("api")
+        # Nobody exists yet: the api logs the first visit's link, whose page the tour shows.
+        link = urlsplit((await api_proc.wait_log(SETUP_EVENT, timeout=DEADLINE))["url"])
+        first_visit = ui.Tour()
+        setup = f"{link.path}?{link.query}"
+        await asyncio.to_thread(ui.look, browser_module, api_proc.base_url, "setup", setup, first_visit)
+        account = await ensure_account(db)
+        await make_user(db, OWNER[0], OWNER[1], account, "owner")
+        await make_user(db, VIEWER[0], VIEWER[1], account, "viewer")
+        key = (await api_keys.create_key(db, account, "tests")).key
+        leaks.secret("API key", key)
         await factory.start("scheduler")
         await factory.start("alerter")
         api = ApiClient(api_proc.base_url, key=key)
@@ -148,7 +156,15 @@ async def stack(
             await wait_for(lambda: _checked_ok(db, one), timeout=DEADLINE, message=f"{name} is up")  # noqa: B023
             target.set(500, path=f"/{name.lower()}")
         yield Stack(
-            api_proc.base_url, api, db, target, fakes.webhooks, channel["id"], monitors, browser_module
+            api_proc.base_url,
+            api,
+            db,
+            target,
+            fakes.webhooks,
+            channel["id"],
+            monitors,
+            browser_module,
+            first_visit,
         )
         await api.close()
     finally:
@@ -415,7 +431,7 @@ PAGES = [
     ("profile", "/profile"),
 ]
 # Seen signed out.
-SIGNED_OUT_PAGES = [("signin", "/signin"), ("setup", "/setup")]
+SIGNED_OUT_PAGES = [("signin", "/signin"), ("setup-done", "/setup")]
 
 
 async def test_every_page_at_a_phone_and_a_wide_screen_in_light_and_dark(stack: Stack) -> None:
@@ -430,7 +446,7 @@ async def test_every_page_at_a_phone_and_a_wide_screen_in_light_and_dark(stack: 
         return all([await _status(stack, mid, status) for mid, status in expected.items()])
 
     await wait_for(as_expected, timeout=DEADLINE, message=f"the monitors' states are {expected}")
-    tour = ui.Tour()
+    tour = ui.Tour(list(stack.first_visit.shots), list(stack.first_visit.problems))
     missing = []
     started = time.monotonic()
     for name, template in PAGES:
