@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
+import asyncpg
 import pytest
 import pytest_asyncio
 from support import (
@@ -70,7 +71,7 @@ EVERY_SECOND = {"interval_seconds": 1, "timeout_seconds": 1, "confirm_after": 1}
 class Stack:
     base_url: str
     api: ApiClient  # the owner's API key, for what a test sets up rather than does
-    db: Any
+    db: asyncpg.Connection
     target: TargetServer
     hooks: ChannelFake
     channel_id: int
@@ -477,7 +478,7 @@ async def test_every_page_at_a_phone_and_a_wide_screen_in_light_and_dark(stack: 
         print(f"README screenshot: {DOCS_SCREENSHOT.relative_to(REPO)}")
 
 
-async def _checked_ok(db: Any, monitor_id: int) -> bool:
+async def _checked_ok(db: asyncpg.Connection, monitor_id: int) -> bool:
     return bool(await db.fetchval("SELECT count(*) FROM checks WHERE ok AND monitor_id = $1", monitor_id))
 
 
