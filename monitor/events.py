@@ -21,7 +21,8 @@ from monitor.times import rfc3339
 # monitor reach each destination in that order); 4 added ``details`` (a kind's own figures)
 # and the kinds beyond down, up and test (reminders, degradations, flapping, maintenance, the
 # checker's connectivity). Versions 1 (telegram_chat_id only), 2 and 3 are still understood
-# (without details); a kind an alerter does not know is rendered as a neutral notice.
+# (without details); a kind an alerter does not know is rendered as a neutral notice, so a new
+# kind ("acknowledged", issue 29) needs no new version.
 SCHEMA_VERSION = 4
 READABLE_VERSIONS = (1, 2, 3, 4)
 
@@ -46,7 +47,8 @@ class Subject(Protocol):
 @dataclass(frozen=True)
 class Event:
     event_id: str
-    # "down" | "up" | "remind" | "degraded" | "degraded_end" | "flapping" | "flapping_end" |
+    # "down" | "up" | "remind" | "acknowledged" (someone took the outage in hand, written by the
+    # api) | "degraded" | "degraded_end" | "flapping" | "flapping_end" |
     # "maintenance_start" | "maintenance_end" | "connectivity_lost" | "connectivity_restored"
     # (the checker's own: monitor_id None, monitor_name "") | "test" (monitor_name: the channel's)
     kind: str
@@ -65,13 +67,15 @@ class Event:
     cause: dict[str, Any]  # status_code, error, latency_ms of the deciding check
     # [{"id", "kind", "name", ...the kind's settings, secrets sealed}]
     channels: list[dict[str, Any]] = field(default_factory=list)
-    # For "up": the event id of the same incident's "down", which must be delivered first.
+    # For "up": the event id of the same incident's "down", which must be delivered first; for
+    # "acknowledged", the same (an e-mail threads under it).
     after_event_id: str | None = None
     # 1, 2, 3... per monitor, in the order of its changes (None: a test message, or version < 3).
     seq: int | None = None
     # The kind's own figures (version 4): "covers" and "note" (down, up), "reminder" and
-    # "reminder_max" (remind), "reason" (degraded, connectivity_lost), "changes" and
-    # "window_minutes" (flapping), "status" (flapping_end), "window" and "until" (maintenance_*).
+    # "reminder_max" (remind), "acknowledged_by" and "note" (acknowledged), "reason" (degraded,
+    # connectivity_lost), "changes" and "window_minutes" (flapping), "status" (flapping_end),
+    # "window" and "until" (maintenance_*).
     details: dict[str, Any] = field(default_factory=dict)
     v: int = SCHEMA_VERSION
 

@@ -32,3 +32,26 @@ SENDING_PREFIX = "monitor:alerter:sending:"
 # epoch key (when they began: a Redis that lost its data is told by it, and the windows seeded
 # again from the deliveries table).
 PACE_PREFIX = "monitor:pace:"
+
+# Trial checks (``domain/trials.py``, ``scheduler/trials.py``): a monitor's body checked once
+# by a scheduler, nothing saved. The api adds a request here; one scheduler of the group takes
+# it (acknowledged as it is read: a request is done once or, should its scheduler die, not at
+# all, and the api says no scheduler answered). A hand-off of a few seconds, so a short cap.
+TRIALS_STREAM = "monitor:trials"
+TRIALS_MAXLEN = 1_000
+TRIALS_GROUP = "schedulers"
+# Field of a trial's stream entry that holds the request as JSON.
+TRIAL_FIELD = "trial"
+# monitor:trials:reply:<random id>: the list the scheduler pushes the result on (the api BLPOPs
+# it); it expires after TRIAL_REPLY_TTL_SECONDS, read or not.
+TRIAL_REPLY_PREFIX = "monitor:trials:reply:"
+TRIAL_REPLY_TTL_SECONDS = 60
+# A trial runs with the monitor's timeout, at most this: the person waiting for it is at a form.
+TRIAL_MAX_TIMEOUT_SECONDS = 30.0
+# The api waits the check's timeout and this long (the scheduler's hard margin beyond a check's
+# timeout, 5 s in scheduler/ticker.py, and 3 s for the queue and the reply), at most
+# TRIAL_WAIT_MAX_SECONDS; a scheduler drops a request it reads after that deadline.
+TRIAL_WAIT_MARGIN_SECONDS = 8.0
+TRIAL_WAIT_MAX_SECONDS = 40.0
+# The trials one scheduler runs at once (beside its monitors' checks).
+TRIAL_CONCURRENCY = 4

@@ -11,7 +11,7 @@ import asyncpg
 import structlog
 from aiohttp import web
 
-from monitor import db
+from monitor import db, redisconn
 from monitor import logging as mlog
 from monitor.api import (
     channels,
@@ -31,12 +31,13 @@ from monitor.api import (
     status_pages,
     summary,
 )
-from monitor.api.context import DEPS, POOL, RESOLVER, SECRET_BOX, SETTINGS
+from monitor.api.context import DEPS, POOL, REDIS, RESOLVER, SECRET_BOX, SETTINGS
 from monitor.api.errors import ApiError, error_response, render_error
 from monitor.config import Settings
 from monitor.dashboard import routes as dashboard
 from monitor.domain.context import Deps
 from monitor.domain.pings import PingDesk
+from monitor.keys import TRIAL_WAIT_MAX_SECONDS
 from monitor.net.policy import AddressPolicy, log_allow_list
 from monitor.net.resolver import VettedResolver
 from monitor.probes import metrics_response
@@ -172,7 +173,17 @@ def create_app(settings: Settings) -> web.Application:
         log_allow_list(log, policy)  # as the scheduler and the alerter do
         app[RESOLVER] = VettedResolver(policy, settings.dns_servers)
         app[DEPS] = Deps(app[POOL], settings, app[SECRET_BOX], app[RESOLVER])
+        # Read timeouts past the longest wait for a trial's answer (a BLPOP that long).
+        app[REDIS] = (
+            redisconn.from_settings(
+                settings, socket_timeout=TRIAL_WAIT_MAX_SECONDS + 5, socket_connect_timeout=5
+            )
+            if settings.redis_url is not None
+            else None
+        )
         yield
+        if (client := app[REDIS]) is not None:
+            await client.aclose()
         await app[pings.PINGS].close()
         await app[RESOLVER].close()
         app[DEPS].hasher.close()

@@ -1,5 +1,6 @@
 """A monitor's history: checks, incidents, uptime over windows, response-time statistics
-(``monitor.domain.history`` does the work).
+(``monitor.domain.history`` does the work), and an open incident acknowledged
+(``monitor.domain.incidents``).
 
 The path's id is read as ``body_target_id`` reads it: an operation judges its query before it
 looks the monitor up, so a bad parameter is a 400 even with an id that cannot exist."""
@@ -10,8 +11,8 @@ from aiohttp import web
 
 from monitor.api.context import DEPS
 from monitor.api.guard import actor
-from monitor.api.params import body_target_id, limit_param, time_range
-from monitor.domain import history
+from monitor.api.params import body_target_id, json_object, limit_param, time_range
+from monitor.domain import history, incidents
 
 
 async def list_checks(request: web.Request) -> web.Response:
@@ -43,6 +44,26 @@ async def list_incidents(request: web.Request) -> web.Response:
     return web.json_response(listed)
 
 
+async def get_incident(request: web.Request) -> web.Response:
+    found = await incidents.get(
+        request.app[DEPS], actor(request), body_target_id(request), body_target_id(request, "incident_id")
+    )
+    return web.json_response(found)
+
+
+async def acknowledge_incident(request: web.Request) -> web.Response:
+    # The body is optional: no body is no note.
+    body = await json_object(request) if request.body_exists else {}
+    answered = await incidents.acknowledge(
+        request.app[DEPS],
+        actor(request),
+        body_target_id(request),
+        body_target_id(request, "incident_id"),
+        body,
+    )
+    return web.json_response(answered)
+
+
 async def uptime(request: web.Request) -> web.Response:
     start, end = time_range(request)
     figures = await history.uptime(
@@ -69,5 +90,7 @@ async def stats(request: web.Request) -> web.Response:
 def add_routes(router: web.UrlDispatcher) -> None:
     router.add_get("/api/v1/monitors/{id}/checks", list_checks)
     router.add_get("/api/v1/monitors/{id}/incidents", list_incidents)
+    router.add_get("/api/v1/monitors/{id}/incidents/{incident_id}", get_incident)
+    router.add_post("/api/v1/monitors/{id}/incidents/{incident_id}/acknowledge", acknowledge_incident)
     router.add_get("/api/v1/monitors/{id}/uptime", uptime)
     router.add_get("/api/v1/monitors/{id}/stats", stats)

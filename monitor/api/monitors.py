@@ -1,14 +1,15 @@
 """``/api/v1/monitors``: create, list (filters, pages, uptime), read, update, delete
-(``monitor.domain.monitors`` does the work)."""
+(``monitor.domain.monitors`` does the work), and a body checked once before it is saved
+(``monitor.domain.trials``)."""
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from monitor.api.context import DEPS
+from monitor.api.context import DEPS, REDIS
 from monitor.api.guard import actor
 from monitor.api.params import json_object, limit_param, path_id, public_base
-from monitor.domain import monitors
+from monitor.domain import monitors, trials
 
 
 def _answer(shown: monitors.Versioned, status: int = 200) -> web.Response:
@@ -64,8 +65,21 @@ async def delete_monitor(request: web.Request) -> web.Response:
     return web.Response(status=204)
 
 
+async def test_monitor(request: web.Request) -> web.Response:
+    body = await json_object(request)
+    return web.json_response(await trials.trial(request.app[DEPS], actor(request), body, request.app[REDIS]))
+
+
+async def not_allowed(request: web.Request) -> web.Response:
+    raise web.HTTPMethodNotAllowed(request.method, ["POST"])
+
+
 def add_routes(router: web.UrlDispatcher) -> None:
     router.add_post("/api/v1/monitors", create_monitor)
+    # Before /{id}: another method here is a 405, not a monitor named "test" not found.
+    trial = router.add_resource("/api/v1/monitors/test")
+    trial.add_route("POST", test_monitor)
+    trial.add_route("*", not_allowed)
     router.add_get("/api/v1/monitors", list_monitors)
     router.add_get("/api/v1/monitors/{id}", get_monitor)
     router.add_patch("/api/v1/monitors/{id}", patch_monitor)

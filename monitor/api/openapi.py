@@ -29,6 +29,7 @@ from monitor.domain.history import BUCKETS
 from monitor.domain.monitors import STATUSES, UPTIME_INCLUDES
 from monitor.domain.schemas import channels as chan
 from monitor.domain.schemas import history as past
+from monitor.domain.schemas import incidents as incident_models
 from monitor.domain.schemas import keys as key_models
 from monitor.domain.schemas import maintenance as maint
 from monitor.domain.schemas import members as people
@@ -36,6 +37,7 @@ from monitor.domain.schemas import monitor_answers as shown
 from monitor.domain.schemas import monitors as schemas
 from monitor.domain.schemas import status_pages as pages
 from monitor.domain.schemas import summary as glance
+from monitor.domain.schemas import trials
 from monitor.domain.schemas.locations import LOCATION as LOCATION_NAME
 
 REF = "#/components/schemas/{model}"
@@ -46,14 +48,15 @@ JSON = "application/json"
 _PATCHES: list[type[BaseModel]] = list(schemas.PATCH_BODIES.values())
 _REQUESTS: list[type[BaseModel]] = [
     schemas.MonitorCreate, schemas.MonitorUpdate, *_PATCHES, chan.ChannelCreate, chan.ChannelPatch,
-    key_models.KeyCreate, people.MemberAdd, people.MemberPatch,
+    key_models.KeyCreate, people.MemberAdd, people.MemberPatch, incident_models.IncidentAcknowledge,
 ]  # fmt: skip
 MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     *((m, "validation") for m in _REQUESTS),
     *((m, "serialization") for m in (out.Error, out.Health, shown.Monitor, shown.MonitorList,
-                                     past.CheckList, past.IncidentList, past.Uptime, past.UptimeWindows,
-                                     past.Stats, glance.Summary, chan.Channel, chan.ChannelList,
-                                     chan.Accepted, key_models.Key, key_models.NewKey, key_models.KeyList)),
+                                     past.CheckList, past.Incident, past.IncidentList, past.Uptime,
+                                     past.UptimeWindows, past.Stats, glance.Summary, chan.Channel,
+                                     chan.ChannelList, chan.Accepted, key_models.Key, key_models.NewKey,
+                                     key_models.KeyList, trials.TrialResult)),
     (maint.MaintenanceCreate, "validation"), (maint.MaintenancePatch, "validation"),
     (maint.MaintenancePreview, "validation"), (maint.MaintenancePreviewAnswer, "serialization"),
     (maint.MaintenanceWindow, "serialization"), (maint.MaintenanceWindowList, "serialization"),
@@ -160,7 +163,9 @@ ERRORS = {
     404: "No such object in the caller's account; another account's object answers the same.",
     409: "The account already has its quota of monitors or status pages (`quota_exceeded`), another "
     "status page has this slug or domain, the user is a member already, or the change would leave the "
-    "account without an owner (`conflict`); on the first run, a user exists already (`already_set_up`).",
+    "account without an owner (`conflict`); on the first run, a user exists already (`already_set_up`); "
+    "an incident that has ended (`not_open`) or was acknowledged already (`already_acknowledged`) cannot "
+    "be acknowledged.",
     412: "`If-Match` does not match the monitor's current `ETag` (`precondition_failed`).",
     413: "The request body is larger than the API accepts (`too_large`; the message says the limit).",
     415: "The body is not declared JSON: send `Content-Type: application/json` (`unsupported_media_type`).",
@@ -169,7 +174,8 @@ ERRORS = {
     "or wrong setup tokens (`too_many_attempts`); retry after `Retry-After` seconds.",
     502: "The identity provider is unreachable or answered wrongly (`provider_unreachable`, "
     "`provider_answer`, `provider_document`, `provider_keys`, `provider_token`).",
-    503: "The database is unreachable (`database_unavailable`); retry after `Retry-After` seconds.",
+    503: "The database is unreachable (`database_unavailable`), or, for a trial check, Redis "
+    "(`redis_unavailable`) or every scheduler (`no_scheduler`); retry after `Retry-After` seconds.",
 }
 RETRY_AFTER = {"Retry-After": {"required": True, "schema": {"type": "integer", "minimum": 1}}}
 # Every authenticated operation can answer these, whatever it does (403: a role that may not).
@@ -302,6 +308,11 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
           ok={201: {**_json(r["Monitor"], "The monitor, as created.", {**LOCATION, **ETAG}),
                     "links": _links(*MONITOR_OPS)}},
           errors=(409,), body=("MonitorCreate", MONITOR_EXAMPLE))
+    b.add("post", "/api/v1/monitors/test", "testMonitor",
+          "Check a monitor's body once through a scheduler, saving nothing (editor and up; 503 "
+          "`no_scheduler` when no scheduler answers within the check's timeout and a few seconds)",
+          tag="monitors", ok={200: _json(r["TrialResult"], "The check's result.")},
+          body=("MonitorCreate", MONITOR_EXAMPLE))
     b.add("get", "/api/v1/monitors", "listMonitors", "List monitors (by id; keyset pages)", tag="monitors",
           ok={200: _json(r["MonitorList"], "One page of monitors.")}, errors=(400,),
           parameters=(LIMIT, CURSOR, TAG, STATUS, INCLUDE))
@@ -320,6 +331,9 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
           "A monitor's incidents (overlapping from/to), newest first", tag="history",
           ok={200: _json(r["IncidentList"], "One page of incidents.")}, errors=(400, 404),
           parameters=(monitor_id, FROM, TO, LIMIT, CURSOR))
+    from monitor.api.openapi_incidents import add_incidents  # it builds on this module's parts
+
+    add_incidents(b)
     b.add("get", "/api/v1/monitors/{id}/uptime", "getUptime",
           "Uptime over one window, several windows, or from/to (paused time excluded)", tag="history",
           ok={200: _json({"anyOf": [r["Uptime"], r["UptimeWindows"]]},

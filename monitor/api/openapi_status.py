@@ -54,9 +54,12 @@ def add_status_pages(b: _Builder) -> None:
               ok={200: shown, 304: {"description": "Not modified (If-None-Match)."},
                   404: _json(r["Error"], "No such status page.") if media == JSON else missing})
     html = {"content": {"text/html": {"schema": {"type": "string"}}}}
-    b.add("get", "/", "getDomainPage", "The status page whose custom domain is the Host header", tag="public",
-          public=True, errors=(404, 503), ok={200: {**html, "description": "The page."},
-                                              304: {"description": "Not modified (If-None-Match)."}})
+    b.add("get", "/", "getDomainPage",
+          "The status page whose custom domain is the Host header; elsewhere the dashboard",
+          tag="public", public=True, errors=(503,),
+          ok={200: {**html, "description": "The page (or, signed in, the dashboard's overview)."},
+              303: {"description": "On any other host, without a session: to the dashboard's sign-in."},
+              304: {"description": "Not modified (If-None-Match)."}})
     for path, op, summary, media in STATIC:
         b.add("get", path, op, summary, tag="public", public=True,
               ok={200: {"description": f"{summary} (cached for a year at its ?v= URL; brotli or gzip "

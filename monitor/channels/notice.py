@@ -25,7 +25,8 @@ from monitor.channels.text import (
 from monitor.events import Event
 
 # How urgent: "down" (an outage, or a reminder of one), "up" (resolved, good news), "warn"
-# (degraded, flapping, the checker cut off), "info" (maintenance begins), "test".
+# (degraded, flapping, the checker cut off), "info" (maintenance begins, an outage
+# acknowledged), "test".
 Level = Literal["down", "up", "warn", "info", "test"]
 LEVELS: tuple[Level, ...] = ("down", "warn", "up", "info", "test")  # most urgent first
 
@@ -216,6 +217,32 @@ def _remind(event: Event) -> Notice:
     )
 
 
+def _acknowledged(event: Event) -> Notice:
+    """Someone took an open outage in hand (its reminders stop): "Shop acknowledged by Ada: on
+    it", the note left out when there is none."""
+    name, who = Name(event.monitor_name), _detail(event, "acknowledged_by", "someone")
+    note = _detail(event, "note", "")
+    said: Text = (name, " acknowledged by ", who) + ((": ", note) if note else ())
+    return Notice(
+        kind=event.kind,
+        level="info",
+        icon="👀",
+        tag="ACKNOWLEDGED",
+        title=(name, " acknowledged by ", who),
+        gist=said,
+        brief=said,
+        state=("DOWN since ", Time(event.started_at or event.at), ", acknowledged"),
+        lines=(
+            *((Line("Note", (note,), in_gist=True),) if note else ()),
+            Line("Down for", (_lasted(event),), prose=True, since=event.started_at or event.at),
+            Line(None, ("Reminders of this outage stop; its recovery is still sent",)),
+        ),
+        aside=f"by {clip(who, 18)}",  # a subject's aside stays short (email.py)
+        url=event.monitor_url,
+        incident=True,
+    )
+
+
 def _degraded(event: Event) -> Notice:
     name, reason = Name(event.monitor_name), _detail(event, "reason")
     since = Time(event.started_at or event.at)
@@ -398,6 +425,7 @@ _BUILDERS: dict[str, Callable[[Event], Notice]] = {
     "down": _down,
     "up": _up,
     "remind": _remind,
+    "acknowledged": _acknowledged,
     "degraded": _degraded,
     "degraded_end": _degraded_end,
     "flapping": _flapping,

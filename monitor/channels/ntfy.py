@@ -73,7 +73,12 @@ TAGS = {
     "test": "bell",
     "summary": "hourglass",
 }
-KIND_TAGS = {"maintenance_start": "wrench", "maintenance_end": "wrench", "remind": "repeat"}
+KIND_TAGS = {
+    "maintenance_start": "wrench",
+    "maintenance_end": "wrench",
+    "remind": "repeat",
+    "acknowledged": "eyes",
+}
 MAX_LINE = 600  # one alert of a combined message, without its URL
 # How long to hold a topic after a 429, by ntfy's error code, when no Retry-After says.
 THROTTLE_WAIT = {42901: 5.0, 42905: 600.0, 42908: 600.0}

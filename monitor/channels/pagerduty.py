@@ -1,10 +1,12 @@
-"""PagerDuty Events API v2: a DOWN triggers an alert, its UP resolves it, so the page closes itself.
+"""PagerDuty Events API v2: a DOWN triggers an alert, its UP resolves it, so the page closes itself;
+an outage acknowledged here acknowledges the alert there (PagerDuty stops escalating it).
 
-What each kind of event does is one table, :data:`ROUTES`: an action (trigger or resolve), the
-``dedup_key`` that ties a trigger to its resolve, and a severity of its own if it has one.
-A DOWN and its UP carry the incident's key (``monitor-<monitor id>-incident-<incident id>``),
-computable from either event, so a retried trigger adds to the open alert instead of paging
-twice, and the resolve finds it. A degradation triggers a ``warning`` under the monitor's own
+What each kind of event does is one table, :data:`ROUTES`: an action (trigger, acknowledge or
+resolve), the ``dedup_key`` that ties a trigger to its resolve, and a severity of its own if it
+has one. A DOWN, its acknowledgement and its UP carry the incident's key
+(``monitor-<monitor id>-incident-<incident id>``), computable from any of them, so a retried
+trigger adds to the open alert instead of paging twice, and the acknowledgement and the resolve
+find it. A degradation triggers a ``warning`` under the monitor's own
 key (``monitor-<id>-degraded``), which its end resolves; the checker losing its network
 triggers a ``critical`` alert (``monitor-checker-connectivity``), resolved when it is back.
 Reminders, flapping and maintenance are not sent: PagerDuty re-notifies on its own, and an
@@ -112,7 +114,7 @@ class Route:
     """What one kind of event does at PagerDuty: ``action``, ``key`` (its dedup key), and the
     severity of a trigger (None: the channel's ``severity``)."""
 
-    action: Literal["trigger", "resolve", "test"]
+    action: Literal["trigger", "acknowledge", "resolve", "test"]
     key: Callable[[Event], str]
     severity: Severity | None = None
 
@@ -123,6 +125,7 @@ class Route:
 # event written by an older version).
 ROUTES: dict[str, Route] = {
     "down": Route("trigger", incident_key),
+    "acknowledged": Route("acknowledge", incident_key),
     "up": Route("resolve", incident_key),
     "degraded": Route("trigger", degraded_key, "warning"),
     "degraded_end": Route("resolve", degraded_key),
@@ -221,7 +224,7 @@ def render(event: Event) -> list[dict[str, Any]]:
         return test_alert(event, route)
     if route.action == "trigger":
         return [trigger(event, route)]
-    return [{"event_action": "resolve", "dedup_key": route.key(event)}]
+    return [{"event_action": route.action, "dedup_key": route.key(event)}]
 
 
 def _resolved_later(event: Event, events: list[Event]) -> bool:
@@ -232,12 +235,12 @@ def _resolved_later(event: Event, events: list[Event]) -> bool:
 def compose(
     events: list[Event], *, max_age: float | None = None, now: datetime | None = None
 ) -> tuple[list[dict[str, Any]], int]:
-    """One alert per send (PagerDuty takes one event per request). An old trigger (older than
-    ``max_age``: it waited while alerts could not be sent) whose resolve is already queued
-    behind it sends nothing: paging someone for an outage that is over helps nobody, and the
-    resolve that follows finds no open alert, which PagerDuty accepts. Events of kinds that
-    are not sent (reminders, flapping, maintenance) at the front are covered together, with
-    nothing to send."""
+    """One alert per send (PagerDuty takes one event per request). An old trigger or
+    acknowledgement (older than ``max_age``: it waited while alerts could not be sent) whose
+    resolve is already queued behind it sends nothing: paging someone for an outage that is
+    over helps nobody, and the resolve that follows finds no open alert, which PagerDuty
+    accepts. Events of kinds that are not sent (reminders, flapping, maintenance) at the front
+    are covered together, with nothing to send."""
     if not events:
         raise ValueError("nothing to compose")
     first = events[0]
@@ -246,7 +249,7 @@ def compose(
         return [], silent
     if (
         max_age is not None
-        and ROUTES[first.kind].action == "trigger"
+        and ROUTES[first.kind].action in ("trigger", "acknowledge")
         and first.age_seconds(now) > max_age
         and _resolved_later(first, events[1:])
     ):

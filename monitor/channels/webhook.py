@@ -52,6 +52,7 @@ TYPES = {
     "down": "monitor.down",
     "up": "monitor.up",
     "remind": "monitor.reminder",
+    "acknowledged": "incident.acknowledged",
     "degraded": "monitor.degraded",
     "degraded_end": "monitor.degraded_end",
     "flapping": "monitor.flapping",
@@ -202,7 +203,7 @@ def event_body(event: Event) -> dict[str, Any]:
 
     ``channel.test`` has no monitor, incident or cause; it names the channel instead. The
     checker's own events (``checker.*``) have no monitor either; only an outage's events (down,
-    reminders, up) name an incident. ``details``: the kind's own
+    reminders, its acknowledgement, up) name an incident. ``details``: the kind's own
     figures (a reminder's number, a degradation's reason...), ``{}`` for none.
     """
     test = event.kind == "test"

@@ -11,8 +11,6 @@ checks). The forms that change the monitor are ``/monitors/{id}/edit``'s.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +20,7 @@ from monitor.dashboard import render
 from monitor.dashboard.forms import Form, failed
 from monitor.dashboard.views import page
 from monitor.dashboard.web import Viewer, back, deps, form_data, headers
-from monitor.domain import charts, history, monitors
+from monitor.domain import charts, history, incidents, monitors
 from monitor.domain.errors import DomainError
 from monitor.status.render import bars
 from monitor.status.view import WINDOWS, level
@@ -31,8 +29,6 @@ from monitor.web.keys import SETTINGS
 CHECKS_PAGE = 20
 INCIDENTS_PAGE = 10
 BADGE_WINDOWS = tuple(WINDOWS)
-# The acknowledgement's domain operation (helper ack's ``monitor.domain.incidents``).
-ACK_MODULE = "monitor.domain.incidents"
 SPARK_WIDTH, SPARK_HEIGHT = 600.0, 80.0
 
 
@@ -43,13 +39,8 @@ def public_base(request: web.Request) -> str:
     return configured.rstrip("/") if configured else str(request.url.origin())
 
 
-def acknowledging() -> bool:
-    """Whether incidents can be acknowledged (the domain's operation is there)."""
-    return importlib.util.find_spec(ACK_MODULE) is not None
-
-
 def can_acknowledge(viewer: Viewer) -> bool:
-    return acknowledging() and viewer.can("incidents", "acknowledge")
+    return viewer.can("incidents", "acknowledge")
 
 
 def monitor_id_of(request: web.Request, name: str = "id") -> int:
@@ -148,7 +139,6 @@ async def context(request: web.Request, viewer: Viewer, monitor_id: int) -> dict
         "badges": badge_images,
         "can_edit": viewer.can("monitors"),
         "can_ack": can_acknowledge(viewer),
-        "ack_known": acknowledging(),
         "ack_form": Form(),
         "ack_for": None,
     }
@@ -194,8 +184,6 @@ async def acknowledge(request: web.Request, viewer: Viewer) -> web.StreamRespons
     """The open incident's **Acknowledge** form: the domain records who and when (and the note),
     stops its reminders and tells the channels; back to the page. A refused note is shown on
     the form again."""
-    incidents = importlib.import_module(ACK_MODULE)
-
     monitor_id, incident_id = monitor_id_of(request), monitor_id_of(request, "incident_id")
     fields = await form_data(request)
     note = (fields.get("note") or "").strip()

@@ -12,7 +12,6 @@ than the 503 page, so nothing typed is lost).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,7 +24,7 @@ from monitor.dashboard.forms import Form, failed
 from monitor.dashboard.views import page
 from monitor.dashboard.web import Viewer, back, check_csrf, deps, form_data, safe_next
 from monitor.db import UNAVAILABLE as DB_UNAVAILABLE
-from monitor.domain import channels, csrf, monitors
+from monitor.domain import channels, csrf, monitors, trials
 from monitor.domain.errors import DomainError
 from monitor.domain.roles import authorize
 from monitor.domain.schemas.monitors import CREATE_BODIES
@@ -150,14 +149,6 @@ async def create(request: web.Request, viewer: Viewer) -> web.StreamResponse:
 # -- test now -------------------------------------------------------------------------------------
 
 
-def _trials() -> Any:
-    """``monitor.domain.trials`` (helper ``trial``'s operation), or None in a build without it."""
-    try:
-        return importlib.import_module("monitor.domain.trials")
-    except ModuleNotFoundError:
-        return None
-
-
 async def test_now(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     """The form's body checked once by a scheduler (``trials.trial``), shown above the form kept;
     nothing saved. On an edit form, the stored monitor with the form's changes."""
@@ -170,13 +161,10 @@ async def test_now(request: web.Request, viewer: Viewer) -> web.StreamResponse:
     kind = current["type"] if current else _kind_of(raw.get("type") or CHECKS.default)
     form, choices, body, values, error = await _read(request, viewer, kind, current)
     result = None
-    trials = _trials()
     if error is None and body is not None:
         if current is not None:
             body = {k: v for k, v in body.items() if k not in ("paused",)}
         try:
-            if trials is None:
-                raise DomainError(503, "unavailable", "test now is not available in this build")
             result = await trials.trial(deps(request), viewer.actor, body, request.app.get(REDIS))
         except DomainError as exc:
             error = exc

@@ -14,6 +14,7 @@ whether or not the monitor exists; another account's monitor is a 404, like an a
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -79,7 +80,8 @@ def bucket_size(bucket: str) -> timedelta:
     return BUCKETS[bucket]
 
 
-def render_check(row: asyncpg.Record) -> dict[str, Any]:
+def render_check(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A check as the API shows one (a ``checks`` row, or a trial's: ``domain/trials.py``)."""
     return {
         "time": rfc3339(row["time"]),
         "ok": row["ok"],
@@ -109,6 +111,10 @@ def render_incident(row: asyncpg.Record, now: datetime) -> dict[str, Any]:
         "duration_seconds": round((end - row["started_at"]).total_seconds(), 3),
         "status_code": row["status_code"],
         "error": row["error"],
+        # Who took it in hand (domain/incidents.py): their name as it was then, and their note.
+        "acknowledged_at": rfc3339(row["acknowledged_at"]),
+        "acknowledged_by": row["acknowledged_by_name"],
+        "acknowledged_note": row["acknowledged_note"],
     }
 
 

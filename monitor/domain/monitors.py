@@ -20,6 +20,7 @@ import asyncpg
 from pydantic import ValidationError
 
 from monitor.checks import REGISTRY as CHECKS
+from monitor.checks import Check
 from monitor.checks.heartbeat import new_token
 from monitor.domain import audit, paging
 from monitor.domain.context import Actor, Deps
@@ -151,9 +152,18 @@ async def _versioned(pool: asyncpg.Pool, row: asyncpg.Record, base: str) -> Vers
 # -- operations -----------------------------------------------------------------------------------
 
 
-async def create(deps: Deps, actor: Actor, body: Mapping[str, Any], *, base: str = "") -> Versioned:
-    authorize(actor, RESOURCE, "write")
-    account = actor.account_id
+class Prepared(NamedTuple):
+    """A create body as it would be stored: validated, its hosts vetted, nothing written."""
+
+    spec: Any  # the body as its type's model
+    check: Check
+    values: dict[str, Any]  # the ``monitors`` columns (COLUMNS, url, settings, legacy ones)
+    secrets: dict[str, Any] | None  # plain, as ``Check.to_stored`` gives them
+
+
+async def prepare(deps: Deps, body: Mapping[str, Any]) -> Prepared:
+    """``body`` validated as :func:`create` takes it (422 naming the field) and its hosts vetted
+    (400 ``target_blocked``): what ``create`` stores and a trial check runs (``trials.py``)."""
     try:
         spec: Any = validate_create(dict(body), validation_context(deps.settings))
     except ValidationError as exc:
@@ -166,10 +176,17 @@ async def create(deps: Deps, actor: Actor, body: Mapping[str, Any], *, base: str
     settings, secrets = check.to_stored(spec)
     values = spec.model_dump(include=set(COLUMNS))
     values["url"] = check.target(spec)
-    if not check.scheduled:
-        values["ping_token"] = new_token()
     values["settings"] = settings
     values.update(check.legacy_columns(settings))
+    return Prepared(spec, check, values, secrets)
+
+
+async def create(deps: Deps, actor: Actor, body: Mapping[str, Any], *, base: str = "") -> Versioned:
+    authorize(actor, RESOURCE, "write")
+    account = actor.account_id
+    spec, check, values, secrets = await prepare(deps, body)
+    if not check.scheduled:
+        values["ping_token"] = new_token()
     columns = ", ".join(values)
     placeholders = ", ".join(f"${i}" for i in range(2, len(values) + 2))
     quota = deps.settings.account_monitor_quota

@@ -2,9 +2,10 @@
 
 Roles are ranked (``context.ROLES``): ``notify`` (receives alerts on their own channels, sees
 nothing), ``viewer`` (reads everything, changes nothing), ``editor`` (monitors, maintenance,
-status pages), ``admin`` (members, keys, channels), ``owner`` (the account itself). Every
-operation of the domain layer asks ``authorize`` first, so a route added later without a row
-here fails loudly (a KeyError in its first test) instead of being open to every role.
+status pages, acknowledging incidents), ``admin`` (members, keys, channels), ``owner`` (the
+account itself). Every operation of the domain layer asks ``authorize`` first, so a route added
+later without a row here fails loudly (a KeyError in its first test) instead of being open to
+every role.
 
 A caller's role is its membership's (a signed-in person) or its key's: a key carries a role no
 higher than its maker's (``keys.create``); a key made before roles existed is its account's
@@ -23,6 +24,7 @@ RULES: dict[tuple[str, str], Role] = {
     ("monitors", "read"): "viewer",
     ("monitors", "write"): "editor",
     ("history", "read"): "viewer",
+    ("incidents", "acknowledge"): "editor",
     ("summary", "read"): "viewer",
     ("maintenance", "read"): "viewer",
     ("maintenance", "write"): "editor",

@@ -292,12 +292,19 @@ class Catalogue:
     def _spec(self, row: Any) -> MonitorSpec | None:
         """The monitor of ``row`` with its type's runtime options, or None if they cannot be read."""
         try:
-            secrets = open_monitor_secrets(self._box, row["secrets"])
-            options = REGISTRY.get(row["type"]).options(row["settings"], secrets)
+            return spec_of(row, self._box)
         except Exception as exc:  # stored by a newer version, by hand, with another key: skip it
             log.error("monitor.unloadable", monitor_id=row["id"], error=str(exc)[:300] or type(exc).__name__)
             return None
-        return MonitorSpec.from_row(row, options)
+
+
+def spec_of(row: Mapping[str, Any], box: SecretBox) -> MonitorSpec:
+    """The monitor of ``row`` (a ``monitors`` row with its sealed ``secrets``) with its type's
+    runtime options (``Check.options``); raises what they raise when they cannot be read. A
+    trial check's request carries such a row (``trials.py``)."""
+    secrets = open_monitor_secrets(box, row["secrets"])
+    options = REGISTRY.get(row["type"]).options(row["settings"], secrets)
+    return MonitorSpec.from_row(row, options)
 
 
 def _called(wake: Callable[[], None]) -> Callable[..., None]:

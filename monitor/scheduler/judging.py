@@ -321,24 +321,25 @@ def observe(
     """The check's outcome with what the state machine weighs it in: whether a success was good
     enough, the maintenance window, a monitor it depends on being down (``down``, from
     :func:`down_above`; :func:`blamed` makes it the recorded cause of its failure)."""
-    degraded = None
-    if result.ok:
-        expiry = state.cert_not_after
-        if spec.degraded_above_ms is not None and (result.latency_ms or 0) > spec.degraded_above_ms:
-            degraded = f"response time {result.latency_ms:.0f} ms above {spec.degraded_above_ms:g} ms"
-        elif (
-            expiry is not None
-            and spec.cert_warn_days
-            and (expiry - at).total_seconds() < spec.cert_warn_days * 86400
-        ):
-            # Rounded: a 3-day certificate checked a second after issue expires "in 3 days".
-            days = max(0, round((expiry - at).total_seconds() / 86400))
-            degraded = f"certificate expires in {days} day{'s' if days != 1 else ''} ({expiry:%Y-%m-%d})"
+    degraded = degraded_by(spec, result, state.cert_not_after, at) if result.ok else None
     window = window_of(spec, judging, at)
     blocked_by = None if down is None else name_of(down, judging)
     if degraded is None and window is None and blocked_by is None:
         return Observation(result.ok, at)
     return Observation(result.ok, at, degraded, window, blocked_by)
+
+
+def degraded_by(spec: MonitorSpec, result: CheckResult, expiry: datetime | None, at: datetime) -> str | None:
+    """Why a successful ``result`` is not good enough (too slow; the certificate, which expires
+    at ``expiry``, expires within ``cert_warn_days``), or None; pure."""
+    if spec.degraded_above_ms is not None and (result.latency_ms or 0) > spec.degraded_above_ms:
+        return f"response time {result.latency_ms:.0f} ms above {spec.degraded_above_ms:g} ms"
+    left = (expiry - at).total_seconds() if expiry is not None else None
+    if expiry is not None and left is not None and spec.cert_warn_days and left < spec.cert_warn_days * 86400:
+        # Rounded: a 3-day certificate checked a second after issue expires "in 3 days".
+        days = max(0, round(left / 86400))
+        return f"certificate expires in {days} day{'s' if days != 1 else ''} ({expiry:%Y-%m-%d})"
+    return None
 
 
 def window_of(spec: MonitorSpec, judging: Judging, at: datetime) -> Window | None:

@@ -11,7 +11,8 @@ A monitor's way into a check goes through three modules, one job each:
 
 This module owns the process's resources (pool, Redis, the HTTP session and resolver, the
 writer, spool, relay, guard, probes listener), the order they start and stop in, and the
-small tasks that belong to none of the three (the maintenance calendar's reloads).
+small tasks that belong to none of the three (the maintenance calendar's reloads, the trial
+checks the api asks for: trials.py).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from monitor.scheduler.running import RunningSet
 from monitor.scheduler.sharing import DB_ERRORS, Sharing
 from monitor.scheduler.spool import Spool
 from monitor.scheduler.ticker import TickerShared
+from monitor.scheduler.trials import Trials
 from monitor.scheduler.writer import Notice, Writer
 
 log = mlog.get(__name__)
@@ -90,6 +92,7 @@ class Scheduler:
         self.pings: PingIntake | None = None
         # The timers at the windows' edges (edges.py), made with the shared parts.
         self.edges: Edges | None = None
+        self.trials: Trials | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -222,6 +225,8 @@ class Scheduler:
         self._spawn(self.catalogue.keep_reconciling(), "reconcile")
         self._spawn(watch_loop(self.metrics.loop_blocked), "loop-watch")
         self._spawn(self.guard.run(), "connectivity")
+        self.trials = Trials(self._redis, box, self._shared.ctx, member.name, location=s.location)
+        self._spawn(self.trials.run(), "trials")
         # The monitors just loaded live as long as the process: move them out of the cyclic
         # collector's reach, so its full passes stay short and do not delay ticks (lateness).
         gc.collect()
@@ -274,6 +279,8 @@ class Scheduler:
         await self._stop_intake()  # again: after a failed start, drain never ran
         for task in list(self._shared.in_flight if self._shared else ()):
             task.cancel()
+        if self.trials is not None:
+            await self.trials.close()
         if self._probes is not None:
             await self._probes.cleanup()
         # Results of finished checks are in the writer: flush them, then relay their events.

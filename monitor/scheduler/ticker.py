@@ -223,6 +223,29 @@ def owned(spec: MonitorSpec, shared: TickerShared) -> bool:
     return False
 
 
+async def run_check(
+    spec: MonitorSpec, ctx: CheckContext, at: datetime, loop: asyncio.AbstractEventLoop
+) -> CheckResult:
+    """The monitor's check run once with ``ctx``, within its hard deadline: its result, a
+    timeout's or a crash's (a bug in a check must not kill its caller). Every tick's check and
+    every trial check (``trials.py``) goes through here."""
+    # The check bounds itself by its timeout; this cuts off one that fails to.
+    deadline = Deadline(loop, spec.timeout_seconds + HARD_TIMEOUT_MARGIN)
+    try:
+        return await REGISTRY.get(spec.type).run(spec, ctx, at)
+    except asyncio.CancelledError:
+        if not deadline.caused():
+            raise
+        error = f"timed out after {spec.timeout_seconds:g}s"
+        return CheckResult(spec.id, at, ok=False, error=error, failure=Failure.TIMEOUT)
+    except Exception as exc:
+        log.exception("check.crashed", monitor_id=spec.id)
+        error = f"internal error: {type(exc).__name__}"
+        return CheckResult(spec.id, at, ok=False, error=error, failure=Failure.CHECKER)
+    finally:
+        deadline.cancel()
+
+
 async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> None:
     """One tick's check, due at ``due_wall`` (epoch seconds), from start to judged: take a slot
     of ``shared.limit``, run it within its hard deadline and hand the result, with how late it
@@ -242,21 +265,7 @@ async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> Non
         if spec.locations:
             places = spec.locations
             at = stored_time(at, places.index(location) if location in places else len(places))
-        # The check bounds itself by its timeout; this cuts off one that fails to.
-        deadline = Deadline(shared.loop, spec.timeout_seconds + HARD_TIMEOUT_MARGIN)
-        try:
-            result = await REGISTRY.get(spec.type).run(spec, shared.ctx, at)
-        except asyncio.CancelledError:
-            if not deadline.caused():
-                raise
-            error = f"timed out after {spec.timeout_seconds:g}s"
-            result = CheckResult(spec.id, at, ok=False, error=error, failure=Failure.TIMEOUT)
-        except Exception as exc:  # a bug in a check must not kill the ticker
-            log.exception("check.crashed", monitor_id=spec.id)
-            error = f"internal error: {type(exc).__name__}"
-            result = CheckResult(spec.id, at, ok=False, error=error, failure=Failure.CHECKER)
-        finally:
-            deadline.cancel()
+        result = await run_check(spec, shared.ctx, at, shared.loop)
         duration = time.time() - started
     finally:
         limit.release()

@@ -6,7 +6,9 @@ Every step can run again after a lost commit without doubling anything: an openi
 skipped when one that started then exists, a closing closes only what started before it, and
 an alert is written once per event id (made once per alert, :class:`Pending`). An alert that
 is no news is not written at all: a down already told for an open incident (a state lost and
-rebuilt, a role moved between schedulers), an up or a reminder without a told down.
+rebuilt, a role moved between schedulers), an up or a reminder without a told down, a reminder
+of an incident someone acknowledged (``domain/incidents.py``: the state machine keeps counting
+its reminders, none is said; the next incident is a new row, not acknowledged).
 """
 
 from __future__ import annotations
@@ -147,7 +149,7 @@ async def _record_location_change(
 
 # The last down or up told about a monitor, and its incident.
 LAST_TOLD = """
-SELECT o.event_id::text, o.kind, i.id AS incident_id, i.started_at, i.ended_at
+SELECT o.event_id::text, o.kind, i.id AS incident_id, i.started_at, i.ended_at, i.acknowledged_at
 FROM outbox o JOIN incidents i ON i.id = (o.payload ->> 'incident_id')::bigint
 WHERE o.monitor_id = $1 AND o.kind IN ('down', 'up') ORDER BY o.seq DESC LIMIT 1"""
 
@@ -189,6 +191,8 @@ async def _write_alert(conn: asyncpg.Connection, pending: Pending, alert: Alert,
         else:
             if told is None or told["kind"] != "down":
                 return  # the down was never told: its end or reminders are no news
+            if alert.kind == "remind" and told["acknowledged_at"] is not None:
+                return  # someone is on it: no more reminders of this incident
             incident_id, started_at = told["incident_id"], told["started_at"]
             if alert.kind == "up":
                 # An up said late (held back while flapping) recovered when the monitor's last

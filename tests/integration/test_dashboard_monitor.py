@@ -7,7 +7,6 @@ with their assertions, certificate and DNS answers, paged, and a location's own 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
@@ -27,10 +26,6 @@ from monitor.dashboard import render
 
 PASSWORD = "Dashboard-Pass-9c2d71"
 H = timedelta(hours=1)
-HAS_ACK = importlib.util.find_spec("monitor.domain.incidents") is not None
-needs_ack = pytest.mark.skipif(
-    not HAS_ACK, reason="needs helper ack's monitor.domain.incidents (merged to main before this branch)"
-)
 ASSERTIONS = [
     {"assertion": "status is 200", "ok": True},
     {"assertion": 'body contains "Welcome"', "ok": False, "message": 'keyword "Welcome" not found'},
@@ -174,17 +169,13 @@ async def test_incidents_with_cause_and_the_acknowledge_form_for_editors_only(
     assert "ongoing" in ongoing.classes and "HTTP 500: HTTP 500 from 10.0.0.7" in ongoing.text()
     assert "42 min" in ended.text()
     forms = [f for f in page.tree.find_all("form") if "ack-form" in f.classes]
-    if HAS_ACK:
-        assert len(forms) == 1 and forms[0].attrs["action"].endswith("/acknowledge")
-        assert forms[0].one("label").text().startswith("Note")
-    else:
-        assert forms == []
+    assert len(forms) == 1 and forms[0].attrs["action"].endswith("/acknowledge")
+    assert forms[0].one("label").text().startswith("Note")
     bars = page.tree.one("ol", "bars").find_all("li")
     assert "1 incident" in bars[-1].text() and "bar-up" not in bars[-1].classes  # today's, open
     assert sum("incident" in b.text() for b in bars) >= 2 and "bar-up" in bars[-10].classes
 
 
-@needs_ack
 async def test_acknowledging_and_a_viewers_forged_post(
     db: asyncpg.Connection, base_url: str, http: aiohttp.ClientSession
 ):

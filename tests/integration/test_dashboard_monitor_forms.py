@@ -10,8 +10,6 @@ now" showing a trial's result above the form kept.
 from __future__ import annotations
 
 import json
-import sys
-import types
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,6 +22,8 @@ from support.db import insert_monitor
 from support.inprocess import InProcessFactory, inprocess_api_fixture  # noqa: F401
 from support.markup import Element
 from support.people import make_user
+
+from monitor.domain import trials
 
 PASSWORD = "Forms-Pass-7c2d9e"
 
@@ -304,7 +304,8 @@ async def test_viewer_gets_no_forms_and_other_accounts_monitors_are_not_found(
 async def test_test_now_shows_the_result_above_the_form_kept(
     db: asyncpg.Connection, base_url: str, http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
 ):
-    """Against ``trials.trial``'s signature (helper ``trial``'s branch): a stand-in module here."""
+    """``trials.trial`` stood in for: what the page makes of its answer (a real scheduler's is
+    the next test's)."""
     seen: list[dict[str, Any]] = []
 
     async def trial(deps: Any, actor: Any, body: dict[str, Any], redis: Any) -> dict[str, Any]:
@@ -315,12 +316,7 @@ async def test_test_now_shows_the_result_above_the_form_kept(
                           "details": {"assertions": [{"assertion": "body contains 'Welcome'", "ok": False,
                                                        "message": "not found"}]}}}  # fmt: skip
 
-    if "monitor.domain.trials" not in sys.modules:
-        stand_in = types.ModuleType("monitor.domain.trials")
-        stand_in.trial = trial  # type: ignore[attr-defined]
-        monkeypatch.setitem(sys.modules, "monitor.domain.trials", stand_in)
-    else:
-        monkeypatch.setattr(sys.modules["monitor.domain.trials"], "trial", trial)
+    monkeypatch.setattr(trials, "trial", trial)
     person = await owner(db, base_url, http)
     fields = fields_of(the_form(await person.get("/monitors/new?type=http"), "/monitors/new"))
     page = await person.post("/monitors/test-now", filled(fields, {"name": "Try", "url": "http://127.0.0.1:9/",
@@ -374,9 +370,8 @@ async def test_test_now_through_a_live_scheduler(
     procs: ProcessFactory,
     target: TargetServer,
 ):
-    """With ``monitor.domain.trials`` (helper ``trial``'s branch) merged: the form's body checked
-    by a live scheduler, its keyword assertion's outcome on the page, nothing saved."""
-    pytest.importorskip("monitor.domain.trials")
+    """The form's body checked by a live scheduler, its keyword assertion's outcome on the page,
+    nothing saved."""
     await procs.start("scheduler")
     target.set(200, body="<h1>Welcome home</h1>", content_type="text/html")
     person = await owner(db, base_url, http)

@@ -107,8 +107,16 @@ async def test_every_operation_through_the_generated_client(
         assert (await call("monitors.get_monitor", monitor.id)).name == "generated"
         changed = await call("monitors.update_monitor", monitor.id, body=models.MonitorPatch(name="renamed"))
         assert changed.name == "renamed"
+        await call("monitors.test_monitor", body=body, status=503)  # no scheduler runs here
         assert isinstance(await call("history.list_checks", monitor.id), models.CheckList)
         assert isinstance(await call("history.list_incidents", monitor.id), models.IncidentList)
+        incident = await db.fetchval(
+            "INSERT INTO incidents (monitor_id, started_at) VALUES ($1, now()) RETURNING id", monitor.id
+        )
+        assert isinstance(await call("history.get_incident", monitor.id, incident), models.Incident)
+        ack = models.IncidentAcknowledge(note="on it")
+        acked = await call("history.acknowledge_incident", monitor.id, incident, body=ack)
+        assert acked.acknowledged_note == "on it"
         assert isinstance(await call("history.get_uptime", monitor.id), models.Uptime)
         assert isinstance(await call("history.get_stats", monitor.id), models.Stats)
         await call("monitors.delete_monitor", monitor.id, status=204)
@@ -163,6 +171,9 @@ async def test_every_operation_through_the_generated_client(
         )
         assert isinstance(window, models.MaintenanceWindow) and window.recurring.timezone == "Europe/Berlin"
         assert isinstance(await call("maintenance.list_maintenance"), models.MaintenanceWindowList)
+        try_it = models.MaintenancePreview(recurring=schedule)
+        preview = await call("maintenance.preview_maintenance", body=try_it)
+        assert isinstance(preview, models.MaintenancePreviewAnswer) and len(preview.items) == 5
         assert (await call("maintenance.get_maintenance", window.id)).name == "patching"
         changed = await call(
             "maintenance.update_maintenance", window.id, body=models.MaintenancePatch(notify=True)
@@ -185,7 +196,7 @@ async def test_every_operation_through_the_generated_client(
         await call("public.get_status_page_html", "generated")
         await call("public.get_status_page_json", "generated")
         await call("public.get_status_page_feed", "generated")
-        await call("public.get_domain_page", status=404)
+        await call("public.get_domain_page", status=303)  # the dashboard's sign-in
         await call("public.get_status_css")
         await call("public.get_favicon_svg")
         await call("public.get_favicon")

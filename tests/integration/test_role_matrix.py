@@ -39,7 +39,7 @@ RULE_OF: dict[str, tuple[str, str]] = {
     **{op: ("monitors", "read") for op in ("listMonitors", "getMonitor", "listChecks", "listIncidents",
                                            "getUptime", "getStats", "getSummary")},
     **{op: ("monitors", "write") for op in ("createMonitor", "updateMonitor", "deleteMonitor",
-                                            "rotateBadgeToken")},
+                                            "rotateBadgeToken", "testMonitor")},
     **{op: ("channels", "read") for op in ("listChannels", "getChannel")},
     **{op: ("channels", "write") for op in ("createChannel", "updateChannel", "deleteChannel",
                                             "testChannel")},
@@ -54,6 +54,8 @@ RULE_OF: dict[str, tuple[str, str]] = {
     **{op: ("members", "write") for op in ("addMember", "changeMemberRole", "removeMember")},
     "listAudit": ("audit", "read"),
     "createInvitation": ("members", "write"),
+    "getIncident": ("history", "read"),
+    "acknowledgeIncident": ("incidents", "acknowledge"),
 }  # fmt: skip
 # Which object a path's {id} names, by the path's first segment after /api/v1/.
 ID_OF = {"monitors": "monitor", "channels": "channel", "maintenance": "window", "status-pages": "page",
@@ -150,8 +152,13 @@ async def world(api_server: MonitorProcess, db: asyncpg.Connection) -> AsyncIter
             "/api/v1/status-pages",
             {"slug": "roles", "title": "t", "groups": [{"name": "g", "tags": ["prod"]}]},
         )
+        # An open incident of the monitor, for the operations on one (the first to acknowledge
+        # it gets 200, those after it 409).
+        incident = await db.fetchval(
+            "INSERT INTO incidents (monitor_id, started_at) VALUES ($1, now()) RETURNING id", monitor["id"]
+        )
         ids = {"monitor": monitor["id"], "channel": channel, "window": window, "page": page, "key": victim.id,
-               "member": member}  # fmt: skip
+               "member": member, "incident": incident}  # fmt: skip
         yield World(callers, ids)
     finally:
         for client in clients.values():
@@ -187,6 +194,7 @@ async def test_every_operation_answers_each_role_as_its_rule_says(world: World) 
         resource, action = RULE_OF[operation["operationId"]]
         segment = path.split("/")[3]
         url = path.replace("{id}", str(world.ids[ID_OF[segment]])) if "{id}" in path else path
+        url = url.replace("{incident_id}", str(world.ids["incident"]))
         body = _body(operation)
         for name, client in world.callers.items():
             kwargs = {} if body is None else {"json": body}
@@ -205,8 +213,12 @@ async def test_every_operation_answers_each_role_as_its_rule_says(world: World) 
                 ):
                     wrong.append(said)
             elif answer.status in (401, 403) or answer.status >= 500:
-                # This api has no mail server: an invitation it may make cannot be sent.
-                if answer.status != 503 or answer.json["error"]["code"] != "mail_unconfigured":
+                # This api has no mail server: an invitation it may make cannot be sent; nor does
+                # a scheduler run, to try a monitor.
+                if answer.status != 503 or answer.json["error"]["code"] not in (
+                    "mail_unconfigured",
+                    "no_scheduler",
+                ):
                     wrong.append(said)
     assert not wrong, "\n".join(wrong)
 

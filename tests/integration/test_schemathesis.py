@@ -19,26 +19,40 @@ The api process gets its own key (and a spare one, see ``schemathesis_hooks.py``
 limit high enough that 429s do not crowd out real answers, and a DNS server on a closed
 loopback port: every name the fuzzer makes up fails to resolve at once (accepted by
 design: the monitor is created) and no query leaves the machine.
+
+Trial checks (``POST /api/v1/monitors/test``) are answered by a scheduler's own consumer of
+trials whose check is canned (:class:`CannedTrials`): the route is fuzzed whole (validation,
+vetting, the request queued, the answer against its schema) without a 503 ``no_scheduler``
+(a 5xx fails the run) and without a real check, which would dial whatever public address
+the fuzzer makes up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import socket
 import sys
 from collections import Counter
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
+import redis.asyncio as aioredis
 from prometheus_client.parser import text_string_to_metric_families
 from support import ApiClient, FakeSmtp, ProcessFactory, clean_environ
 from support import ensure_account as account_named
+from support.procs import TEST_SECRET_KEY
 
 from monitor.domain import keys as api_keys
+from monitor.models import CheckResult, Failure, MonitorSpec
+from monitor.scheduler.trials import Trials, answer
+from monitor.secrets import SecretBox
 
 HOOKS = Path(__file__).with_name("schemathesis_hooks.py")
 # 66 operations since issue 29 (64 after issue 28, 47 before): each is fuzzed with up to MAX_EXAMPLES cases.
@@ -48,9 +62,18 @@ MAX_EXAMPLES = 100
 # from ids seen in responses: drawing from that finite pool, hypothesis stops an operation
 # once the pool is used up (a dozen DELETEs instead of 100). Real objects are still reached
 # by the coverage and stateful phases, which keep using them.
+#
+# The trial check's body is a monitor's create body, the largest schema, whose coverage phase
+# is already run on createMonitor (the same validation): run again on testMonitor it added a
+# sixth of all requests (2,300) and pushed the run past its time on a busy machine. Its
+# examples, fuzzing and stateful phases still check its answers against the document.
 CONFIG = """
 [phases.fuzzing.extra-data-sources]
 responses = false
+
+[[operations]]
+include-operation-id = "testMonitor"
+phases.coverage.enabled = false
 """
 # The document's own operation: schemathesis does not test the schema it was loaded from.
 UNTESTED = {("GET", "/api/v1/openapi.json")}
@@ -76,6 +99,35 @@ def requests_by_operation(metrics_text: str) -> Counter[tuple[str, str]]:
     return counts
 
 
+class CannedTrials(Trials):
+    """A scheduler's consumer of trial checks whose check is canned: nothing is dialled."""
+
+    async def check(self, row: dict[str, Any]) -> dict[str, Any]:
+        spec = MonitorSpec(0, "trial", row["type"], row["url"] or "", 60.0, 1.0, 1, False)
+        result = CheckResult(0, datetime.now(UTC), ok=False, error="not checked", failure=Failure.CHECKER)
+        return answer(spec, result, 0.0, None)
+
+
+@contextlib.asynccontextmanager
+async def canned_scheduler(db: asyncpg.Connection, redis_url: str) -> AsyncIterator[None]:
+    """A live scheduler's lease, and :class:`CannedTrials` answering the trials."""
+    await db.execute(
+        """INSERT INTO scheduler_members (name, location, host, pid, lease_until)
+           VALUES ('canned', 'default', 'test', 1, now() + interval '1 hour')"""
+    )
+    client = aioredis.Redis.from_url(redis_url, socket_timeout=5)
+    ctx: Any = None  # the canned check uses none
+    trials = CannedTrials(client, SecretBox.from_setting(TEST_SECRET_KEY), ctx, "canned", block_ms=200)
+    task = asyncio.create_task(trials.run())
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await trials.close()
+        await client.aclose()
+
+
 def operations(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {
         (method.upper(), path): operation
@@ -85,7 +137,7 @@ def operations(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]
 
 
 async def test_schemathesis_finds_no_server_error_and_no_schema_violation(
-    db: asyncpg.Connection, procs: ProcessFactory, tmp_path: Path, fake_smtp: FakeSmtp
+    db: asyncpg.Connection, procs: ProcessFactory, tmp_path: Path, fake_smtp: FakeSmtp, redis_url: str
 ) -> None:
     account = await account_named(db)
     own = await api_keys.create_key(db, account, "schemathesis")
@@ -124,15 +176,16 @@ async def test_schemathesis_finds_no_server_error_and_no_schema_violation(
         "--request-timeout", "10", "--workers", "1", "--no-color",
         "--report", "json", "--report-dir", str(reports),
     ]  # fmt: skip
-    proc = await asyncio.create_subprocess_exec(
-        *argv, env=env, cwd=tmp_path, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
-    )
-    try:
-        output, _ = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise AssertionError(f"schemathesis did not finish in {RUN_TIMEOUT:g}s") from None
+    async with canned_scheduler(db, redis_url):
+        proc = await asyncio.create_subprocess_exec(
+            *argv, env=env, cwd=tmp_path, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        )
+        try:
+            output, _ = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            raise AssertionError(f"schemathesis did not finish in {RUN_TIMEOUT:g}s") from None
     text = output.decode(errors="replace")
     assert proc.returncode == 0, f"schemathesis failed (exit {proc.returncode}):\n{text}"
 

@@ -193,6 +193,8 @@ def delivered_alerts(fake: FakeTelegram, *, exclude: Iterable[TelegramRequest] =
 # combined one (its brief), reduced to (name, KIND). Maintenance and network notices name the
 # monitor after "Maintenance for" or name nobody ("").
 _SAID = [
+    # First: its note (after "by <name>: ") may say anything, "DOWN" included.
+    (re.compile(r"^(?P<name>.+?) acknowledged by\b"), "ACKNOWLEDGED"),
     (re.compile(r"^(?P<name>.+?) stopped flapping; now (?P<now>[A-Z]+)"), "STABLE"),
     (re.compile(r"^(?P<name>.+?) (?:is )?still DOWN\b"), "REMIND"),
     (re.compile(r"^(?P<name>.+?) (?:is )?DOWN\b"), "DOWN"),
@@ -211,7 +213,7 @@ _TAG = re.compile(r"<[^>]+>")
 
 def said(text: str | None) -> list[tuple[str, str]]:
     """(monitor name, KIND) of every alert in one message, in order, for every kind of alert:
-    DOWN, REMIND, UP, DEGRADED, DEGRADED_END, FLAPPING, STABLE:<NOW>, MAINTENANCE,
+    DOWN, REMIND, ACKNOWLEDGED, UP, DEGRADED, DEGRADED_END, FLAPPING, STABLE:<NOW>, MAINTENANCE,
     MAINTENANCE_END, NETWORK_DOWN, NETWORK_BACK (name "" for the network ones)."""
     lines = (text or "").split("\n")
     heads = lines[1:] if _COMBINED.match(lines[0]) else lines[:1]

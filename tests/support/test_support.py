@@ -201,6 +201,7 @@ def test_free_port_is_bindable() -> None:
         ("🔴 <b>shop &amp; co</b> is DOWN\nhttps://x/\nCause: HTTP 500", [("shop & co", "DOWN")]),
         ("🔔 <b>shop</b> is still DOWN\nhttps://x/", [("shop", "REMIND")]),
         ("🟢 <b>shop</b> is UP again\nRecovered", [("shop", "UP")]),
+        ("👀 <b>shop</b> acknowledged by Ada\nNote: still DOWN", [("shop", "ACKNOWLEDGED")]),
         ("🟡 <b>shop</b> is DEGRADED\nslow", [("shop", "DEGRADED")]),
         ("🟢 <b>shop</b> is no longer degraded", [("shop", "DEGRADED_END")]),
         ("🟠 <b>shop</b> is FLAPPING", [("shop", "FLAPPING")]),

@@ -382,6 +382,14 @@ UNTIL = "<t:1767268800:f> (<t:1767268800:R>)"  # 2026-01-01T12:00:00Z
             ["Since"],
         ),
         (
+            "acknowledged",
+            {"details": {"acknowledged_by": "Ada **bold**", "note": "on it"}, "at": "2026-01-01T10:30:00Z"},
+            "👀 site 7 acknowledged by Ada \\*\\*bold\\*\\*",
+            discord.BLUE,
+            "**Note:** on it\nDown for **30m**\nReminders of this outage stop; its recovery is still sent",
+            ["Since"],
+        ),
+        (
             "degraded",
             {"details": {"reason": "response time 812 ms above 500 ms"}},
             "🟡 site 7 is DEGRADED",

@@ -526,6 +526,13 @@ CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": "", "incident_
             "#c0392b",
         ),
         (
+            "acknowledged",
+            {"details": {"acknowledged_by": "Ada <ops>", "note": "on it"}, "after_event_id": DOWN_ID},
+            "[ACKNOWLEDGED] <shop> & co (by Ada <ops>)",
+            ["<shop> & co acknowledged by Ada <ops>: on it", "Reminders of this outage stop"],
+            "#2874a6",
+        ),
+        (
             "degraded",
             {"details": {"reason": "certificate expires in 3 days (2026-12-03)"}},
             "[DEGRADED] <shop> & co",

@@ -29,6 +29,7 @@ DETAILS: dict[str, dict[str, Any]] = {
     "down": {},
     "up": {},
     "remind": {"reminder": 2, "reminder_max": 5},
+    "acknowledged": {"acknowledged_by": "Ada Lovelace", "note": "failing over the database"},
     "degraded": {"reason": "response time 812 ms above 500 ms"},
     "degraded_end": {},
     "flapping": {"changes": 7, "window_minutes": 30},
@@ -91,6 +92,17 @@ def event(kind: str = "down", **overrides: Any) -> Event:
             ["Reminder 2 of 5", "Down for 1h (since 2026-01-01 10:00:00 UTC)", "Latest cause: HTTP 503"],
         ),
         (
+            "acknowledged",
+            "info",
+            "👀",
+            "Shop acknowledged by Ada Lovelace",
+            [
+                "Note: failing over the database",
+                "Down for 1h (since 2026-01-01 10:00:00 UTC)",
+                "Reminders of this outage stop; its recovery is still sent",
+            ],
+        ),
+        (
             "degraded",
             "warn",
             "🟡",
@@ -150,6 +162,9 @@ def test_what_each_kind_says(kind: str, level: str, icon: str, title: str, lines
     [
         ("down", {}, "Shop is DOWN: HTTP 503"),
         ("remind", {"reminder": 1, "reminder_max": None}, "Shop is still DOWN: HTTP 503"),
+        ("acknowledged", {"acknowledged_by": "Ada", "note": "on it"}, "Shop acknowledged by Ada: on it"),
+        ("acknowledged", {"acknowledged_by": "Ada"}, "Shop acknowledged by Ada"),
+        ("acknowledged", {}, "Shop acknowledged by someone"),
         ("degraded", {"reason": "certificate expires in 3 days (2026-12-03)"}, None),
         ("flapping_end", {"status": "down"}, "Shop stopped flapping; now DOWN"),
         ("flapping_end", {"status": "degraded"}, "Shop stopped flapping; now DEGRADED"),
@@ -205,6 +220,15 @@ def test_a_down_names_the_monitors_it_covers(covers: list[str], shown: str) -> N
     said = notice(event("down", details={"covers": covers, "note": note}))
     sentences = [plain(line.sentence()) for line in said.lines]
     assert sentences[2:] == [shown, "Alert held while maintenance window 'Nightly' was open"]
+
+
+def test_an_acknowledgement_is_an_outage_s_news_in_short() -> None:
+    said = notice(event("acknowledged"))
+    assert plain(said.brief) == "Shop acknowledged by Ada Lovelace: failing over the database"
+    assert plain(said.state) == "DOWN since 2026-01-01 10:00:00 UTC, acknowledged"
+    assert (said.tag, said.aside, said.incident) == ("ACKNOWLEDGED", "by Ada Lovelace", True)
+    # The gist says the note already: a message that opens with it (an e-mail) leaves it out.
+    assert [line.in_gist for line in said.lines] == [True, False, False]
 
 
 def test_an_up_carries_its_note() -> None:
@@ -265,6 +289,10 @@ def test_tally_and_urgency() -> None:
                 "Reminder 2 of 5",
                 "Down for 1h (since 2026-01-01 10:00:00 UTC)",
             ],
+        ),
+        (
+            "acknowledged",
+            ["👀 <b>Shop</b> acknowledged by Ada Lovelace", "Note: failing over the database", "Down for 1h"],
         ),
         ("degraded", ["🟡 <b>Shop</b> is DEGRADED", "Reason: response time 812 ms above 500 ms"]),
         ("degraded_end", ["🟢 <b>Shop</b> is no longer degraded", "Degraded for 1h"]),

@@ -336,6 +336,15 @@ async def test_send_publishes_json_to_the_server_root_with_the_token() -> None:
             5,
         ),
         (
+            "acknowledged",
+            {"acknowledged_by": "Ada", "note": "on it"},
+            "info",
+            "acknowledged by Ada",
+            "Note: on it",
+            ("eyes",),
+            3,
+        ),
+        (
             "degraded",
             {"reason": "response time 812 ms above 500 ms"},
             "warn",

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
+from unittest.mock import ANY
 
 import pytest
 from pydantic import ValidationError
@@ -270,6 +271,8 @@ CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": None, "inciden
     [
         ("down", {}, "trigger", "monitor-7-incident-3", None),  # the channel's
         ("up", {}, "resolve", "monitor-7-incident-3", None),
+        # Acknowledged here: the open alert is acknowledged there (it stops escalating).
+        ("acknowledged", {"details": {"acknowledged_by": "A"}}, "acknowledge", "monitor-7-incident-3", None),
         ("degraded", {"details": {"reason": "slow"}}, "trigger", "monitor-7-degraded", "warning"),
         ("degraded_end", {"incident_id": 0}, "resolve", "monitor-7-degraded", None),
         ("connectivity_lost", {**CHECKER, "details": {"reason": "no route"}}, "trigger",
@@ -332,6 +335,23 @@ def test_compose_covers_what_is_not_sent_at_once(kinds: list[str], covered: int,
     assert n == covered and [e["event_action"] for e in payload] == sends
 
 
+def test_an_old_acknowledgement_of_an_outage_already_over_is_not_sent() -> None:
+    old = event("acknowledged", at="2025-12-31T00:00:00Z", details={"acknowledged_by": "Ada"})
+    over = event("up", at="2025-12-31T00:05:00Z")
+    assert pagerduty.compose([old, over], max_age=3600, now=NOW) == ([], 1)
+    fresh = event("acknowledged", at=NOW.isoformat(), details={"acknowledged_by": "Ada"})
+    assert pagerduty.compose([fresh, over], max_age=3600, now=NOW)[0] == [
+        {"event_action": "acknowledge", "dedup_key": "monitor-7-incident-3"}
+    ]
+
+
+async def test_an_acknowledgement_is_sent_with_the_routing_key_only() -> None:
+    web = FakeWeb()
+    await pagerduty.deliver(ctx(web), channel(), pagerduty.render(event("acknowledged")))
+    ((_, body, _),) = web.posts
+    assert body == {"event_action": "acknowledge", "dedup_key": "monitor-7-incident-3", "routing_key": ANY}
+
+
 def test_an_old_degradation_already_over_is_not_paged() -> None:
     old = event("degraded", at="2025-12-31T00:00:00Z", details={"reason": "slow"})
     over = event("degraded_end", at="2025-12-31T00:05:00Z", incident_id=0)
@@ -341,7 +361,8 @@ def test_an_old_degradation_already_over_is_not_paged() -> None:
 
 @pytest.mark.parametrize(
     ("kind", "paged"),
-    [("down", True), ("up", True), ("degraded", True), ("remind", False), ("flapping", False),
+    [("down", True), ("up", True), ("degraded", True), ("acknowledged", True), ("remind", False),
+     ("flapping", False),
      ("maintenance_start", False), ("maintenance_end", False), ("flapping_end", False)],
 )  # fmt: skip
 def test_only_the_kinds_it_routes_are_addressed_to_it(kind: str, paged: bool) -> None:

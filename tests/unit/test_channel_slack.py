@@ -347,6 +347,12 @@ CHECKER = {"monitor_id": None, "monitor_name": "", "monitor_url": None, "inciden
             ["Reminder 2 of 5", "*Down for*\n0s", "*Latest cause*\nunexpected status 503"],
         ),
         (
+            "acknowledged",
+            {"details": {"acknowledged_by": "Ada <ops>", "note": "failing over"}},
+            "👀 site 7 acknowledged by Ada &lt;ops&gt;",  # the person's name escaped like any text
+            ["*Note*\nfailing over", "*Down for*\n0s", "Reminders of this outage stop"],
+        ),
+        (
             "degraded",
             {"details": {"reason": "certificate expires in 3 days (2026-12-03)"}},
             "🟡 site 7 is DEGRADED",
@@ -400,7 +406,8 @@ def test_other_kinds(kind: str, overrides: dict[str, Any], header: str, wanted: 
         assert text in found
     # Only events about a monitor link it and name it in a context line.
     assert ("Monitor #7" in found) == ("monitor_id" not in overrides)
-    assert ("incident #107" in found) == (kind == "remind")  # only an outage's events name it
+    # Only an outage's events name it.
+    assert ("incident #107" in found) == (kind in ("remind", "acknowledged"))
     assert ("<https://s7.example/" in found) == ("monitor_id" not in overrides)
     assert payload["text"].startswith(header)
 

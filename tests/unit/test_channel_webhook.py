@@ -330,6 +330,12 @@ CHECKER = {
     ("kind", "overrides", "type_", "about_monitor"),
     [
         ("remind", {"details": {"reminder": 2, "reminder_max": None}}, "monitor.reminder", True),
+        (
+            "acknowledged",
+            {"details": {"acknowledged_by": "Ada", "note": "on it"}, "cause": {}},
+            "incident.acknowledged",
+            True,
+        ),
         ("degraded", {"details": {"reason": "slow"}, "incident_id": 5}, "monitor.degraded", True),
         ("degraded_end", {"incident_id": 5}, "monitor.degraded_end", True),
         ("flapping", {"details": {"changes": 7, "window_minutes": 30}}, "monitor.flapping", True),
@@ -365,7 +371,7 @@ def test_other_kinds_carry_their_type_and_details(
     assert body["details"] == overrides.get("details", {})
     assert (body["monitor"] is not None) == about_monitor
     # Only an outage's events name it; a degradation's record, say, is no incident.
-    assert body["incident_id"] == (11 if kind == "remind" else None)
+    assert body["incident_id"] == (11 if kind in ("remind", "acknowledged") else None)
     if not about_monitor:
         assert body["cause"] is None and body["seq"] is None
 

@@ -80,6 +80,14 @@ class Incident(Out):
     duration_seconds: float = Field(description="so far, for an ongoing incident")
     status_code: int | None
     error: str | None
+    acknowledged_at: datetime | None = Field(
+        description="when someone acknowledged it (its reminders stopped); null: not acknowledged"
+    )
+    acknowledged_by: str | None = Field(
+        description="who did: their display name (else e-mail) as it was then, `API key #<id>` for a "
+        "key no person made, `the operator` for the command line"
+    )
+    acknowledged_note: str | None = Field(description="the note they left (at most 280 characters)")
 
 
 class IncidentList(Out):
