@@ -19,10 +19,9 @@ async def create_window(request: web.Request) -> web.Response:
 
 
 async def preview_schedule(request: web.Request) -> web.Response:
-    """The next spans of a schedule not saved (``maintenance.preview``): a caller of the
-    account, who needs no role to try a rule."""
-    actor(request)
-    return web.json_response({"items": await maintenance.preview(await json_object(request))})
+    """The next spans of a schedule not saved (``maintenance.preview``), for whoever may read
+    the account's windows."""
+    return web.json_response({"items": await maintenance.preview(actor(request), await json_object(request))})
 
 
 async def list_windows(request: web.Request) -> web.Response:

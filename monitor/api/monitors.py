@@ -9,7 +9,7 @@ from aiohttp import web
 from monitor.api.context import DEPS, REDIS
 from monitor.api.guard import actor
 from monitor.api.params import json_object, limit_param, path_id, public_base
-from monitor.domain import monitors, trials
+from monitor.domain import monitor_lists, monitors, trials
 
 
 def _answer(shown: monitors.Versioned, status: int = 200) -> web.Response:
@@ -27,13 +27,17 @@ async def create_monitor(request: web.Request) -> web.Response:
 async def list_monitors(request: web.Request) -> web.Response:
     limit, cursor = limit_param(request), request.query.get("cursor")
     includes = [i for part in request.query.getall("include", []) for i in part.split(",") if i]
-    listed = await monitors.listing(
+    listed = await monitor_lists.listing(
         request.app[DEPS],
         actor(request),
         limit=limit,
         cursor=cursor,
         status=request.query.get("status"),
         tags=request.query.getall("tag", []),
+        q=request.query.get("q"),
+        type_=request.query.get("type"),
+        location=request.query.get("location"),
+        sort=request.query.get("sort", "id"),
         includes=includes,
         base=public_base(request),
     )

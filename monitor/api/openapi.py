@@ -22,11 +22,13 @@ from monitor.api import openapi_setup, openapi_signin, openapi_sso
 from monitor.api import responses as out
 from monitor.api.context import SETTINGS
 from monitor.api.params import MAX_ID
+from monitor.checks import REGISTRY as CHECKS
 from monitor.checks.heartbeat import MAX_BODY_BYTES as MAX_PING_BODY_BYTES
 from monitor.checks.http_settings import DEFAULT_HTTP_MAX_BODY_BYTES
 from monitor.config import Settings
 from monitor.domain.history import BUCKETS
-from monitor.domain.monitors import STATUSES, UPTIME_INCLUDES
+from monitor.domain.monitor_lists import INCLUDES, MAX_QUERY, SORTS
+from monitor.domain.monitors import STATUSES
 from monitor.domain.schemas import channels as chan
 from monitor.domain.schemas import history as past
 from monitor.domain.schemas import incidents as incident_models
@@ -219,11 +221,29 @@ TAG = _query(
     style="form",
     explode=True,
 )
+Q = _query(
+    "q",
+    {"type": "string", "maxLength": MAX_QUERY, "pattern": "^[^\\x00]*$"},
+    "only monitors whose name or target (URL, host) contains this, ignoring case",
+)
+TYPE = _query("type", {"type": "string", "enum": list(CHECKS.kinds)}, "only monitors of this type")
+IN_LOCATION = _query(
+    "location",
+    {"type": "string", "pattern": LOCATION_NAME.pattern},
+    "only monitors checked from this location",
+)
+SORT = _query(
+    "sort",
+    {"type": "string", "enum": list(SORTS), "default": "id"},
+    "order: `id` (oldest first), `name`, `state` (the worst first: down, degraded, waiting, up, paused), "
+    "`last_check` (the most recent first); each pages by keyset",
+)
 STATUS = _query("status", {"type": "string", "enum": list(STATUSES)}, "only this status")
 INCLUDE = _query(
     "include",
-    {"type": "array", "items": {"type": "string", "enum": list(UPTIME_INCLUDES)}},
-    "add each monitor's uptime over these windows",
+    {"type": "array", "items": {"type": "string", "enum": list(INCLUDES)}},
+    "add each monitor's uptime over these windows, or its mean response time of each of the last 24 hours "
+    "(`response_24h`)",
     style="form",
     explode=False,
 )
@@ -313,9 +333,9 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
           "`no_scheduler` when no scheduler answers within the check's timeout and a few seconds)",
           tag="monitors", ok={200: _json(r["TrialResult"], "The check's result.")},
           body=("MonitorCreate", MONITOR_EXAMPLE))
-    b.add("get", "/api/v1/monitors", "listMonitors", "List monitors (by id; keyset pages)", tag="monitors",
-          ok={200: _json(r["MonitorList"], "One page of monitors.")}, errors=(400,),
-          parameters=(LIMIT, CURSOR, TAG, STATUS, INCLUDE))
+    b.add("get", "/api/v1/monitors", "listMonitors", "List monitors (searched, filtered, sorted; keyset)",
+          tag="monitors", ok={200: _json(r["MonitorList"], "One page of monitors.")}, errors=(400,),
+          parameters=(LIMIT, CURSOR, Q, TAG, STATUS, TYPE, IN_LOCATION, SORT, INCLUDE))
     b.add("get", "/api/v1/monitors/{id}", "getMonitor", "Read a monitor", tag="monitors",
           ok={200: _json(r["Monitor"], "The monitor.", ETAG)}, errors=(404,), parameters=(monitor_id,))
     b.add("patch", "/api/v1/monitors/{id}", "updateMonitor",

@@ -53,7 +53,7 @@ def _asset(name: str, content: bytes) -> Asset:
 
 
 # The dashboard's own files (static/), and the vendored ones (static/vendor/, by VENDORED.json).
-OWN = ("dashboard.css", "dashboard.js", "favicon.svg", "chart.js", "monitor_forms.js")
+OWN = ("dashboard.css", "dashboard.js", "favicon.svg", "chart.js", "monitor_forms.js", "overview.js")
 
 
 def load_all() -> tuple[dict[str, Asset], str | None]:

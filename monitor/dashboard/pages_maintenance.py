@@ -184,7 +184,7 @@ async def _save(request: web.Request, viewer: Viewer, window: dict[str, Any] | N
             except RuleError:
                 shown_in = None  # a zone that is not one: the recurring rule's check names it
             schedule: dict[str, Any] = {k: body[k] for k in ("once", "recurring") if k in body}
-            spans = await maintenance.preview({**schedule, "shown_in": shown_in})
+            spans = await maintenance.preview(viewer.actor, {**schedule, "shown_in": shown_in})
             return await _form(request, viewer, Form(values), window=window, preview=spans)
         if window is None:
             made = await maintenance.create(d, viewer.actor, body)

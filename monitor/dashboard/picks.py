@@ -12,7 +12,7 @@ from typing import Any
 
 from multidict import MultiDict
 
-from monitor.domain import monitors
+from monitor.domain import monitor_lists
 from monitor.domain.context import Actor, Deps
 
 SHOWN = 200
@@ -20,7 +20,7 @@ SHOWN = 200
 
 async def choices(deps: Deps, actor: Actor) -> tuple[list[tuple[int, str]], bool]:
     """The first monitors (id, name), and whether there are more."""
-    found = await monitors.listing(deps, actor, limit=SHOWN)
+    found = await monitor_lists.listing(deps, actor, limit=SHOWN)
     return [(m["id"], m["name"]) for m in found["items"]], found["next_cursor"] is not None
 
 

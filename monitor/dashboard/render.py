@@ -20,7 +20,7 @@ from monitor import times
 from monitor.dashboard import assets
 from monitor.dashboard.web import SECURITY, Viewer, is_htmx, theme_of
 from monitor.status.badges import uptime_badge
-from monitor.status.view import duration_text
+from monitor.status.view import duration_text, spark_points
 
 STATUS_TEXT = {
     "up": "Up",
@@ -103,7 +103,9 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(when=when, iso=iso, ago=ago, pct=pct, ms=ms, duration=duration)
-    env.globals.update(asset=asset, integrity=integrity, has_asset=has_asset, status_text=STATUS_TEXT)
+    env.globals.update(
+        asset=asset, integrity=integrity, has_asset=has_asset, status_text=STATUS_TEXT, spark=spark_points
+    )
     return env
 
 

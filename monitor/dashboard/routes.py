@@ -13,6 +13,7 @@ from monitor.dashboard import (
     pages_members,
     pages_monitor,
     pages_monitor_forms,
+    pages_overview,
     pages_profile,
     pages_setup,
     pages_signin,
@@ -33,6 +34,7 @@ AREAS = (
     pages_members,
     pages_maintenance,
     pages_status_pages,
+    pages_overview,
     pages_monitor,
     pages_monitor_forms,
 )

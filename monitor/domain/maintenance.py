@@ -190,13 +190,14 @@ async def delete(deps: Deps, actor: Actor, window_id: int) -> None:
         await audit.record(conn, actor, RESOURCE, "delete", window_id)
 
 
-async def preview(body: Mapping[str, Any], now: datetime | None = None) -> list[dict[str, Any]]:
+async def preview(actor: Actor, body: Mapping[str, Any], now: datetime | None = None) -> list[dict[str, Any]]:
     """The next spans (``count``, from ``now``: the one open now first) of the schedule in
     ``body`` (``MaintenancePreview``: its ``once`` or ``recurring``, as ``create`` takes them),
     checked as ``create`` checks it (the same 422s, naming the same fields); nothing is read or
-    written, so it needs no role. Each span also on the clock of ``shown_in`` (a zone; default
-    the rule's own: UTC for a one-off). For a form that shows what a window would cover before
-    it is saved."""
+    written, but it is for whoever may read the account's windows. Each span also on the clock
+    of ``shown_in`` (a zone; default the rule's own: UTC for a one-off). For a form that shows
+    what a window would cover before it is saved."""
+    authorize(actor, RESOURCE, "read")
     spec = validated(MaintenancePreview, body)
     columns = await _schedule(spec.once, spec.recurring)
     rule = Rule.from_row(columns)

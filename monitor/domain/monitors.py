@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from monitor.checks import REGISTRY as CHECKS
 from monitor.checks import Check
 from monitor.checks.heartbeat import new_token
-from monitor.domain import audit, paging
+from monitor.domain import audit
 from monitor.domain.context import Actor, Deps
 from monitor.domain.errors import DomainError, from_validation, not_found
 from monitor.domain.locations import drop_removed, location_status
@@ -38,11 +38,9 @@ from monitor.domain.monitor_types import (
     whole,
 )
 from monitor.domain.roles import authorize
-from monitor.domain.schemas.common import TAG
 from monitor.domain.schemas.locations import patch_problem
 from monitor.domain.schemas.monitors import PATCH_BODIES, MonitorCreate, check_timeout, validate_create
 from monitor.domain.status_pages import BADGE_PATH
-from monitor.domain.uptime import uptimes
 from monitor.domain.versions import etag, if_match
 from monitor.secrets import SECRET_VIEW
 from monitor.times import rfc3339_or_none as rfc3339
@@ -215,62 +213,6 @@ async def create(deps: Deps, actor: Actor, body: Mapping[str, Any], *, base: str
     return await _versioned(deps.pool, row, base)
 
 
-async def listing(
-    deps: Deps,
-    actor: Actor,
-    *,
-    limit: int = paging.DEFAULT_LIMIT,
-    cursor: str | None = None,
-    status: str | None = None,
-    tags: Sequence[str] = (),
-    includes: Sequence[str] = (),
-    base: str = "",
-) -> dict[str, Any]:
-    """A page of the account's monitors, of one ``status`` and carrying all of ``tags`` if given,
-    each with its uptime over the windows ``includes`` names (``UPTIME_INCLUDES``)."""
-    authorize(actor, RESOURCE, "read")
-    paging.check_limit(limit)
-    after = paging.decode_cursor(cursor, (int,))
-    if status is not None and status not in STATUSES:
-        raise DomainError(400, "invalid", f"status: one of {', '.join(STATUSES)}", "status")
-    # Only a well-formed tag can match (and PostgreSQL refuses a NUL in a text parameter).
-    bad = next((t for t in tags if not TAG.match(t)), None)
-    if bad is not None:
-        raise DomainError(400, "invalid", f"tag: {bad!r} is not a tag (letters, digits and _.:-)", "tag")
-    unknown = [i for i in includes if i not in UPTIME_INCLUDES]
-    if unknown:
-        raise DomainError(
-            400, "invalid", f"include: unknown {unknown[0]!r} (uptime_24h|7d|30d|90d)", "include"
-        )
-    rows = await deps.pool.fetch(
-        SELECT
-        + """ WHERE m.account_id = $1 AND m.id > $2
-              AND ($3::text[] = '{}' OR m.tags @> $3::text[])
-              AND ($4::text IS NULL
-                   OR ($4 = 'paused' AND m.paused)
-                   OR (NOT m.paused AND coalesce(s.status, 'unknown') = $4))
-              ORDER BY m.id LIMIT $5""",
-        actor.account_id,
-        after[0] if after else 0,
-        list(tags),
-        status,
-        limit + 1,
-    )
-    page, next_cursor = paging.next_page(rows, limit)
-    items = [render(r, base) for r in page]
-    if includes and page:
-        async with deps.pool.acquire() as conn:
-            now = await conn.fetchval("SELECT now()")
-            for include in dict.fromkeys(includes):
-                start = now - UPTIME_INCLUDES[include]
-                figures = await uptimes(conn, [(r["id"], r["created_at"]) for r in page], start, now, now)
-                for item in items:
-                    u = figures[item["id"]]
-                    item[include] = {"uptime_percent": u.percent, "downtime_seconds": u.downtime_seconds,
-                                     "degraded_seconds": u.degraded_seconds, "checks": u.checks}  # fmt: skip
-    return {"items": items, "next_cursor": next_cursor}
-
-
 async def get(deps: Deps, actor: Actor, monitor_id: int, *, base: str = "") -> Versioned:
     authorize(actor, RESOURCE, "read")
     return await _versioned(deps.pool, await owned(deps.pool, actor, monitor_id), base)
@@ -365,20 +307,43 @@ async def delete(deps: Deps, actor: Actor, monitor_id: int) -> None:
     no more."""
     authorize(actor, RESOURCE, "write")
     async with deps.pool.acquire() as conn, conn.transaction():
-        deleted = await conn.fetchval(
-            "DELETE FROM monitors WHERE id = $1 AND account_id = $2 RETURNING id",
-            monitor_id,
-            actor.account_id,
-        )
-        if deleted is None:
-            raise not_found(WHAT)
-        await audit.record(conn, actor, RESOURCE, "delete", deleted)
-        # Its dependants depend on it no more (their scheduler reloads them: updated_at moves).
+        await delete_in(conn, actor, monitor_id)
+
+
+async def delete_in(conn: asyncpg.Connection, actor: Actor, monitor_id: int) -> None:
+    """``delete``'s work in the caller's transaction (the caller has authorised the actor)."""
+    deleted = await conn.fetchval(
+        "DELETE FROM monitors WHERE id = $1 AND account_id = $2 RETURNING id", monitor_id, actor.account_id
+    )
+    if deleted is None:
+        raise not_found(WHAT)
+    await audit.record(conn, actor, RESOURCE, "delete", deleted)
+    # Its dependants depend on it no more (their scheduler reloads them: updated_at moves).
+    await conn.execute(
+        """UPDATE monitors SET depends_on = array_remove(depends_on, $1), updated_at = clock_timestamp()
+           WHERE $1 = ANY(depends_on)""",
+        deleted,
+    )
+
+
+async def set_paused_in(conn: asyncpg.Connection, actor: Actor, monitor_id: int, paused: bool) -> None:
+    """An ``update`` of ``paused`` alone, in the caller's transaction (the caller has authorised
+    the actor): the row locked, the pause begun or ended, audited as that update is."""
+    current = await conn.fetchrow(
+        "SELECT id, paused FROM monitors WHERE id = $1 AND account_id = $2 FOR UPDATE",
+        monitor_id,
+        actor.account_id,
+    )
+    if current is None:
+        raise not_found(WHAT)
+    if current["paused"] != paused:
         await conn.execute(
-            """UPDATE monitors SET depends_on = array_remove(depends_on, $1), updated_at = clock_timestamp()
-               WHERE $1 = ANY(depends_on)""",
-            deleted,
+            "UPDATE monitors SET paused = $2, updated_at = clock_timestamp() WHERE id = $1",
+            monitor_id,
+            paused,
         )
+        await _pause(conn, monitor_id, paused)
+    await audit.record(conn, actor, RESOURCE, "update", monitor_id, ["paused"])
 
 
 # -- what the operations check and store ----------------------------------------------------------

@@ -10,7 +10,7 @@ import asyncpg
 import pytest
 from support.domain import Callers, callers_fixture, count, deps_fixture  # noqa: F401
 
-from monitor.domain import history, monitors, pings, summary
+from monitor.domain import history, monitor_lists, monitors, pings, summary
 from monitor.domain.context import Actor, Deps
 from monitor.domain.errors import DomainError
 
@@ -33,7 +33,7 @@ async def test_a_monitor_is_made_read_listed_changed_and_deleted(
     assert made.monitor["maintenance"] == []  # the answers about one monitor carry its windows
     read = await monitors.get(deps, callers.owner, monitor_id, base="https://status.example.test")
     assert read == made
-    listed = await monitors.listing(deps, callers.owner, includes=["uptime_24h"])
+    listed = await monitor_lists.listing(deps, callers.owner, includes=["uptime_24h"])
     assert [m["id"] for m in listed["items"]] == [monitor_id] and listed["next_cursor"] is None
     assert listed["items"][0]["uptime_24h"]["checks"] == 0 and "maintenance" not in listed["items"][0]
 
@@ -76,8 +76,14 @@ async def test_a_listing_judges_its_filters(deps: Deps, callers: Callers) -> Non
         ({"tags": ["no spaces"]}, "tag"),
         ({"includes": ["uptime_1y"]}, "include"),
         ({"cursor": "not-a-cursor"}, "cursor"),
+        ({"q": "x" * 201}, "q"),
+        ({"q": "nul\x00"}, "q"),
+        ({"type_": "pigeon"}, "type"),
+        ({"location": "no spaces"}, "location"),
+        ({"sort": "sideways"}, "sort"),
+        ({"sort": "name", "cursor": "WzFd"}, "cursor"),  # an id cursor ([1]) given to the name sort
     ):
-        error = await refused(monitors.listing(deps, callers.owner, **given))
+        error = await refused(monitor_lists.listing(deps, callers.owner, **given))
         assert (error.status, error.field) == (400, field), error.message
 
 
@@ -100,7 +106,7 @@ async def test_another_accounts_monitor_and_its_history_are_not_found(deps: Deps
     ):
         error = await refused(call)
         assert (error.status, error.message) == (404, "monitor not found")
-    assert (await monitors.listing(deps, callers.other))["items"] == []
+    assert (await monitor_lists.listing(deps, callers.other))["items"] == []
     assert (await summary.summary(deps, callers.other))["monitors"] == 0
 
 
@@ -134,7 +140,7 @@ async def test_who_only_receives_alerts_reads_nothing(deps: Deps, callers: Calle
     notify = Actor(callers.owner.account_id, role="notify")
     for call in (
         monitors.get(deps, notify, monitor_id),
-        monitors.listing(deps, notify),
+        monitor_lists.listing(deps, notify),
         summary.summary(deps, notify),
         *history_reads(deps, notify, monitor_id),
     ):

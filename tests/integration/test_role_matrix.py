@@ -43,7 +43,7 @@ RULE_OF: dict[str, tuple[str, str]] = {
     **{op: ("channels", "read") for op in ("listChannels", "getChannel")},
     **{op: ("channels", "write") for op in ("createChannel", "updateChannel", "deleteChannel",
                                             "testChannel")},
-    **{op: ("maintenance", "read") for op in ("listMaintenance", "getMaintenance")},
+    **{op: ("maintenance", "read") for op in ("listMaintenance", "getMaintenance", "previewMaintenance")},
     **{op: ("maintenance", "write") for op in ("createMaintenance", "updateMaintenance",
                                                "deleteMaintenance")},
     **{op: ("status_pages", "read") for op in ("listStatusPages", "getStatusPage")},

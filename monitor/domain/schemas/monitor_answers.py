@@ -133,13 +133,21 @@ class UptimeFigures(Out):
     checks: int
 
 
+class HourResponse(Out):
+    hour: datetime = Field(description="the hour's start")
+    avg_ms: float = Field(description="mean response time of the hour's successful checks")
+
+
 class MonitorListItem(Monitor):
-    """A monitor, with the uptime windows asked for by ``?include=``."""
+    """A monitor, with the uptime windows (and hourly response times) asked for by ``?include=``."""
 
     uptime_24h: UptimeFigures | SkipJsonSchema[None] = None
     uptime_7d: UptimeFigures | SkipJsonSchema[None] = None
     uptime_30d: UptimeFigures | SkipJsonSchema[None] = None
     uptime_90d: UptimeFigures | SkipJsonSchema[None] = None
+    response_24h: list[HourResponse] | SkipJsonSchema[None] = Field(
+        None, description="each of the last 24 hours with a successful check, oldest first"
+    )
 
 
 class MonitorList(Out):
