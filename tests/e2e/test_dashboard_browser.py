@@ -24,11 +24,13 @@ two minutes, most of it that minute and the tour.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import shutil
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -51,6 +53,7 @@ from support import (
 from support import dashboard_browser as ui
 from support.browser import Browser, chromium
 from support.people import COOKIE, make_user
+from support.status_data import hours_of_checks
 from support.waiting import wait_for
 
 from monitor import db as monitor_db
@@ -152,6 +155,7 @@ async def stack(
         for name in ("Payments", "Billing"):
             made_one = await api.create_monitor(name=name, url=target.url(f"/{name.lower()}"), **nagging)
             monitors[name] = made_one["id"]
+        await _add_a_day(db, monitors)
         for name in ("Payments", "Billing"):
             one = monitors[name]
             await wait_for(lambda: _checked_ok(db, one), timeout=DEADLINE, message=f"{name} is up")  # noqa: B023
@@ -250,15 +254,9 @@ async def test_the_overview_shows_a_monitor_going_down_without_a_reload(stack: S
     await stack.as_owner()
     shop = stack.monitors["Web shop"]
     await wait_for(lambda: _status(stack, shop, "up"), timeout=DEADLINE, message="Web shop is up")
-    row = f'a[href="/monitors/{shop}"]'
 
     def row_state(b: Browser) -> str:
-        found = b.script(
-            "const a = document.querySelector(arguments[0]); const tr = a && a.closest('tr');"
-            "return tr ? tr.querySelector('.state').textContent.trim() : null",
-            row,
-        )
-        return str(found or "")
+        return ui.row_state(b, shop)
 
     def prepare() -> None:
         b = stack.browser
@@ -447,6 +445,17 @@ async def test_every_page_at_a_phone_and_a_wide_screen_in_light_and_dark(stack: 
         return all([await _status(stack, mid, status) for mid, status in expected.items()])
 
     await wait_for(as_expected, timeout=DEADLINE, message=f"the monitors' states are {expected}")
+    shown = {mid: status.capitalize() for mid, status in expected.items()}
+
+    def overview_as_expected() -> None:
+        stack.browser.driver.get(stack.base_url + "/")
+        stack.browser.wait_until(
+            lambda b: all(ui.row_state(b, mid) == text for mid, text in shown.items()),
+            timeout=DEADLINE,
+            message=f"the overview shows {shown}",
+        )
+
+    await asyncio.to_thread(overview_as_expected)
     tour = ui.Tour(list(stack.first_visit.shots), list(stack.first_visit.problems))
     missing = []
     started = time.monotonic()
@@ -476,6 +485,20 @@ async def test_every_page_at_a_phone_and_a_wide_screen_in_light_and_dark(stack: 
         overview = next(s for s in tour.shots if (s.page, s.width, s.scheme) == ("overview", 1280, "light"))
         shutil.copyfile(overview.path, DOCS_SCREENSHOT)
         print(f"README screenshot: {DOCS_SCREENSHOT.relative_to(REPO)}")
+
+
+async def _add_a_day(db: asyncpg.Connection, monitors: dict[str, int]) -> None:
+    """The 24 hours before this one, as hourly rollups, for the overview's sparklines and
+    uptime and the monitor's page: latencies that wander, Checkout down for its last 3 hours."""
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    for i, (name, monitor_id) in enumerate(monitors.items()):
+        await db.execute(
+            "UPDATE monitors SET created_at = $2 WHERE id = $1", monitor_id, now - timedelta(days=1)
+        )
+        for h in range(24, 0, -1):
+            latency = 60.0 + 25 * i + 30 * math.sin((h + 3 * i) / 3)
+            up = 0 if name == "Checkout" and h <= 3 else None
+            await hours_of_checks(db, monitor_id, [now - timedelta(hours=h)], up=up, latency_ms=latency)
 
 
 async def _checked_ok(db: asyncpg.Connection, monitor_id: int) -> bool:

@@ -53,6 +53,17 @@ def heading(browser: Browser) -> str:
     return found[0] if found else ""
 
 
+def row_state(browser: Browser, monitor_id: int) -> str:
+    """The state the overview's row of a monitor says ("Up", "Down"...); "" without the row."""
+    found = browser.script(
+        "const a = document.querySelector(`main a[href='/monitors/${arguments[0]}']`);"
+        "const tr = a && a.closest('tr'); const st = tr && tr.querySelector('.state');"
+        "return st ? st.textContent.trim() : null",
+        monitor_id,
+    )
+    return str(found or "")
+
+
 def errors_shown(browser: Browser) -> list[str]:
     """The error messages the page shows (a form's, next to their fields)."""
     return [t for t in texts(browser, ".error-text") if t]
