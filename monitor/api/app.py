@@ -35,6 +35,7 @@ from monitor.api.context import DEPS, POOL, REDIS, RESOLVER, SECRET_BOX, SETTING
 from monitor.api.errors import ApiError, error_response, render_error
 from monitor.config import Settings
 from monitor.dashboard import routes as dashboard
+from monitor.dashboard import views as dashboard_views
 from monitor.domain.context import Deps
 from monitor.domain.pings import PingDesk
 from monitor.keys import TRIAL_WAIT_MAX_SECONDS
@@ -83,10 +84,15 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except web.HTTPRequestEntityTooLarge:
         return error_response(413, "too_large", f"request body exceeds {MAX_BODY_BYTES} bytes")
     except web.HTTPMethodNotAllowed as exc:
-        response = error_response(405, "method_not_allowed", f"{request.method} is not allowed here")
+        if dashboard_views.wants_page(request):
+            response = dashboard_views.not_allowed(request)
+        else:
+            response = error_response(405, "method_not_allowed", f"{request.method} is not allowed here")
         response.headers["Allow"] = ",".join(sorted(exc.allowed_methods))
         return response
     except web.HTTPNotFound:
+        if dashboard_views.wants_page(request):
+            return dashboard_views.not_found(request)
         return error_response(404, "not_found", "no such endpoint")
     except web.HTTPException as exc:
         if exc.status < 400:

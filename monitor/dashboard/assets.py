@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 from monitor.dashboard import vendored
-from monitor.status.bodies import Body, body
+from monitor.status import assets as status_assets
+from monitor.status.bodies import body
 
 PREFIX = "/static/dashboard/"
 TYPES = {
@@ -28,28 +29,19 @@ TYPES = {
 
 
 @dataclass(frozen=True)
-class Asset:
-    name: str  # its path under static/
-    body: Body
-    integrity: str  # Subresource Integrity: sha384 of the bytes
+class Asset(status_assets.Asset):
+    """A static file as the public side serves one (its path, its body, its versioned URL), with
+    its name under static/ and its Subresource Integrity (sha384 of the bytes)."""
 
-    @property
-    def path(self) -> str:
-        return PREFIX + self.name
-
-    @property
-    def version(self) -> str:
-        return self.body.etag.strip('"')
-
-    @property
-    def url(self) -> str:
-        return f"{self.path}?v={self.version}"
+    name: str = ""
+    integrity: str = ""
 
 
 def _asset(name: str, content: bytes) -> Asset:
     suffix = name[name.rfind(".") :]
     digest = base64.b64encode(hashlib.sha384(content).digest()).decode()
-    return Asset(name, body(content, TYPES[suffix], codings=("br", "gzip"), best=True), f"sha384-{digest}")
+    made = body(content, TYPES[suffix], codings=("br", "gzip"), best=True)
+    return Asset(PREFIX + name, made, name=name, integrity=f"sha384-{digest}")
 
 
 # The dashboard's own files (static/), and the vendored ones (static/vendor/, by VENDORED.json).

@@ -1,10 +1,12 @@
-"""A channel kind's settings as form fields, read from its pydantic model's JSON schema, so a
-kind added to ``monitor.channels`` gets its form without a template of its own.
+"""A channel kind's settings as form fields, read from its pydantic model's JSON schema by the
+monitor forms' walker (``schema_form``), so a kind added to ``monitor.channels`` gets its form
+without a template of its own.
 
 Each property of the kind's ``config`` model becomes one field named ``config.<property>`` (the
 name a domain error gives, so the message lands next to it): a string is a text input (a
 password input when the kind names it a secret or the schema says ``format: password``), an
-integer a number input, an ``enum`` a select, a list of strings a textarea of one item a line,
+integer a number input, an ``enum`` a select, a list of strings a textarea of one item a line
+(or comma-separated),
 a map of strings (extra headers) a textarea of ``Name: value`` lines. An optional field left
 empty is left out (the model's default applies).
 
@@ -21,10 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from monitor.channels.base import ChannelKind
+from monitor.dashboard import schema_form
 
 PREFIX = "config."
 # An edit form's checkbox beside an optional secret: remove the stored value.
 CLEAR = ".clear"
+# The widgets the channel form draws; any other (a URL, a long text, a JSON value) is a text input.
+WIDGETS = frozenset({"text", "password", "number", "select", "lines", "pairs"})
 
 
 @dataclass(frozen=True)
@@ -42,56 +47,29 @@ class Field:
     maximum: int | None = None
 
 
-def _branch(schema: Mapping[str, Any]) -> tuple[Mapping[str, Any], bool]:
-    """The schema without its ``null`` branch, and whether null was allowed."""
-    options = schema.get("anyOf")
-    if not options:
-        return schema, False
-    real = [o for o in options if o.get("type") != "null"]
-    return (real[0] if len(real) == 1 else {"type": "string"}), len(real) < len(options)
-
-
-def _widget(schema: Mapping[str, Any], secret: bool) -> str:
-    kind = schema.get("type")
-    if "enum" in schema:
-        return "select"
-    if kind == "integer":
-        return "number"
-    if kind == "array":
-        return "lines"
-    if kind == "object":
-        return "pairs"
-    if secret or schema.get("format") == "password":
-        return "password"
-    return "text"
+def _bound(attrs: Mapping[str, str], name: str) -> int | None:
+    return int(float(attrs[name])) if name in attrs else None
 
 
 def fields(kind: ChannelKind) -> list[Field]:
-    schema = kind.config.model_json_schema()
-    required = set(schema.get("required", ()))
+    """The kind's config model walked as a monitor type's is (``schema_form``: the same labels,
+    hints, widgets and secrets), named ``config.<property>``."""
     found = []
-    for prop, raw in schema.get("properties", {}).items():
-        inner, _nullable = _branch(raw)
-        secret = prop in kind.secrets or inner.get("format") == "password"
-        widget = _widget(inner, secret)
-        hint = raw.get("description") or inner.get("description") or ""
-        if widget == "lines":
-            hint = (hint + "; " if hint else "") + "one a line"
-        elif widget == "pairs":
-            hint = (hint + "; " if hint else "") + "one 'Name: value' a line"
+    for f in schema_form.fields_of(kind.config.model_json_schema(), secrets=kind.secrets):
+        widget = f.widget if f.widget in WIDGETS else "text"
         found.append(
             Field(
-                name=PREFIX + prop,
-                prop=prop,
-                label=raw.get("title") or prop.replace("_", " ").capitalize(),
-                hint=hint,
-                widget=widget,
-                required=prop in required,
-                secret=secret,
-                options=tuple((str(v), str(v)) for v in inner.get("enum", ())),
-                default=raw.get("default"),
-                minimum=inner.get("minimum"),
-                maximum=inner.get("maximum"),
+                name=PREFIX + f.name,
+                prop=f.name,
+                label=f.label,
+                hint=f.hint,
+                widget="password" if f.secret and widget == "text" else widget,
+                required=f.required,
+                secret=f.secret,
+                options=f.options,
+                default=f.default,
+                minimum=_bound(f.attrs, "min"),
+                maximum=_bound(f.attrs, "max"),
             )
         )
     return found
@@ -103,8 +81,8 @@ def _value(field: Field, text: str) -> Any:
             return int(text)
         except ValueError:
             return text  # the model says what is wrong with it, next to the field
-    if field.widget == "lines":
-        return [line.strip() for line in text.splitlines() if line.strip()]
+    if field.widget == "lines":  # one per line or comma-separated, as a monitor form's
+        return [item.strip() for item in schema_form.SPLIT.split(text) if item.strip()]
     if field.widget == "pairs":
         pairs: dict[str, str] = {}
         for line in text.splitlines():

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from monitor.checks import REGISTRY as CHECKS
+from monitor.checks.http_stored import is_secret_header
 from monitor.dashboard import schema_body, schema_form
 from monitor.dashboard.schema_form import Field
 from monitor.domain.schemas.monitors import CREATE_BODIES
+from monitor.secrets import MASK
 
 FIRST = ("name",)
 THEN = ("interval_seconds", "timeout_seconds", "tags", "channel_ids")
@@ -136,3 +138,25 @@ def posted(form: Any) -> dict[str, Any]:
         got = form.getall(key)
         out[key] = got if len(got) > 1 or key == "channel_ids" else got[0]
     return out
+
+
+def masked(all_fields: Sequence[Field], values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` to show again, with the secret headers' values of a secret ``Name: value``
+    field as ``MASK`` (as a read of the monitor shows them: sent back on an edit, the stored
+    value is kept; on a new form, the domain asks for the value again). A password field is
+    never filled (``schema_body``); this is the same rule for the headers typed."""
+    out = dict(values)
+    for f in _leaves(all_fields):
+        text = out.get(f.name)
+        if f.widget != "pairs" or not f.secret or not isinstance(text, str):
+            continue
+        lines = []
+        for line in text.splitlines():
+            name, colon, _ = line.partition(":")
+            lines.append(f"{name}: {MASK}" if colon and is_secret_header(name.strip()) else line)
+        out[f.name] = "\n".join(lines)
+    return out
+
+
+def _leaves(all_fields: Sequence[Field]) -> list[Field]:
+    return [leaf for f in all_fields for leaf in ([f, *_leaves(f.children)] if f.widget == "group" else [f])]

@@ -17,19 +17,16 @@ from monitor.channels.base import ChannelKind
 from monitor.dashboard import channel_form, render
 from monitor.dashboard.forms import Form, failed
 from monitor.dashboard.views import page
-from monitor.dashboard.web import Viewer, back, deps, form_data
+from monitor.dashboard.web import Viewer, back, deps, form_data, path_id
 from monitor.domain import channels
-from monitor.domain.errors import DomainError, not_found
+from monitor.domain.errors import DomainError
 from monitor.secrets import MASK
 
 PAGE_SIZE = 100
 
 
 def _id(request: web.Request) -> int:
-    try:
-        return int(request.match_info["channel_id"])
-    except ValueError:
-        raise not_found("channel") from None
+    return path_id(request, "channel_id", "channel")
 
 
 def _kind(name: str) -> ChannelKind:

@@ -13,10 +13,10 @@ from aiohttp import web
 from monitor.dashboard import render
 from monitor.dashboard.forms import Form, failed
 from monitor.dashboard.views import page
-from monitor.dashboard.web import Viewer, back, deps, form_data
+from monitor.dashboard.web import Viewer, back, deps, form_data, path_id
 from monitor.domain import keys
 from monitor.domain.context import ROLES
-from monitor.domain.errors import DomainError, not_found
+from monitor.domain.errors import DomainError
 from monitor.domain.roles import rank
 
 PAGE_SIZE = 100
@@ -66,10 +66,7 @@ async def create(request: web.Request, viewer: Viewer) -> web.StreamResponse:
 
 
 async def revoke(request: web.Request, viewer: Viewer) -> web.StreamResponse:
-    try:
-        key_id = int(request.match_info["key_id"])
-    except ValueError:
-        raise not_found("key") from None
+    key_id = path_id(request, "key_id", "key")
     await keys.revoke(deps(request), viewer.actor, key_id)
     return back("/keys?done=revoked")
 

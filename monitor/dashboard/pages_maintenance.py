@@ -24,9 +24,9 @@ from multidict import MultiDict
 from monitor.dashboard import picks, render
 from monitor.dashboard.forms import Form, failed
 from monitor.dashboard.views import page
-from monitor.dashboard.web import Viewer, back, deps, form_data
+from monitor.dashboard.web import Viewer, back, deps, form_data, path_id
 from monitor.domain import maintenance
-from monitor.domain.errors import DomainError, not_found
+from monitor.domain.errors import DomainError
 from monitor.maintenance import RuleError, to_local, to_utc, zone
 from monitor.times import rfc3339
 
@@ -44,10 +44,7 @@ def zones() -> tuple[str, ...]:
 
 
 def _id(request: web.Request) -> int:
-    try:
-        return int(request.match_info["window_id"])
-    except ValueError:
-        raise not_found("maintenance window") from None
+    return path_id(request, "window_id", "maintenance window")
 
 
 def _instant(text: str, tz_name: str) -> str:

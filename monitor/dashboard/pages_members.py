@@ -16,9 +16,9 @@ from monitor.dashboard import render
 from monitor.dashboard.forms import Form, failed
 from monitor.dashboard.pages_keys import roles_up_to
 from monitor.dashboard.views import page
-from monitor.dashboard.web import Viewer, back, deps, form_data
+from monitor.dashboard.web import Viewer, back, deps, form_data, path_id
 from monitor.domain import invitations, members
-from monitor.domain.errors import DomainError, not_found
+from monitor.domain.errors import DomainError
 from monitor.domain.roles import rank
 from monitor.web.keys import MAILER, SETTINGS
 
@@ -31,10 +31,7 @@ NOTICES = {
 
 
 def _user(request: web.Request) -> int:
-    try:
-        return int(request.match_info["user_id"])
-    except ValueError:
-        raise not_found("member") from None
+    return path_id(request, "user_id", "member")
 
 
 async def _list(

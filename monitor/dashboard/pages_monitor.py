@@ -19,7 +19,7 @@ from aiohttp import web
 from monitor.dashboard import render
 from monitor.dashboard.forms import Form, failed
 from monitor.dashboard.views import page
-from monitor.dashboard.web import Viewer, back, deps, form_data, headers
+from monitor.dashboard.web import Viewer, back, deps, form_data, headers, path_id
 from monitor.domain import charts, history, incidents, monitors
 from monitor.domain.errors import DomainError
 from monitor.status.render import bars
@@ -44,10 +44,7 @@ def can_acknowledge(viewer: Viewer) -> bool:
 
 
 def monitor_id_of(request: web.Request, name: str = "id") -> int:
-    raw = request.match_info[name]
-    if len(raw) > 18:
-        raise DomainError(404, "not_found", "monitor not found")
-    return int(raw)
+    return path_id(request, name, "incident" if name == "incident_id" else "monitor")
 
 
 def spark(items: list[dict[str, Any]], key: str, top: float) -> str:

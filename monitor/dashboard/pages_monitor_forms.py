@@ -22,7 +22,7 @@ from monitor.checks import REGISTRY as CHECKS
 from monitor.dashboard import monitor_form, render, schema_body
 from monitor.dashboard.forms import Form, failed
 from monitor.dashboard.views import page
-from monitor.dashboard.web import Viewer, back, check_csrf, deps, form_data, safe_next
+from monitor.dashboard.web import Viewer, back, check_csrf, deps, form_data, path_id, safe_next
 from monitor.db import UNAVAILABLE as DB_UNAVAILABLE
 from monitor.domain import channels, csrf, monitors, trials
 from monitor.domain.errors import DomainError
@@ -74,7 +74,7 @@ def _show(
 ) -> web.Response:
     fields = monitor_form.fields(kind, choices, editing=monitor is not None)
     rows = monitor_form.rows_for(fields, values, posted, more)
-    shown = monitor_form.with_blank_rows(fields, values, rows)
+    shown = monitor_form.with_blank_rows(fields, monitor_form.masked(fields, values), rows)
     form = failed(shown, error, monitor_form.names(fields)) if error else Form(shown)
     session_id = request.cookies.get(COOKIE, "")
     response = render.page(
@@ -178,7 +178,7 @@ async def test_now(request: web.Request, viewer: Viewer) -> web.StreamResponse:
 
 
 def _id(request: web.Request) -> int:
-    return int(request.match_info["id"])
+    return path_id(request, "id", "monitor")
 
 
 async def edit_form(request: web.Request, viewer: Viewer) -> web.StreamResponse:

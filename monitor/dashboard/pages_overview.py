@@ -82,6 +82,8 @@ async def overview(request: web.Request, viewer: Viewer) -> web.StreamResponse:
             raise
         found, error = {"items": [], "next_cursor": None}, exc
     kept = {k: v for k, v in f.items() if v}
+    # The guided start, on the whole page only (a poll of the list does not ask).
+    steps = None if is_htmx(request) else await summary.first_steps(d, viewer.actor)
     return render.page(
         request,
         viewer,
@@ -101,6 +103,8 @@ async def overview(request: web.Request, viewer: Viewer) -> web.StreamResponse:
         etag=etag,
         here=request.path_qs,
         link=_link,
+        steps=steps,
+        welcome="welcome" in request.query,
     )
 
 

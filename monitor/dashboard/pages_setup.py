@@ -36,7 +36,7 @@ async def setup_post(request: web.Request) -> web.StreamResponse:
     form = await form_data(request)
     values = {name: form.get(name, "") for name in FIELDS}
     origin = request.headers.get("Origin")
-    if origin is not None and (origin == "null" or csrf.origin_of(origin) != cookie.site(request)):
+    if origin is not None and not csrf.same_site(origin, cookie.site(request)):
         error = DomainError(403, "csrf", "the form was sent from another site")
         return _again(request, values, error)
     try:

@@ -11,24 +11,29 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from monitor import logging as mlog
 from monitor.dashboard import render
-from monitor.dashboard.views import page
+from monitor.dashboard.views import error_page, page, unavailable
 from monitor.dashboard.web import (
     ACCOUNT_COOKIE,
     THEME_COOKIE,
     THEMES,
     Viewer,
     back,
+    check_csrf,
     deps,
     form_data,
     safe_next,
     viewer_of,
 )
+from monitor.db import UNAVAILABLE as DB_UNAVAILABLE
 from monitor.domain import csrf, first_run, signin
 from monitor.domain.errors import DomainError
+from monitor.domain.session_ids import COOKIE
 from monitor.web import cookie as sessions
 from monitor.web.keys import SETTINGS
 
+log = mlog.get(__name__)
 YEAR = 365 * 86400
 
 
@@ -65,7 +70,7 @@ async def signin_post(request: web.Request) -> web.StreamResponse:
     form = await form_data(request)
     next_path = safe_next(form.get("next"))
     origin = request.headers.get("Origin")
-    if origin is not None and (origin == "null" or csrf.origin_of(origin) != sessions.site(request)):
+    if origin is not None and not csrf.same_site(origin, sessions.site(request)):
         return _form(request, next_path, {}, DomainError(403, "csrf", "the form was sent from another site"))
     body = {"email": form.get("email", ""), "password": form.get("password", "")}
     for name in ("totp", "recovery_code"):
@@ -80,10 +85,24 @@ async def signin_post(request: web.Request) -> web.StreamResponse:
     return response
 
 
-async def signout(request: web.Request, viewer: Viewer) -> web.StreamResponse:
-    await signin.sign_out(deps(request), viewer.session)
+async def signout(request: web.Request) -> web.StreamResponse:
+    """End the session: it needs the session (and the CSRF rule), not a membership, so one
+    removed from every account can still sign out. Without a live session, the cookie is
+    cleared all the same."""
     response = back("/signin")
     sessions.clear_cookie(response)
+    session_id = request.cookies.get(COOKIE, "")
+    try:
+        session = await signin.session_for(deps(request), session_id) if session_id else None
+        if session is None:
+            return response
+        await check_csrf(request, session_id)
+        await signin.sign_out(deps(request), session)
+    except DomainError as exc:
+        return error_page(request, None, exc)
+    except DB_UNAVAILABLE as exc:
+        log.warning("dashboard.database_unavailable", error=type(exc).__name__)
+        return unavailable(request, None)
     return response
 
 
@@ -111,6 +130,6 @@ async def set_theme(request: web.Request) -> web.StreamResponse:
 def add_routes(router: web.UrlDispatcher) -> None:
     router.add_get("/signin", signin_form)
     router.add_post("/signin", signin_post)
-    router.add_post("/signout", page(signout))
+    router.add_post("/signout", signout)
     router.add_post("/account", page(switch_account))
     router.add_post("/theme", set_theme)

@@ -18,9 +18,9 @@ from multidict import MultiDict
 from monitor.dashboard import picks, render
 from monitor.dashboard.forms import Form, failed
 from monitor.dashboard.views import page
-from monitor.dashboard.web import Viewer, back, deps, form_data
+from monitor.dashboard.web import Viewer, back, deps, form_data, path_id
 from monitor.domain import status_pages
-from monitor.domain.errors import DomainError, not_found
+from monitor.domain.errors import DomainError
 from monitor.status.service import PUBLIC
 from monitor.web.keys import SETTINGS
 
@@ -37,10 +37,7 @@ def base_of(request: web.Request) -> str:
 
 
 def _id(request: web.Request) -> int:
-    try:
-        return int(request.match_info["page_id"])
-    except ValueError:
-        raise not_found("status page") from None
+    return path_id(request, "page_id", "status page")
 
 
 def _count(posted: MultiDict[str]) -> int:

@@ -175,7 +175,7 @@ class _Walker:
             hint=_hint(schema, outer),
             default=outer.get("default", schema.get("default")),
             nullable=nullable,
-            secret=leaf in self.secret_names,
+            secret=leaf in self.secret_names or schema.get("format") == "password",
         )
         kind = schema.get("type")
         if "const" in schema:
@@ -209,7 +209,11 @@ class _Walker:
                 inner = set(schema.get("required", ()))
                 kids = tuple(self.field(k, v, k in inner) for k, v in schema["properties"].items())
                 return replace(base, widget="group", children=kids)
-            return replace(base, widget="pairs", hint=base.hint or "one per line: Name: value")
+            return replace(
+                base,
+                widget="pairs",
+                hint=base.hint + ("; " if base.hint else "") + "one per line: Name: value",
+            )
         return replace(base, hint=base.hint or "a JSON value, or text")
 
     def _variants(self, schema: Mapping[str, Any]) -> tuple[str, dict[str, Mapping[str, Any]]] | None:

@@ -27,7 +27,7 @@ from aiohttp import web
 from multidict import MultiDict
 
 from monitor import logging as mlog
-from monitor.domain import csrf, signin
+from monitor.domain import csrf, paging, signin
 from monitor.domain.context import Actor, Deps
 from monitor.domain.errors import DomainError
 from monitor.domain.roles import allows
@@ -152,6 +152,16 @@ async def form_data(request: web.Request) -> MultiDict[str]:
     """A form's fields as text (file uploads are not taken)."""
     posted = await request.post()
     return MultiDict((k, v) for k, v in posted.items() if isinstance(v, str))
+
+
+def path_id(request: web.Request, name: str, what: str) -> int:
+    """The id in the path's ``{name}``: ASCII digits from 1 to ``paging.MAX_ID`` (as the JSON
+    API takes them), else a 404 naming ``what``: an id no row can have is not found, never a
+    500 from the database."""
+    raw = request.match_info[name]
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 19 and 0 < int(raw) <= paging.MAX_ID):
+        raise DomainError(404, "not_found", f"{what} not found")
+    return int(raw)
 
 
 def back(location: str) -> web.Response:

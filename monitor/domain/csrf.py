@@ -33,15 +33,25 @@ def token(session_id: str) -> str:
 
 
 def origin_of(url: str) -> str:
-    """``scheme://host[:port]`` of a URL, lower-cased, the default port left out."""
-    parts = urlsplit(url)
+    """``scheme://host[:port]`` of a URL, lower-cased, the default port left out; ``""`` for one
+    that does not parse (a port out of range, a broken IPv6 address): it names no site."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return ""
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
     if ":" in host:
         host = f"[{host}]"
-    port = parts.port
     default = {"http": 80, "https": 443}.get(scheme)
     return f"{scheme}://{host}" + (f":{port}" if port is not None and port != default else "")
+
+
+def same_site(origin: str, site: str) -> bool:
+    """Whether an ``Origin`` header names ``site`` (never ``null``, nor one that does not parse)."""
+    named = origin_of(origin)
+    return origin != "null" and named != "" and named == site
 
 
 def refusal(method: str, *, origin: str | None, site: str, session_id: str, given: str | None) -> str | None:
@@ -49,7 +59,7 @@ def refusal(method: str, *, origin: str | None, site: str, session_id: str, give
     if method.upper() in SAFE_METHODS:
         return None
     if origin is not None:
-        if origin_of(origin) == site and origin != "null":
+        if same_site(origin, site):
             return None
         return "the request comes from another site (its Origin header is not this site's)"
     if given and hmac.compare_digest(token(session_id).encode(), given.encode()):

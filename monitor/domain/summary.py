@@ -74,3 +74,21 @@ async def summary(deps: Deps, actor: Actor) -> dict[str, Any]:
         ],
         "maintenance": maintenance,
     }
+
+
+async def first_steps(deps: Deps, actor: Actor) -> dict[str, Any]:
+    """How far a new account is through its first steps (the dashboard's guided start): a
+    monitor made, a channel made, and the first monitor that has been checked (its id), in one
+    query of three probes that each stop at the first row."""
+    authorize(actor, RESOURCE, "read")
+    row = await deps.pool.fetchrow(
+        """SELECT EXISTS (SELECT 1 FROM monitors WHERE account_id = $1) AS monitor,
+                  EXISTS (SELECT 1 FROM channels WHERE account_id = $1) AS channel,
+                  (SELECT m.id FROM monitors m JOIN monitor_state s ON s.monitor_id = m.id
+                   WHERE m.account_id = $1 AND s.last_check_at IS NOT NULL
+                   ORDER BY m.id LIMIT 1) AS checked""",
+        actor.account_id,
+    )
+    steps = {"monitor": row["monitor"], "channel": row["channel"], "checked": row["checked"]}
+    steps["done"] = bool(steps["monitor"] and steps["channel"] and steps["checked"] is not None)
+    return steps

@@ -133,3 +133,57 @@ async def test_signin_next_never_leaves_the_site(
             "/signin", {"email": "owner@example.com", "password": PASSWORD, "next": target}
         )
         assert answer.status == 303 and answer.location == "/", target
+
+
+async def test_a_broken_origin_is_refused_not_a_crash(
+    db: asyncpg.Connection, base_url: str, http: aiohttp.ClientSession
+):
+    """An ``Origin`` that does not parse (a port out of range) names no site: 403, not a 500."""
+    account = await ensure_account(db)
+    await make_user(db, "owner@example.com", PASSWORD, account, "owner")
+    person = await Person.sign_in(base_url, http, "owner@example.com", PASSWORD)
+    for origin in ("http://127.0.0.1:99999", "http://[::1"):
+        answer = await person.post("/signout", {}, headers={"Origin": origin})
+        assert answer.status == 403 and "another site" in answer.text, origin
+        signin = await Person(base_url, http).post(
+            "/signin", {"email": "owner@example.com", "password": PASSWORD}, headers={"Origin": origin}
+        )
+        assert signin.status == 403 and COOKIE not in signin.headers.get("Set-Cookie", ""), origin
+    assert (await person.get("/")).status == 200  # still signed in
+
+
+async def test_an_unknown_path_is_a_page_for_a_browser(base_url: str, http: aiohttp.ClientSession):
+    """A browser (``Accept: text/html``) at an unknown path gets an HTML 404 page with the
+    security headers; a script, and any unknown path under /api/, the API's JSON error."""
+    person = Person(base_url, http)
+    browser = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    page = await person.get("/no/such/page<script>", headers=browser)
+    assert page.status == 404 and page.headers["Content-Type"].startswith("text/html")
+    assert page.tree.one("h1").text() == "Not found" and "<script>" not in page.text
+    assert page.headers["Content-Security-Policy"] and page.headers["Cache-Control"] == "no-store"
+    script = await person.get("/no/such/page")
+    assert script.status == 404 and script.headers["Content-Type"].startswith("application/json")
+    visit = await person.get("/signout", headers=browser)
+    assert visit.status == 405 and visit.tree.one("h1").text() == "Not a page" and "Allow" in visit.headers
+    api = await person.get("/api/v1/nothing-here", headers=browser)
+    assert api.status in (401, 404) and api.headers["Content-Type"].startswith("application/json")
+
+
+async def test_one_removed_from_every_account_can_still_sign_out(
+    db: asyncpg.Connection, base_url: str, http: aiohttp.ClientSession
+):
+    """A session whose person has no membership left gets a 403 page that says so, with a
+    sign-out form that works (before, /signout itself needed a membership: 403)."""
+    account = await ensure_account(db)
+    user_id = await make_user(db, "owner@example.com", PASSWORD, account, "owner")
+    person = await Person.sign_in(base_url, http, "owner@example.com", PASSWORD)
+    await db.execute("DELETE FROM memberships WHERE user_id = $1", user_id)
+    page = await person.get("/")
+    assert page.status == 403 and "not a member" in page.text
+    form = next(f for f in page.tree.find_all("form") if f.attrs.get("action") == "/signout")
+    token = next(i.attrs["value"] for i in form.find_all("input") if i.attrs.get("name") == "csrf")
+    forged = await person.post("/signout", {}, csrf=False)
+    assert forged.status == 403 and COOKIE in person.cookies
+    out = await person.post("/signout", {"csrf": token}, csrf=False)
+    assert out.status == 303 and out.location == "/signin" and COOKIE not in person.cookies
+    assert await db.fetchval("SELECT count(*) FROM sessions WHERE user_id = $1", user_id) == 0

@@ -411,3 +411,55 @@ async def test_every_type_is_created_by_its_form_and_its_edit_form_changes_nothi
     untouched = await person.post(action, filled(fields_of(the_form(await person.get(action), action))))
     assert untouched.status == 303, untouched.text[:2000]
     assert await db.fetchval("SELECT updated_at FROM monitors WHERE id = $1", monitor_id) == before
+
+
+SECRET_PASSWORD = "Basic-Secret-3f9a1c"
+SECRET_HEADER = "Bearer Header-Secret-8d2e4b"
+
+
+def typed(**more: str) -> dict[str, str]:
+    return {"name": "Guarded", "url": "http://127.0.0.1:9/", "auth.type": "basic", "auth.username": "robot",
+            "auth.password": SECRET_PASSWORD, "headers": f"X-Env: prod\nX-Api-Token: {SECRET_HEADER}",
+            **more}  # fmt: skip
+
+
+def no_secret(text: str) -> None:
+    assert SECRET_PASSWORD not in text and "Header-Secret-8d2e4b" not in text
+
+
+async def test_secrets_are_never_shown_again(
+    db: asyncpg.Connection, base_url: str, http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
+):
+    """A monitor's secrets (its basic-auth password, a secret header's value) are never put
+    back into a page: not on a form that comes back with an error, nor on the one a database
+    away gives back, nor on the edit form or the monitor's page once stored."""
+    from monitor.domain import signin
+
+    person = await owner(db, base_url, http)
+    fields = fields_of(the_form(await person.get("/monitors/new?type=http"), "/monitors/new"))
+
+    wrong = await person.post("/monitors/new", filled(fields, typed(interval_seconds="100000")))
+    assert wrong.status == 422
+    no_secret(wrong.text)
+    shown = dict(fields_of(the_form(wrong, "/monitors/new")))
+    assert shown["headers"] == "X-Env: prod\nX-Api-Token: ********"
+    more = await person.post("/monitors/new", filled(fields, {**typed(), "more": "assertions"}))
+    assert more.status == 200
+    no_secret(more.text)
+
+    async def away(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionRefusedError("database away")
+
+    monkeypatch.setattr(signin, "session_for", away)
+    lost = await person.post("/monitors/new", filled(fields, typed()))
+    assert lost.status == 503
+    no_secret(lost.text)
+    monkeypatch.undo()
+
+    made = await person.post("/monitors/new", filled(fields, typed()))
+    assert made.status == 303, made.status
+    where = made.location or ""
+    no_secret((await person.get(where)).text)
+    edit = await person.get(where + "/edit")
+    assert edit.status == 200
+    no_secret(edit.text)

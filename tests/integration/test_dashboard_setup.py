@@ -62,6 +62,9 @@ async def test_the_first_visit_makes_the_owner_with_the_setup_token(
     assert COOKIE in visitor.cookies
     overview = await visitor.get(made.location or "/")
     assert overview.status == 200 and "Monitors" in overview.text
+    guide = overview.tree.one("section", "first-steps")  # the guided start
+    assert "Welcome" in guide.text() and guide.text().count("To do") == 3
+    assert {a.attrs["href"] for a in guide.find_all("a")} == {"/monitors/new", "/channels/new"}
     role = await db.fetchval(
         "SELECT m.role FROM memberships m JOIN users u ON u.id = m.user_id WHERE u.email = $1",
         "first@example.com",
