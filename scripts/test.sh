@@ -51,6 +51,7 @@ SLOW=(
     tests/integration/test_alert_redis_restart.py
     tests/integration/test_alert_mass_outage.py
     tests/e2e/test_acknowledge.py
+    tests/e2e/test_dashboard_browser.py
 )
 
 : "${MONITOR_DATABASE_URL:?MONITOR_DATABASE_URL is not set (run through make test)}"

@@ -63,7 +63,12 @@
       axes: [axis, { stroke: text, grid: axis.grid, ticks: axis.ticks, values: function (u, vals) {
         return vals.map(function (v) { return ms(u, v); });
       }, size: 64 }],
-      scales: { x: { time: true }, y: { range: function (u, min, max) { return [0, max || 1]; } } },
+      // The buckets' own span; one bucket alone (or none with a figure), the hour around it:
+      // uPlot's own range of a lone point spans years.
+      scales: { x: { time: true, range: function () {
+        var first = data.time[0], last = data.time[data.time.length - 1];
+        return first === last ? [first - 1800, last + 1800] : [first, last];
+      } }, y: { range: function (u, min, max) { return [0, max || 1]; } } },
       cursor: { drag: { x: true, y: false } }
     };
     var chart = new window.uPlot(options, made.columns, box);
