@@ -7,29 +7,15 @@ page's own domain still being that page.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import aiohttp
 import asyncpg
-import pytest
 from support import ensure_account
-from support.dashboard import Person
+from support.dashboard import Person, base_url_fixture, http_fixture  # noqa: F401
 from support.db import insert_monitor
 from support.inprocess import InProcessFactory, inprocess_api_fixture  # noqa: F401
 from support.people import COOKIE, make_user
 
 PASSWORD = "Dashboard-Pass-4e1b7c"
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-@pytest.fixture
-async def base_url(inprocess_api: InProcessFactory) -> str:
-    return (await inprocess_api()).base_url
 
 
 async def test_sign_in_overview_and_sign_out(

@@ -6,13 +6,10 @@ viewer who sees no write controls and whose forged post is refused.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import aiohttp
 import asyncpg
-import pytest
 from support import ensure_account
-from support.dashboard import Person
+from support.dashboard import Person, base_url_fixture, http_fixture  # noqa: F401
 from support.inprocess import InProcessFactory, inprocess_api_fixture  # noqa: F401
 from support.people import make_user
 from support.procs import TEST_SECRET_KEY
@@ -21,17 +18,6 @@ from monitor.secrets import SecretBox
 
 PASSWORD = "Dashboard-Pass-4e1b7c"
 HOOK = "https://hooks.example.test/in/dash-5a2f"
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-@pytest.fixture
-async def base_url(inprocess_api: InProcessFactory) -> str:
-    return (await inprocess_api()).base_url
 
 
 def field_error(page_tree: object, name: str) -> str:

@@ -5,30 +5,17 @@ e-mailed (a bad address next to its field), and a viewer who sees no members pag
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
 import asyncpg
-import pytest
 from support import ensure_account
-from support.dashboard import Page, Person
+from support.dashboard import Page, Person, base_url_fixture, http_fixture  # noqa: F401
 from support.fake_smtp import FakeSmtp
 from support.inprocess import InProcessFactory, inprocess_api_fixture  # noqa: F401
 from support.people import make_user
 
 PASSWORD = "Dashboard-Pass-4e1b7c"
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-@pytest.fixture
-async def base_url(inprocess_api: InProcessFactory) -> str:
-    return (await inprocess_api()).base_url
 
 
 def row_error(page: Page, user_id: int) -> str:

@@ -8,7 +8,6 @@ with their assertions, certificate and DNS answers, paged, and a location's own 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 
 import aiohttp
@@ -16,7 +15,7 @@ import asyncpg
 import pytest
 from support import ensure_account
 from support.check_rows import add_check
-from support.dashboard import Person
+from support.dashboard import Person, base_url_fixture, http_fixture  # noqa: F401
 from support.db import insert_monitor
 from support.inprocess import InProcessFactory, inprocess_api_fixture  # noqa: F401
 from support.people import make_user
@@ -31,17 +30,6 @@ ASSERTIONS = [
     {"assertion": 'body contains "Welcome"', "ok": False, "message": 'keyword "Welcome" not found'},
 ]
 CERT = {"not_after": "2027-01-30T09:30:00Z", "days_left": 59.1, "subject": "shop.example", "issuer": "R11"}
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-@pytest.fixture
-async def base_url(inprocess_api: InProcessFactory) -> str:
-    return (await inprocess_api()).base_url
 
 
 async def now_of(db: asyncpg.Connection) -> datetime:

@@ -10,14 +10,13 @@ now" showing a trial's result above the form kept.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import asyncpg
 import pytest
 from support import ProcessFactory, TargetServer, ensure_account
-from support.dashboard import Page, Person
+from support.dashboard import Page, Person, base_url_fixture, http_fixture  # noqa: F401
 from support.db import insert_monitor
 from support.inprocess import InProcessFactory, inprocess_api_fixture  # noqa: F401
 from support.markup import Element
@@ -26,17 +25,6 @@ from support.people import make_user
 from monitor.domain import trials
 
 PASSWORD = "Forms-Pass-7c2d9e"
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-@pytest.fixture
-async def base_url(inprocess_api: InProcessFactory) -> str:
-    return (await inprocess_api()).base_url
 
 
 def the_form(page: Page, action: str) -> Element:

@@ -7,14 +7,13 @@ bulk post refused, and another account's monitors neither shown nor touched.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import aiohttp
 import asyncpg
 import pytest
 from support import ensure_account
-from support.dashboard import Page, Person
+from support.dashboard import Page, Person, base_url_fixture, http_fixture  # noqa: F401
 from support.db import insert_monitor
 from support.inprocess import InProcessFactory, inprocess_api_fixture  # noqa: F401
 from support.markup import Element
@@ -24,17 +23,6 @@ from monitor.dashboard import pages_overview
 from monitor.domain import keys as api_keys
 
 PASSWORD = "Overview-Pass-7c2e91"
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-@pytest.fixture
-async def base_url(inprocess_api: InProcessFactory) -> str:
-    return (await inprocess_api()).base_url
 
 
 def header(page: Page, name: str) -> str:

@@ -7,13 +7,11 @@ codes shown once) and off, and signing out everywhere.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 
 import aiohttp
 import asyncpg
-import pytest
 from support import ensure_account, leaks
-from support.dashboard import Page, Person
+from support.dashboard import Page, Person, base_url_fixture, http_fixture  # noqa: F401
 from support.inprocess import InProcessFactory, inprocess_api_fixture  # noqa: F401
 from support.people import make_user
 
@@ -21,17 +19,6 @@ from monitor.domain import totp
 
 PASSWORD = "Dashboard-Pass-4e1b7c"
 NEW_PASSWORD = "Another-Long-Pass-93ab1"
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-@pytest.fixture
-async def base_url(inprocess_api: InProcessFactory) -> str:
-    return (await inprocess_api()).base_url
 
 
 def error_of(page: Page, name: str) -> str:

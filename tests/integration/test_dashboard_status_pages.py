@@ -6,29 +6,15 @@ is refused.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import aiohttp
 import asyncpg
-import pytest
 from support import ensure_account
-from support.dashboard import Page, Person
+from support.dashboard import Page, Person, base_url_fixture, http_fixture  # noqa: F401
 from support.db import insert_monitor
 from support.inprocess import InProcessFactory, inprocess_api_fixture  # noqa: F401
 from support.people import make_user
 
 PASSWORD = "Dashboard-Pass-4e1b7c"
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-@pytest.fixture
-async def base_url(inprocess_api: InProcessFactory) -> str:
-    return (await inprocess_api()).base_url
 
 
 def error_of(page: Page, name: str) -> str:

@@ -10,14 +10,31 @@ it with the forms it posts. Pages come back parsed (``support.markup``).
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+import pytest
 
 from . import leaks
+from .inprocess import InProcessFactory
 from .markup import Element, parse
 from .people import COOKIE
+
+
+@pytest.fixture(name="http")
+async def http_fixture() -> AsyncIterator[aiohttp.ClientSession]:
+    """A client session for the test's people (``from support.dashboard import http_fixture``)."""
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+@pytest.fixture(name="base_url")
+async def base_url_fixture(inprocess_api: InProcessFactory) -> str:
+    """An in-process api's address, with the test processes' settings (needs
+    ``inprocess_api_fixture`` imported too)."""
+    return (await inprocess_api()).base_url
 
 
 @dataclass
