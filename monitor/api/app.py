@@ -159,6 +159,7 @@ def create_app(settings: Settings) -> web.Application:
             request_id_middleware,
             guard.metrics_middleware,
             error_middleware,
+            public.page_domains_middleware,
             guard.auth_middleware,
             guard.rate_limit_middleware,
             body_middleware,

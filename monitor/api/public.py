@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -69,6 +69,20 @@ def request_host(request: web.Request) -> str:
         return ""
     name = host.rpartition(":")[0] if ":" in host else host
     return name.rstrip(".")
+
+
+@web.middleware
+async def page_domains_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """On a status page's own domain, the page and the public files only: not the dashboard
+    (a sign-in form on a customer-facing domain would be a look-alike of somebody else's, and
+    its forms fail the CSRF rule there, whose site is MONITOR_PUBLIC_URL's)."""
+    served_by = getattr(request.match_info.handler, "__module__", "")
+    if served_by.startswith("monitor.dashboard.") and (host := request_host(request)):
+        if await request.app[PUBLIC].slug_for_domain(host) is not None:
+            return _missing_page()
+    return await handler(request)
 
 
 def _missing_page() -> web.Response:

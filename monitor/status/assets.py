@@ -20,6 +20,10 @@ from monitor.status.bodies import Body, body
 
 # Paths a crawler is kept off even while status pages may be indexed.
 PRIVATE_PATHS = ("/api/", "/badge/", "/ping/", "/healthz", "/readyz", "/metrics")
+# The dashboard's pages (monitor/dashboard/): people's, never a search engine's. ``/`` stays open
+# (a status page's own domain), and so do ``/status/`` and the static files.
+DASHBOARD_PATHS = ("/signin", "/setup", "/monitors", "/channels", "/maintenance", "/status-pages",
+                   "/keys", "/members", "/profile")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,7 @@ def robots_txt(indexed: bool) -> str:
     """``robots.txt``: status pages open to crawlers when ``indexed``, nothing otherwise."""
     lines = ["User-agent: *"]
     if indexed:
-        lines += ["Allow: /status/", *(f"Disallow: {path}" for path in PRIVATE_PATHS)]
+        lines += ["Allow: /status/", *(f"Disallow: {path}" for path in (*PRIVATE_PATHS, *DASHBOARD_PATHS))]
     else:
         lines.append("Disallow: /")
     return "\n".join(lines) + "\n"

@@ -404,10 +404,14 @@ async def test_a_pages_own_domain_serves_it_at_the_root(open_site: SiteFactory) 
         root = await site.get("/", Host=host)
         assert (root.status, root.headers["ETag"], root.body) == (200, page.headers["ETag"], page.body), host
         assert root.headers["Content-Security-Policy"] == page.headers["Content-Security-Policy"], host
-    # Every other host's root is the dashboard's (its sign-in, here), never the page.
+    # Every other host's root is the dashboard's (its sign-in or first visit), never the page.
     for host in ("other.example.com", "example.com", "127.0.0.1", "[::1]:80", "status.example.com.evil.com"):
         elsewhere = await site.get("/", Host=host)
-        assert elsewhere.body != page.body and b"Sign in" in elsewhere.body, host
+        assert elsewhere.body != page.body and b'class="brand"' in elsewhere.body, host
+    # Nor the dashboard: its pages are the api's own address's, never a customer-facing domain's.
+    for path in ("/signin", "/setup", "/monitors/new", "/channels"):
+        assert (await site.get(path, Host=DOMAIN)).status == 404, path
+        assert (await site.get(path)).status in (200, 303), path
     # Under its own domain only the page itself: not another page (of any account) by slug.
     other = await site.api.post(
         "/api/v1/status-pages",
@@ -421,7 +425,7 @@ async def test_a_pages_own_domain_serves_it_at_the_root(open_site: SiteFactory) 
     # Given up by the owner, the domain serves the page no more, at once.
     changed = await site.api.patch(f"/api/v1/status-pages/{site.page_id}", json={"domain": None})
     assert changed.status == 200, changed
-    assert b"Sign in" in (await site.get("/", Host=DOMAIN)).body
+    assert b'class="brand"' in (await site.get("/", Host=DOMAIN)).body  # the dashboard's
 
 
 async def test_the_json_is_for_anyone_and_the_feed_has_an_entry_per_incident(

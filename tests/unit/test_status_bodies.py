@@ -78,6 +78,10 @@ def test_static_files_are_compressed_once_and_linked_by_version() -> None:
         (True, "/badge/3fJQk/status.svg", False),
         (True, "/ping/abc123", False),
         (True, "/metrics", False),
+        (True, "/signin", False),  # the dashboard's
+        (True, "/setup?token=x", False),
+        (True, "/monitors/7", False),
+        (True, "/status-pages/1", False),
         (False, "/status/shop", False),
         (False, "/", False),
         (False, "/api/v1/monitors", False),
