@@ -51,6 +51,7 @@ from support import (
     reset,
 )
 from support import dashboard_browser as ui
+from support.api import rfc3339
 from support.browser import Browser, chromium
 from support.people import COOKIE, make_user
 from support.status_data import hours_of_checks
@@ -81,6 +82,7 @@ class Stack:
     monitors: dict[str, int]  # the module's monitors by name
     browser: Browser
     first_visit: ui.Tour  # the looks at the first visit's page, taken before anyone existed
+    others: dict[str, int]  # a maintenance window and a status page, for their pages
 
     async def page_status(self, path: str) -> int:
         """What the api answers the signed-in browser's session for ``path`` (no redirect followed)."""
@@ -170,6 +172,7 @@ async def stack(
             monitors,
             browser_module,
             first_visit,
+            await _window_and_page(api, monitors),
         )
         await api.close()
     finally:
@@ -409,7 +412,7 @@ async def test_an_acknowledged_incident_stops_its_reminders_and_its_note_reaches
 # -- every page ----------------------------------------------------------------------------
 
 # (name in the screenshot's file, path): every page a person can open; {id} is a monitor's,
-# {channel} a channel's.
+# {channel}, {window} and {status_page} the module's channel, maintenance window and page.
 PAGES = [
     ("overview", "/"),
     ("monitor", "/monitors/{id}"),
@@ -423,8 +426,10 @@ PAGES = [
     ("channel-edit", "/channels/{channel}"),
     ("maintenance", "/maintenance"),
     ("maintenance-new", "/maintenance/new"),
+    ("maintenance-edit", "/maintenance/{window}"),
     ("status-pages", "/status-pages"),
     ("status-page-new", "/status-pages/new"),
+    ("status-page-edit", "/status-pages/{status_page}"),
     ("keys", "/keys"),
     ("members", "/members"),
     ("profile", "/profile"),
@@ -460,11 +465,12 @@ async def test_every_page_at_a_phone_and_a_wide_screen_in_light_and_dark(stack: 
     missing = []
     started = time.monotonic()
     for name, template in PAGES:
-        path = template.format(id=checkout, channel=stack.channel_id)
+        path = template.format(id=checkout, channel=stack.channel_id, **stack.others)
         if await stack.page_status(path) == 404:
             missing.append(f"{name} ({path})")
             continue
         await asyncio.to_thread(ui.look, stack.browser, stack.base_url, name, path, tour)
+    await asyncio.to_thread(_bulk_confirmation, stack, tour)
     await asyncio.to_thread(ui.sign_out, stack.browser)
     for name, path in SIGNED_OUT_PAGES:
         if await _signed_out_status(stack, path) != 200:
@@ -487,6 +493,20 @@ async def test_every_page_at_a_phone_and_a_wide_screen_in_light_and_dark(stack: 
         print(f"README screenshot: {DOCS_SCREENSHOT.relative_to(REPO)}")
 
 
+async def _window_and_page(api: ApiClient, monitors: dict[str, int]) -> dict[str, int]:
+    """A maintenance window of Checkout's next week, and a status page of the shop."""
+    opens = datetime.now(UTC) + timedelta(days=7)
+    span = {"from": rfc3339(opens), "to": rfc3339(opens + timedelta(hours=1))}
+    body = {"name": "Database upgrade", "monitor_ids": [monitors["Checkout"]], "once": span}
+    window = await api.post("/api/v1/maintenance", json=body)
+    assert window.status == 201, window
+    shop = [monitors[name] for name in ("Web shop", "Checkout", "Payments")]
+    body = {"slug": "shop", "title": "Shop", "groups": [{"name": "Storefront", "monitor_ids": shop}]}
+    page = await api.post("/api/v1/status-pages", json=body)
+    assert page.status == 201, page
+    return {"window": window.json["id"], "status_page": page.json["id"]}
+
+
 async def _add_a_day(db: asyncpg.Connection, monitors: dict[str, int]) -> None:
     """The 24 hours before this one, as hourly rollups, for the overview's sparklines and
     uptime and the monitor's page: latencies that wander, Checkout down for its last 3 hours."""
@@ -503,6 +523,27 @@ async def _add_a_day(db: asyncpg.Connection, monitors: dict[str, int]) -> None:
 
 async def _checked_ok(db: asyncpg.Connection, monitor_id: int) -> bool:
     return bool(await db.fetchval("SELECT count(*) FROM checks WHERE ok AND monitor_id = $1", monitor_id))
+
+
+# Sends the bulk form as "Pause selected" does, without its script's confirm() dialog: what a
+# browser without JavaScript sends, which the confirmation page answers.
+BULK_PAUSE = """
+const form = document.getElementById("bulk"), action = document.createElement("input");
+Object.assign(action, {type: "hidden", name: "action", value: "pause"});
+form.appendChild(action);
+form.submit();
+"""
+
+
+def _bulk_confirmation(stack: Stack, tour: ui.Tour) -> None:
+    """The page that asks before a bulk pause: two rows ticked on the overview, then the form."""
+    b = stack.browser
+    b.driver.get(stack.base_url + "/")
+    for name in ("Web shop", "Database port"):
+        b.wait_for_element(f"#pick-{stack.monitors[name]}").click()
+    b.script(BULK_PAUSE)
+    b.wait_until(lambda b: "Pause 2 monitors" in ui.texts(b, "main button"), message="the confirmation")
+    ui.look_here(b, "overview-confirm", tour)
 
 
 async def _status(stack: Stack, monitor_id: int, status: str) -> bool:

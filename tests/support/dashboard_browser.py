@@ -250,20 +250,39 @@ def look(browser: Browser, base_url: str, name: str, path: str, tour: Tour) -> N
         try:
             browser.open(base_url + path, width=width, scheme=scheme, mobile=width < 600)
         except AssertionError:
-            # A phone widens its layout viewport to fit what overflows: the page is wider.
-            wide = browser.script("return window.innerWidth")
-            what = browser.script(OVERFLOWING, width)
-            tour.problems.append(f"{where}: lays out {wide} px wide; reaching past {width} px: {what}")
+            pass  # a phone widened its layout viewport to fit what overflows: _inspect says so
         browser.wait_for_element("main")
         landed = urlsplit(browser.driver.current_url).path
         if landed != urlsplit(path).path:
             tour.problems.append(f"{where}: landed on {landed}")
-        scroll_width, inner_width = browser.script(SCROLL)
-        if scroll_width > inner_width:
-            what = browser.script(OVERFLOWING, inner_width)
-            tour.problems.append(f"{where}: scrolls sideways ({scroll_width} px in {inner_width}): {what}")
-        found = axe.run(browser)
-        tour.problems += [f"{where}: axe {v.describe()}" for v in axe.serious(found)]
-        shot = browser.screenshot(SCREENSHOTS, f"dashboard-{name}-{width}-{scheme}.png")
-        minor = [f"{v.id} ({v.impact})" for v in found if v.impact not in axe.FAILING]
-        tour.shots.append(Shot(name, width, scheme, shot, minor))
+        _inspect(browser, name, where, width, scheme, tour)
+
+
+def look_here(browser: Browser, name: str, tour: Tour) -> None:
+    """The page the browser shows (one a form's post answered: no address to open again) at
+    each of ``LOOKS``, as ``look`` does: the viewport and scheme change, the document stays."""
+    where = f"{name} ({path_of(browser)})"
+    for width, scheme in LOOKS:
+        browser.driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": 800, "deviceScaleFactor": 1, "mobile": width < 600},
+        )
+        browser.driver.execute_cdp_cmd(
+            "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]}
+        )
+        _inspect(browser, name, f"{where} at {width} px {scheme}", width, scheme, tour)
+
+
+def _inspect(browser: Browser, name: str, where: str, width: int, scheme: Scheme, tour: Tour) -> None:
+    scroll_width, inner_width = browser.script(SCROLL)
+    if inner_width != width:  # a phone widens its layout viewport to fit what overflows
+        what = browser.script(OVERFLOWING, width)
+        tour.problems.append(f"{where}: lays out {inner_width} px wide; reaching past {width} px: {what}")
+    elif scroll_width > inner_width:
+        what = browser.script(OVERFLOWING, inner_width)
+        tour.problems.append(f"{where}: scrolls sideways ({scroll_width} px in {inner_width}): {what}")
+    found = axe.run(browser)
+    tour.problems += [f"{where}: axe {v.describe()}" for v in axe.serious(found)]
+    shot = browser.screenshot(SCREENSHOTS, f"dashboard-{name}-{width}-{scheme}.png")
+    minor = [f"{v.id} ({v.impact})" for v in found if v.impact not in axe.FAILING]
+    tour.shots.append(Shot(name, width, scheme, shot, minor))
