@@ -67,9 +67,9 @@ SELECT date_bin($4::interval, time, 'epoch'::timestamptz) AS bucket,
        max(latency_ms) FILTER (WHERE ok) AS max_ms,
        count(*) FILTER (WHERE ok AND connect_ms IS NOT NULL) AS timed,
        avg(latency_ms) FILTER (WHERE ok AND connect_ms IS NOT NULL) AS timed_ms,
-       avg(coalesce(dns_ms, 0)) FILTER (WHERE ok AND connect_ms IS NOT NULL) AS dns,
-       avg(connect_ms) FILTER (WHERE ok) AS connect,
-       avg(coalesce(tls_ms, 0)) FILTER (WHERE ok AND connect_ms IS NOT NULL) AS tls,
+       avg(coalesce(dns_ms, 0)) FILTER (WHERE ok AND connect_ms IS NOT NULL) AS avg_dns_ms,
+       avg(connect_ms) FILTER (WHERE ok) AS avg_connect_ms,
+       avg(coalesce(tls_ms, 0)) FILTER (WHERE ok AND connect_ms IS NOT NULL) AS avg_tls_ms,
        avg(coalesce(ttfb_ms, dns_ms + connect_ms + coalesce(tls_ms, 0), connect_ms))
            FILTER (WHERE ok AND connect_ms IS NOT NULL) AS ttfb
 FROM checks WHERE monitor_id = $1 AND time >= $2 AND time < $3
@@ -91,7 +91,7 @@ def _phases(row: Any) -> dict[str, float] | None:
     or None when none did (a heartbeat, a ping)."""
     if not row["timed"]:
         return None
-    dns, connect, tls = row["dns"], row["connect"], row["tls"]
+    dns, connect, tls = row["avg_dns_ms"], row["avg_connect_ms"], row["avg_tls_ms"]
     wait = max(0.0, row["ttfb"] - dns - connect - tls)
     return {
         "dns_ms": dns,
