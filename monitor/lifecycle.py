@@ -15,11 +15,19 @@ SIGTERM), so hurrying on the second would abandon the checks in flight at every 
 is logged and ignored; the shutdown timeout bounds the stop. After the service stopped,
 signals stay ignored until the process exits, so one arriving while the loop closes cannot
 end it with 143 instead of 0.
+
+Only the main thread takes SIGINT and SIGTERM: a signal that another thread took while the
+handlers change at the end would meet the default action there and end the process (seen in
+issue 29, once the api's start dialled the database: uvloop's resolver threads, which block
+nothing). So the service starts with both signals blocked, and the threads it starts inherit
+that (libuv's pool of worker threads among them, made here before the service's first use of
+it); a pool made later blocks them itself (``block_stop_signals``, the passwords' hasher).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -29,6 +37,8 @@ from monitor import logging as mlog
 from monitor.sdnotify import Notifier
 
 log = mlog.get(__name__)
+
+STOPPING = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
 class Service(Protocol):
@@ -54,7 +64,13 @@ async def serve(service: Service, *, shutdown_timeout: float, notifier: Notifier
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        await service.start()
+        # Blocked while it starts: its threads block them for good; a signal meanwhile waits.
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
+        try:
+            await _worker_threads(loop)
+            await service.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
     except Exception as exc:
         log.error("service.start_failed", service=service.name, error=str(exc))
         await _bounded(service.close, shutdown_timeout)
@@ -90,15 +106,28 @@ async def serve(service: Service, *, shutdown_timeout: float, notifier: Notifier
     # Closing the loop would restore the default action (termination) for these, and so does
     # removing a handler, for an instant before SIG_IGN is set: blocked meanwhile, a signal sent
     # in that instant waits, and SIG_IGN discards it (POSIX), so it cannot end the process.
-    stopping = {signal.SIGINT, signal.SIGTERM}
-    signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
     try:
-        for sig in stopping:
+        for sig in STOPPING:
             loop.remove_signal_handler(sig)
             signal.signal(sig, signal.SIG_IGN)
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, stopping)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
     return 0
+
+
+def block_stop_signals() -> None:
+    """For a thread pool's ``initializer``: its threads leave SIGINT and SIGTERM to the main
+    thread (the module's docstring)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
+
+
+async def _worker_threads(loop: asyncio.AbstractEventLoop) -> None:
+    """Make the loop's resolver threads now, while the stop signals are blocked: a look-up of
+    ``localhost`` (the hosts file's) starts libuv's pool under uvloop, the default executor's
+    threads under asyncio's loop."""
+    with contextlib.suppress(OSError):
+        await loop.getaddrinfo("localhost", None)
 
 
 async def _bounded(step: Callable[[], Awaitable[None]], seconds: float) -> bool:

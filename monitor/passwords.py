@@ -29,6 +29,8 @@ from typing import TypeVar
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
+from monitor.lifecycle import block_stop_signals
+
 MIN_LENGTH = 12
 MAX_LENGTH = 1024  # hashing takes the same time whatever the length; this bounds the request
 MEMORY_KIB = 19 * 1024
@@ -77,7 +79,10 @@ class Hasher:
     """Hashes and verifies on a bounded pool of threads; one per process."""
 
     def __init__(self, threads: int = HASH_THREADS, waiting: int = MAX_WAITING) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="argon2")
+        # Its threads leave the stop signals to the main thread (monitor/lifecycle.py).
+        self._pool = ThreadPoolExecutor(
+            max_workers=threads, thread_name_prefix="argon2", initializer=block_stop_signals
+        )
         self._slots = threads + waiting
         self._busy = 0
         self._dummy: str | None = None
