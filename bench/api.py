@@ -389,11 +389,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     add("--seed", type=int, default=1)
     add("--reuse", action="store_true", help="keep the data of an earlier run of the same shape")
-    add("--api-core", type=int, default=0, help="pin the api process to this core (-1: no pinning)")
-    add("--harness-core", type=int, default=1, help="pin this harness to this core (-1: no pinning)")
-    add("--wait-quiet", type=float, default=0, help="first wait up to this long for idle cores, s")
-    add("--db-name", default=BENCH_DB)
-    add("--json", type=Path, default=None, help="write the result here (default bench/results/)")
+    process.add_api_run_args(add, BENCH_DB)
     args = p.parse_args(argv)
     if args.monitors < 1 or args.days < 1 or args.requests < 1 or args.walks < 1:
         p.error("--monitors, --days, --requests and --walks must be at least 1")

@@ -260,11 +260,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--monitors", type=int, default=10_000, help="monitors of the account")
     add("--requests", type=int, default=200, help="requests of each kind measured")
     add("--browser", type=int, default=0, help="also load the overview this many times in headless Chromium")
-    add("--api-core", type=int, default=0, help="pin the api process to this core (-1: no pinning)")
-    add("--harness-core", type=int, default=1, help="pin this harness to this core (-1: no pinning)")
-    add("--wait-quiet", type=float, default=0, help="first wait up to this long for idle cores, s")
-    add("--db-name", default=BENCH_DB)
-    add("--json", type=Path, default=None, help="write the result here (default bench/results/)")
+    process.add_api_run_args(add, BENCH_DB)
     args = p.parse_args(argv)
     if args.monitors < 1000 or args.requests < 1:
         p.error("--monitors must be at least 1000 (the search term needs them) and --requests positive")

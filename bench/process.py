@@ -104,3 +104,13 @@ def run_and_report(
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {out}")
     return result
+
+
+def add_api_run_args(add: Callable[..., Any], db_name: str) -> None:
+    """The options of a benchmark that runs an api against a database of its own: where the
+    api and the harness run, the wait for idle cores, the database, where the result goes."""
+    add("--api-core", type=int, default=0, help="pin the api process to this core (-1: no pinning)")
+    add("--harness-core", type=int, default=1, help="pin this harness to this core (-1: no pinning)")
+    add("--wait-quiet", type=float, default=0, help="first wait up to this long for idle cores, s")
+    add("--db-name", default=db_name)
+    add("--json", type=Path, default=None, help="write the result here (default bench/results/)")

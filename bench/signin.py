@@ -252,11 +252,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--duration", type=float, default=20.0, help="seconds of each of the three phases")
     add("--monitors", type=int, default=300, help="monitors of the account read")
     add("--users", type=int, default=20, help="users signing in, in turn")
-    add("--api-core", type=int, default=0, help="pin the api process to this core (-1: no pinning)")
-    add("--harness-core", type=int, default=1, help="pin this harness to this core (-1: no pinning)")
-    add("--wait-quiet", type=float, default=0, help="first wait up to this long for idle cores, s")
-    add("--db-name", default=BENCH_DB)
-    add("--json", type=Path, default=None, help="write the result here (default bench/results/)")
+    process.add_api_run_args(add, BENCH_DB)
     args = p.parse_args(argv)
     if args.rate <= 0 or args.duration <= 0 or args.monitors < 1 or args.users < 1:
         p.error("--rate, --duration, --monitors and --users must be positive")
