@@ -3,7 +3,8 @@ sections (what a monitor of the type is first, the rest under "More options"), a
 template needs to show it (values, rows, the account's channels as checkboxes).
 
 Which fields come first is said by name only for the common fields every type has; a type's
-own fields (its ``Settings``) follow the name in the order the type declares them, so a type
+own fields (its ``Settings``) follow the name, the ones it requires first (an http monitor's
+URL before its method and headers), each group in the order the type declares them, so a type
 added later is laid out without a change here.
 """
 
@@ -69,8 +70,9 @@ class Section:
 
 
 def sections(kind: str, all_fields: Sequence[Field]) -> list[Section]:
-    own = list(CHECKS.get(kind).Settings.model_fields)
     by_name = {f.name: f for f in all_fields}
+    declared = list(CHECKS.get(kind).Settings.model_fields)
+    own = sorted(declared, key=lambda n: not (n in by_name and by_name[n].required))  # stable
     first = [by_name[n] for n in (*FIRST, *own, *THEN) if n in by_name and by_name[n].widget != "hidden"]
     taken = {f.name for f in first}
     hidden = [f for f in all_fields if f.widget == "hidden"]
