@@ -107,13 +107,11 @@ async def viewer_of(request: web.Request) -> Viewer | None:
     if session is None:
         return None
     me = await signin.me(d, session, session_id)
-    memberships = list(me["memberships"])
-    if not memberships:
-        raise DomainError(403, "forbidden", "you are not a member of any account")
+    memberships = list(me["memberships"])  # by account, as actor_for reads them
     chosen = request.cookies.get(ACCOUNT_COOKIE, "")
     ids = {str(m["account_id"]) for m in memberships}
-    account = chosen if chosen in ids else str(memberships[0]["account_id"])
-    actor = await signin.actor_for(d, session, account, sessioncookie.client(request))
+    account = chosen if chosen in ids else (str(memberships[0]["account_id"]) if memberships else None)
+    actor = signin.actor_among(memberships, session, account, sessioncookie.client(request))
     return Viewer(session, session_id, actor, me, memberships)
 
 

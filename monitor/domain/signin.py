@@ -17,7 +17,7 @@ membership's.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -209,6 +209,14 @@ async def actor_for(deps: Deps, session: Session, account_header: str | None, cl
     rows = await deps.pool.fetch(
         "SELECT account_id, role FROM memberships WHERE user_id = $1 ORDER BY account_id", session.user_id
     )
+    return actor_among(rows, session, account_header, client)
+
+
+def actor_among(
+    rows: Sequence[Mapping[str, Any]], session: Session, account_header: str | None, client: Client
+) -> Actor:
+    """``actor_for``'s choice among the user's memberships (``account_id`` and ``role`` each,
+    by account), for a face that read them already (``me``'s)."""
     if account_header is not None and account_header.strip():
         text = account_header.strip()
         if not text.isdigit() or len(text) > 19:
