@@ -113,6 +113,9 @@ class Failure(Enum):
     # The checker itself: the check raised ("internal error: ...") or lacks what it needs (an
     # ICMP socket).
     CHECKER = "checker"
+    # A heavy check no worker finished in time (none running, or the one that took it died too
+    # late for another): written as not run, judged as unknown, never as down.
+    NOT_RUN = "not run"
 
 
 @dataclass

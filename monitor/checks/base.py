@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -29,6 +29,10 @@ from monitor.net.client import HttpSession, clip_error
 from monitor.net.dial import DialError
 from monitor.net.policy import AddressPolicy, normal_host
 from monitor.net.vetting import Refused
+
+if TYPE_CHECKING:
+    from monitor.browser import Browser
+    from monitor.checks.heavy import Dispatch
 
 # The validation context of settings read back from the database: what was stored was valid then.
 STORED: dict[str, Any] = {"allow_insecure_tls": True, "min_interval_seconds": 0}
@@ -50,6 +54,12 @@ class CheckContext:
     allow_insecure_tls: bool = False
     # MONITOR_HTTP_MAX_BODY_BYTES: the most body any monitor reads, whatever it stored.
     http_max_body_bytes: int = 10 * 1024 * 1024
+    # A scheduler's: where a heavy type's check goes (``checks/heavy.py``); None in a worker.
+    dispatch: Dispatch | None = None
+    # A worker's: the Chromium its heavy checks run in (``monitor/browser``); None elsewhere.
+    browser: Browser | None = None
+    # A worker's: where a browser check keeps its screenshots and finds its baseline.
+    screenshots: Any = None
 
 
 def dial_failure(exc: DialError) -> Failure:
@@ -100,6 +110,11 @@ class Check:
     scheduled: ClassVar[bool] = True
     # The default of ``confirm_after`` for the type (a heartbeat's grace time already confirms).
     confirm_after: ClassVar[int] = 2
+    # Whether a worker runs it, on the kind's queue, rather than the scheduler (``checks/heavy.py``).
+    heavy: ClassVar[bool] = False
+    # The shortest interval a monitor of the type may have, beyond the deployment's
+    # MONITOR_MIN_INTERVAL_SECONDS (0: that one alone).
+    min_interval_seconds: ClassVar[float] = 0.0
 
     def target(self, settings: Any) -> str:
         """What ``monitors.url`` holds for these validated ``Settings``: a URL-like name of the
