@@ -125,12 +125,12 @@ class VettingProxy:
             limit = self._over_limit()
             if limit:
                 self._refuse(f"limit: {limit} in this browser run")
-                await _say(writer, answer(503, f"{limit} in this browser run"))
+                await _say(writer, answer(503, f"{limit} in this browser run"), reader)
                 return
             request = await self._read_request(reader, writer)
             if request is None:
                 return
-            dialled = await self._open(request, writer)
+            dialled = await self._open(request, reader, writer)
             if dialled is None:
                 return
             up_reader, upstream = dialled
@@ -159,18 +159,18 @@ class VettingProxy:
             async with asyncio.timeout(self._idle):
                 head = await reader.readuntil(b"\r\n\r\n")
         except asyncio.LimitOverrunError:
-            await _say(writer, answer(431, "request head too large"))
+            await _say(writer, answer(431, "request head too large"), reader)
             return None
         except (TimeoutError, asyncio.IncompleteReadError):
             return None
         try:
             return parse_head(head)
         except BadRequest as exc:
-            await _say(writer, answer(exc.status, exc.reason))
+            await _say(writer, answer(exc.status, exc.reason), reader)
             return None
 
     async def _open(
-        self, request: ProxyRequest, writer: asyncio.StreamWriter
+        self, request: ProxyRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         """The vetted upstream connection, or None once the client has its refusal."""
         try:
@@ -178,9 +178,9 @@ class VettingProxy:
         except Refused as exc:
             if exc.blocked:
                 self._refuse(refusal_text(exc.message, request))
-                await _say(writer, answer(403, exc.message))
+                await _say(writer, answer(403, exc.message), reader)
             else:
-                await _say(writer, answer(502, exc.message))
+                await _say(writer, answer(502, exc.message), reader)
             return None
         if request.port in self._reserved:
             for address in addresses:
@@ -188,7 +188,7 @@ class VettingProxy:
                 if literal is not None and is_loopback(literal):
                     message = f"blocked: {request.host} port {request.port} (this browser run's own)"
                     self._refuse(refusal_text(message, request))
-                    await _say(writer, answer(403, message))
+                    await _say(writer, answer(403, message), reader)
                     return None
         error = "no address"
         for address in addresses:
@@ -199,7 +199,7 @@ class VettingProxy:
                 error = f"{address} port {request.port}: timed out after {self._connect_timeout:g}s"
             except OSError as exc:
                 error = connect_error(exc, address, request.port)
-        await _say(writer, answer(502, f"connection failed: {error}"))
+        await _say(writer, answer(502, f"connection failed: {error}"), reader)
         return None
 
     async def _carry(
@@ -215,32 +215,47 @@ class VettingProxy:
             writer.write(_ESTABLISHED)
         else:
             upstream.write(forward_head(request))
-            try:
-                async with asyncio.timeout(self._idle):
-                    head = await up_reader.readuntil(b"\r\n\r\n")
-            except (asyncio.LimitOverrunError, TimeoutError):
-                await _say(writer, answer(502, "the origin's response head is too large or too slow"))
-                return
-            except asyncio.IncompleteReadError:
-                await _say(writer, answer(502, "the origin closed without answering"))
-                return
-            writer.write(close_response(head))
-        pumps = [
-            asyncio.ensure_future(_pump(reader, upstream, activity)),
-            asyncio.ensure_future(_pump(up_reader, writer, activity)),
-            asyncio.ensure_future(activity.idle(self._idle)),
-        ]
+        # The request's body (or the tunnel's bytes) flows while the origin's answer is awaited.
+        outgoing = asyncio.ensure_future(_pump(reader, upstream, activity))
+        pumps = [outgoing, asyncio.ensure_future(activity.idle(self._idle))]
         try:
-            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+            if not request.tunnel:
+                problem = await self._answer_head(up_reader, writer)
+                if problem:
+                    outgoing.cancel()
+                    await asyncio.gather(outgoing, return_exceptions=True)
+                    await _say(writer, answer(502, problem), reader)
+                    return
+            incoming = asyncio.ensure_future(_pump(up_reader, writer, activity))
+            pumps.append(incoming)
+            while True:
+                done, _ = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+                if done == {outgoing} and outgoing.exception() is None and upstream.can_write_eof():
+                    upstream.write_eof()  # the client is done sending: the answer may still come
+                    pumps.remove(outgoing)
+                    continue
+                break
             # The origin's side ending first is the normal end: send what is queued.
-            if pumps[1].done() and not pumps[1].cancelled() and pumps[1].exception() is None:
+            if incoming.done() and not incoming.cancelled() and incoming.exception() is None:
                 with contextlib.suppress(OSError, TimeoutError):
                     async with asyncio.timeout(self._idle):
                         await writer.drain()
         finally:
-            for pump in pumps:
+            for pump in (*pumps, outgoing):
                 pump.cancel()
-            await asyncio.gather(*pumps, return_exceptions=True)
+            await asyncio.gather(*pumps, outgoing, return_exceptions=True)
+
+    async def _answer_head(self, up_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
+        """Pass on the origin's response head, rewritten to close; or say what went wrong."""
+        try:
+            async with asyncio.timeout(self._idle):
+                head = await up_reader.readuntil(b"\r\n\r\n")
+        except (asyncio.LimitOverrunError, TimeoutError):
+            return "the origin's response head is too large or too slow"
+        except asyncio.IncompleteReadError:
+            return "the origin closed without answering"
+        writer.write(close_response(head))
+        return ""
 
 
 class _Activity:
@@ -266,8 +281,15 @@ async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter, activi
         await sink.drain()
 
 
-async def _say(writer: asyncio.StreamWriter, data: bytes) -> None:
+async def _say(writer: asyncio.StreamWriter, data: bytes, reader: asyncio.StreamReader) -> None:
+    """Answer and hang up, reading what the client still sends for a moment first (a lingering
+    close): closing with unread bytes would make the kernel reset the connection, and the
+    client might never read the answer."""
     writer.write(data)
-    with contextlib.suppress(OSError):
-        async with asyncio.timeout(5):
+    with contextlib.suppress(OSError, TimeoutError):
+        async with asyncio.timeout(2):
             await writer.drain()
+            if writer.can_write_eof():
+                writer.write_eof()
+            while await reader.read(_CHUNK):
+                pass

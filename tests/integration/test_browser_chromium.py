@@ -101,6 +101,26 @@ async def test_a_run_serves_pages_through_its_proxy_and_leaves_nothing(chromium:
     assert profiles() == before
 
 
+async def test_two_runs_at_once_are_apart(chromium: Chromium, site: str) -> None:
+    """A worker runs two checks at once on one Chromium object: two browsers, two proxies."""
+
+    async def one(path: str) -> tuple[ChromiumRun, str, list[str]]:
+        async with chromium.run(60) as run:
+            page = await run.page()
+            await page.goto(site + "/")
+            await page.evaluate("u => fetch(u).catch(() => null)", f"http://127.0.0.2:8080{path}")
+            await wait_for(lambda: run.refusals)
+            return run, await page.title(), list(run.refusals)
+
+    (first, title1, refused1), (second, title2, refused2) = await asyncio.gather(one("/a"), one("/b"))
+    assert first.pid != second.pid and first.devtools_port != second.devtools_port
+    assert (title1, title2) == ("hello", "hello")
+    assert refused1 == ["blocked: 127.0.0.2 (loopback 127.0.0.0/8) for http://127.0.0.2:8080/a"]
+    assert refused2 == ["blocked: 127.0.0.2 (loopback 127.0.0.0/8) for http://127.0.0.2:8080/b"]
+    assert_gone(first)
+    assert_gone(second)
+
+
 async def test_a_run_past_its_timeout_is_cut_off(chromium: Chromium, site: str) -> None:
     started = time.monotonic()
     with pytest.raises(BrowserFailed, match=r"^browser run cut off after 2 s$"):
