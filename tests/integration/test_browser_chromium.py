@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import sys
 import time
 import urllib.request
 from collections.abc import AsyncIterator
@@ -165,3 +168,35 @@ async def test_a_run_cancelled_from_outside_leaves_nothing(chromium: Chromium, s
         await task
     assert_gone(run)
     assert profiles() == before
+
+
+OWNER = """
+import asyncio
+from monitor.net import AddressPolicy, VettedResolver
+from monitor.browser.chromium import Chromium
+
+async def main():
+    async with Chromium(VettedResolver(AddressPolicy([]))).run(60) as run:
+        await (await run.page()).set_content("<h1>x</h1>")
+        print(run.pid, run.marker, flush=True)
+        await asyncio.sleep(60)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_worker_killed_takes_its_browser_with_it() -> None:
+    """SIGKILL leaves the run no cleanup: the kernel's death signal ends the browser, and its
+    children (crash handlers in groups of their own included) end with it."""
+    owner = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", OWNER, stdout=asyncio.subprocess.PIPE, start_new_session=True
+    )
+    try:
+        async with asyncio.timeout(30):
+            line = (await owner.stdout.readline()).decode()  # type: ignore[union-attr]
+        pid_text, marker = line.split()
+        assert marked(marker), "the run's processes carry its marker"
+    finally:
+        os.kill(owner.pid, signal.SIGKILL)
+        await owner.wait()
+    await wait_for(lambda: not marked(marker) and not group_alive(int(pid_text)), timeout=10)
