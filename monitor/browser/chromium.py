@@ -238,9 +238,8 @@ class _Run:
         ]
         with open(self._home / "stderr", "wb") as stderr:  # noqa: ASYNC230 - a new local file
             try:
-                self._proc = await process.launch(
-                    argv, marker=self._marker, nice=owner.nice, stderr=stderr.fileno()
-                )
+                env = process.environment(self._home, self._marker)
+                self._proc = await process.launch(argv, env=env, nice=owner.nice, stderr=stderr.fileno())
             except OSError as exc:
                 raise BrowserFailed(f"cannot start {owner.executable}: {exc.strerror or exc}") from exc
         self._watch = asyncio.get_running_loop().create_task(self._watchdog())

@@ -30,9 +30,28 @@ import signal
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-__all__ = ["MARKER", "kill", "launch", "members", "memory_bytes", "read_devtools_port"]
+__all__ = ["MARKER", "environment", "kill", "launch", "members", "memory_bytes", "read_devtools_port"]
 
 MARKER = "MONITOR_BROWSER_RUN"  # environment variable naming one run's processes
+# What a browser inherits of the worker's environment: nothing else, so no secret of the worker
+# (MONITOR_SECRET_KEY, a database URL with its password) is in any of its processes'
+# environment, where a page that broke out of its renderer could read it.
+KEPT_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "LANGUAGE", "TZ")
+
+
+def environment(home: Path, marker: str, source: dict[str, str] | None = None) -> dict[str, str]:
+    """A browser's whole environment: ``KEPT_ENVIRONMENT`` from ``source`` (the worker's own),
+    its home and XDG folders inside the run's throwaway folder, the marker."""
+    given = os.environ if source is None else source
+    env = {name: given[name] for name in KEPT_ENVIRONMENT if name in given}
+    env.setdefault("PATH", "/usr/bin:/bin")
+    env["HOME"] = str(home)
+    env["XDG_CONFIG_HOME"] = str(home / ".config")
+    env["XDG_CACHE_HOME"] = str(home / ".cache")
+    env[MARKER] = marker
+    return env
+
+
 _PR_SET_PDEATHSIG = 1
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _PROC = Path("/proc")
@@ -53,18 +72,16 @@ def _child_setup(nice: int) -> Callable[[], None]:
 
 
 async def launch(
-    argv: Sequence[str], *, marker: str, nice: int, stderr: int, env: dict[str, str] | None = None
+    argv: Sequence[str], *, env: dict[str, str], nice: int, stderr: int
 ) -> asyncio.subprocess.Process:
-    """Start ``argv`` in a session (and process group) of its own, niced, marked with
-    ``MARKER=marker`` in its environment, its output to ``stderr`` (a file descriptor)."""
-    environment = dict(os.environ if env is None else env)
-    environment[MARKER] = marker
+    """Start ``argv`` in a session (and process group) of its own, niced, with ``env`` as its
+    whole environment (``environment``), its output to ``stderr`` (a file descriptor)."""
     return await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=stderr,
         stderr=stderr,
-        env=environment,
+        env=env,
         start_new_session=True,
         preexec_fn=_child_setup(nice),  # nice and prctl only: nothing that takes a lock
     )

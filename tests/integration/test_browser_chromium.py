@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -102,6 +103,35 @@ async def test_a_run_serves_pages_through_its_proxy_and_leaves_nothing(chromium:
         assert run.peak_memory_mb > 0 or await wait_for(lambda: run.peak_memory_mb > 0)
     assert_gone(run)
     assert profiles() == before
+
+
+async def test_the_browser_inherits_no_secret_of_the_worker(
+    chromium: Chromium, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MONITOR_SECRET_KEY", "not-for-the-browser")
+    async with chromium.run(60) as run:
+        environ = await asyncio.to_thread(Path(f"/proc/{run.pid}/environ").read_bytes)
+    env = dict(item.split(b"=", 1) for item in environ.split(b"\0") if b"=" in item)
+    assert b"not-for-the-browser" not in environ
+    assert not [name for name in env if name.startswith(b"MONITOR_") and name != b"MONITOR_BROWSER_RUN"]
+    assert b"/monitor-browser-" in env[b"HOME"]  # the run's throwaway folder, removed with it
+
+
+async def test_a_browser_that_cannot_start_says_so() -> None:
+    resolver = VettedResolver(AddressPolicy([]))
+    before = profiles()
+    missing = Chromium(resolver, executable="/nonexistent/chromium")
+    with pytest.raises(
+        BrowserFailed, match=r"^cannot start /nonexistent/chromium: No such file or directory$"
+    ):
+        async with missing.run(30):
+            raise AssertionError("unreachable")
+    broken = Chromium(resolver, executable="/bin/false")
+    with pytest.raises(BrowserFailed, match=r"^chromium exited with status 1 at start$"):
+        async with broken.run(30):
+            raise AssertionError("unreachable")
+    assert profiles() == before
+    await resolver.close()
 
 
 async def test_two_runs_at_once_are_apart(chromium: Chromium, site: str) -> None:
