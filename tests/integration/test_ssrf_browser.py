@@ -7,8 +7,8 @@ Canary listeners sit on 127.0.0.2 and 127.0.0.3 (TCP and UDP) on the page's own 
 that reached them by any path (Chromium dialling itself, the proxy dialling a name instead of
 its vetted address) is recorded; none may ever be. Addresses off loopback (10.0.0.5,
 169.254.x) cannot be listened on here: their refusal, named in ``BrowserRun.refusals``, is
-what shows the proxy never dialled them, and with every connection through the proxy Chromium
-has no socket of its own to dial them with.
+what shows the proxy never dialled them, and a tripwire on each of Chromium's processes (their
+sockets read from /proc) shows that none of them had a socket to anything off loopback.
 """
 
 from __future__ import annotations
@@ -24,9 +24,11 @@ import pytest
 import pytest_asyncio
 from aiohttp import WSMsgType, web
 from support.browser_run import needs_chromium
+from support.canary import Tripwire
 from support.dns import DNSServer, start_dns
 from support.waiting import wait_for
 
+from monitor.browser import process
 from monitor.browser.chromium import Chromium
 from monitor.net import AddressPolicy, VettedResolver
 from monitor.net.policy import IPAddress
@@ -230,6 +232,9 @@ def expected_refusals(port: int) -> list[str]:
 async def test_no_page_reaches_a_denied_address(chromium: Chromium, stage: Stage) -> None:
     expected = expected_refusals(stage.port)
     async with chromium.run(60) as run:
+        # The browser, its network service and the other utilities are up by now; renderers
+        # come later, and have no network of their own.
+        wires = [Tripwire(pid, interval=0.01).start() for pid in process.members(run.pid)]
 
         async def visit(path: str, host: str = "127.0.0.1") -> None:
             page = await run.page()
@@ -246,7 +251,11 @@ async def test_no_page_reaches_a_denied_address(chromium: Chromium, stage: Stage
             ),
         )
         refusals = list(run.refusals)
+        for wire in wires:
+            wire.stop()
     assert stage.canaries.hits == []
+    assert [str(hit) for wire in wires for hit in wire.hits] == []
+    assert all(wire.scans for wire in wires)
     assert "/via-localhost" not in stage.paths  # Chromium did not answer *.localhost itself
     assert stage.dns.protocol.lookups("rebind.test") >= 2  # judged afresh: the second answer refused
     unexpected = [line for line in refusals if line not in expected]
