@@ -155,11 +155,14 @@ def memory_bytes(pids: Iterable[int]) -> int:
     return total
 
 
-def kill(pgid: int, marker: str | None = None) -> list[int]:
-    """SIGKILL the group and every marked process; the pids signalled."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-    pids = members(pgid, marker)
+def kill(pgid: int, marker: str, *, group: bool = True) -> list[int]:
+    """SIGKILL the group (with ``group``) and every process carrying the marker; the pids
+    signalled. Once the browser has been reaped its pid, the group's id, may be reused by a
+    new group: then only ``group=False`` is safe, and the marker finds what is left."""
+    if group:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    pids = members(pgid if group else -1, marker)
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
