@@ -70,6 +70,10 @@ class VettingProxy:
         assert self._port is not None, "VettingProxy not started"
         return self._port
 
+    @property
+    def open_connections(self) -> int:
+        return len(self._tasks)
+
     def reserve(self, port: int) -> None:
         """Refuse ``port`` on every loopback address (the run's DevTools port)."""
         self._reserved.add(port)
@@ -230,8 +234,12 @@ class VettingProxy:
             pumps.append(incoming)
             while True:
                 done, _ = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
-                if done == {outgoing} and outgoing.exception() is None and upstream.can_write_eof():
-                    upstream.write_eof()  # the client is done sending: the answer may still come
+                # A tunnel's client may be done sending before the answer is (a half-close,
+                # passed on); Chromium closing a plain http connection means it has read enough,
+                # whatever an origin that ignored our Connection: close still holds open.
+                half_closed = done == {outgoing} and outgoing.exception() is None
+                if request.tunnel and half_closed and upstream.can_write_eof():
+                    upstream.write_eof()
                     pumps.remove(outgoing)
                     continue
                 break
