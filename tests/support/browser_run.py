@@ -10,6 +10,7 @@ process group per run).
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,8 @@ from monitor.browser.chromium import DEFAULT_EXECUTABLE
 
 needs_chromium = pytest.mark.skipif(
     not os.access(DEFAULT_EXECUTABLE, os.X_OK),
-    reason=f"Debian's chromium is not installed at {DEFAULT_EXECUTABLE} (`make test-tools` installs it)",
+    reason=f"Debian's chromium is not installed at {DEFAULT_EXECUTABLE}"
+    " (`make test` installs it: scripts/browser.sh ensure)",
 )
 
 
@@ -35,6 +37,4 @@ def group_alive(pgid: int) -> list[int]:
 
 def profiles() -> set[Path]:
     """The browser runs' temporary folders that exist now."""
-    import tempfile
-
     return set(Path(tempfile.gettempdir()).glob("monitor-browser-*"))
