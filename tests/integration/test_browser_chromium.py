@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import signal
+import ssl
 import sys
 import time
 import urllib.request
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+import trustme
 from aiohttp import web
 from support.browser_run import group_alive, marked, needs_chromium, profiles
 from support.waiting import wait_for
@@ -152,6 +154,35 @@ async def test_two_runs_at_once_are_apart(chromium: Chromium, site: str) -> None
     assert refused2 == ["blocked: 127.0.0.2 (loopback 127.0.0.0/8) for http://127.0.0.2:8080/b"]
     assert_gone(first)
     assert_gone(second)
+
+
+async def test_an_https_page_comes_through_the_tunnel() -> None:
+    """https is what most monitored sites serve: CONNECT, then TLS end to end."""
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+
+    async def page(_request: web.Request) -> web.Response:
+        return web.Response(text=PAGE, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/", page)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context).start()
+    resolver = VettedResolver(AddressPolicy(["127.0.0.1/32"]))
+    # The test's CA is not in Chromium's store; the tunnel and the handshake are what is tested.
+    trusting = Chromium(resolver, flags=["--ignore-certificate-errors"])
+    try:
+        async with trusting.run(60) as run:
+            page_ = await run.page()
+            await page_.goto(f"https://127.0.0.1:{runner.addresses[0][1]}/")
+            assert await page_.title() == "hello"
+            assert run.refusals == []
+    finally:
+        await trusting.close()
+        await resolver.close()
+        await runner.cleanup()
 
 
 async def test_a_run_past_its_timeout_is_cut_off(chromium: Chromium, site: str) -> None:
