@@ -7,6 +7,7 @@ the watchdog, cancelled from outside), no process of it and no profile is left.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -105,6 +106,26 @@ async def test_a_run_serves_pages_through_its_proxy_and_leaves_nothing(chromium:
         assert run.peak_memory_mb > 0 or await wait_for(lambda: run.peak_memory_mb > 0)
     assert_gone(run)
     assert profiles() == before
+
+
+def nice_levels(pgid: int) -> dict[str, int]:
+    """Each thread of the group's processes and its nice level."""
+    levels = {}
+    for pid in group_alive(pgid):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                levels[f"{pid}/{task.name}"] = os.getpriority(os.PRIO_PROCESS, int(task.name))
+    return levels
+
+
+async def test_every_thread_of_the_browser_runs_niced(chromium: Chromium, site: str) -> None:
+    """Chromium raises its UI threads' priority where it may (nice -8 as root): it may not."""
+    floor = os.getpriority(os.PRIO_PROCESS, 0) + chromium.nice
+    async with chromium.run(60) as run:
+        page = await run.page()
+        await page.goto(site + "/")
+        levels = await asyncio.to_thread(nice_levels, run.pid)
+    assert levels and {thread: level for thread, level in levels.items() if level < floor} == {}
 
 
 async def test_the_browser_inherits_no_secret_of_the_worker(
