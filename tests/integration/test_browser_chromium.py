@@ -13,6 +13,7 @@ import os
 import signal
 import ssl
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import AsyncIterator
@@ -22,7 +23,7 @@ import pytest
 import pytest_asyncio
 import trustme
 from aiohttp import web
-from support.browser_run import group_alive, marked, needs_chromium, profiles
+from support.browser_run import group_alive, marked, needs_chromium
 from support.waiting import wait_for
 
 from monitor.browser import BrowserFailed
@@ -78,6 +79,13 @@ async def chromium() -> AsyncIterator[Chromium]:
         await resolver.close()
 
 
+@pytest.fixture
+def runs_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where this test's runs make their folders: other processes' runs share /tmp."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
 def assert_gone(run: ChromiumRun) -> None:
     assert group_alive(run.pid) == [], f"processes of the run's group still alive: {group_alive(run.pid)}"
     assert marked(run.marker) == [], f"marked processes still alive: {marked(run.marker)}"
@@ -89,8 +97,9 @@ def devtools_version(port: int) -> dict[str, str]:
         return result
 
 
-async def test_a_run_serves_pages_through_its_proxy_and_leaves_nothing(chromium: Chromium, site: str) -> None:
-    before = profiles()
+async def test_a_run_serves_pages_through_its_proxy_and_leaves_nothing(
+    chromium: Chromium, site: str, runs_dir: Path
+) -> None:
     async with chromium.run(60) as run:
         version = await asyncio.to_thread(devtools_version, run.devtools_port)
         assert "Chrome" in version["Browser"]
@@ -105,7 +114,7 @@ async def test_a_run_serves_pages_through_its_proxy_and_leaves_nothing(chromium:
         assert run.refusals == ["blocked: 127.0.0.2 (loopback 127.0.0.0/8) for http://127.0.0.2:8080/x"]
         assert run.peak_memory_mb > 0 or await wait_for(lambda: run.peak_memory_mb > 0)
     assert_gone(run)
-    assert profiles() == before
+    assert os.listdir(runs_dir) == []  # the run's folder (profile, home) is gone
 
 
 def nice_levels(pgid: int) -> dict[str, int]:
@@ -140,9 +149,8 @@ async def test_the_browser_inherits_no_secret_of_the_worker(
     assert b"/monitor-browser-" in env[b"HOME"]  # the run's throwaway folder, removed with it
 
 
-async def test_a_browser_that_cannot_start_says_so() -> None:
+async def test_a_browser_that_cannot_start_says_so(runs_dir: Path) -> None:
     resolver = VettedResolver(AddressPolicy([]))
-    before = profiles()
     missing = Chromium(resolver, executable="/nonexistent/chromium")
     with pytest.raises(
         BrowserFailed, match=r"^cannot start /nonexistent/chromium: No such file or directory$"
@@ -153,7 +161,7 @@ async def test_a_browser_that_cannot_start_says_so() -> None:
     with pytest.raises(BrowserFailed, match=r"^chromium exited with status 1 at start$"):
         async with broken.run(30):
             raise AssertionError("unreachable")
-    assert profiles() == before
+    assert os.listdir(runs_dir) == []  # the run's folder (profile, home) is gone
     await resolver.close()
 
 
@@ -232,8 +240,9 @@ async def test_a_run_past_its_memory_cap_is_killed(site: str) -> None:
         await resolver.close()
 
 
-async def test_a_run_cancelled_from_outside_leaves_nothing(chromium: Chromium, site: str) -> None:
-    before = profiles()
+async def test_a_run_cancelled_from_outside_leaves_nothing(
+    chromium: Chromium, site: str, runs_dir: Path
+) -> None:
     started: asyncio.Future[ChromiumRun] = asyncio.get_running_loop().create_future()
 
     async def check() -> None:
@@ -249,7 +258,7 @@ async def test_a_run_cancelled_from_outside_leaves_nothing(chromium: Chromium, s
     with pytest.raises(asyncio.CancelledError):
         await task
     assert_gone(run)
-    assert profiles() == before
+    assert os.listdir(runs_dir) == []  # the run's folder (profile, home) is gone
 
 
 OWNER = """

@@ -10,8 +10,6 @@ process group per run).
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -33,8 +31,3 @@ def marked(marker: str) -> list[int]:
 def group_alive(pgid: int) -> list[int]:
     """The live processes of a process group, read from /proc."""
     return process.members(pgid)
-
-
-def profiles() -> set[Path]:
-    """The browser runs' temporary folders that exist now."""
-    return set(Path(tempfile.gettempdir()).glob("monitor-browser-*"))
