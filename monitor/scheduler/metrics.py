@@ -88,12 +88,14 @@ class SchedulerMetrics:
         self.registry = registry or new_registry()
         r = self.registry
         self.checks = LoopCounter(
-            "monitor_checks", "Checks completed, by result (up, down, blocked)", "result",
-            ("up", "down", "blocked"), registry=r,
+            "monitor_checks", "Checks completed, by result (up, down, blocked, not_run)", "result",
+            ("up", "down", "blocked", "not_run"), registry=r,
         )  # fmt: skip
         self.checks_up = self.checks.labels("up")
         self.checks_down = self.checks.labels("down")
         self.checks_blocked = self.checks.labels("blocked")
+        # Heavy checks no worker finished (Failure.NOT_RUN): judged as unknown.
+        self.checks_not_run = self.checks.labels("not_run")
         self.check_duration = LoopHistogram(
             "monitor_check_duration_seconds", "Wall time of one check", buckets=LATENCY_BUCKETS, registry=r
         )

@@ -9,7 +9,8 @@ it is read: a request is done once, or, should its scheduler die meanwhile, not 
 then says that no scheduler answered). At most ``keys.TRIAL_CONCURRENCY`` run at once; one
 read after its deadline is dropped (the api gave up on it).
 
-The row becomes a spec as the catalogue loads a monitor (``catalogue.spec_of``), the check runs
+The row (``checks/jobs.row_form``, as a heavy check's job carries its monitor) becomes a spec as
+the catalogue loads a monitor (``checks/jobs.spec_of``), the check runs
 through ``ticker.run_check`` with the scheduler's own ``CheckContext`` (its SSRF-guarded
 session, the operator's TLS and body limits) and within the same hard deadline, and the
 result is judged by judging's pure part (``judging.degraded_by``: too slow, a certificate about
@@ -32,8 +33,8 @@ from monitor import logging as mlog
 from monitor.aio import Slots
 from monitor.checks import CheckContext
 from monitor.checks.certificate import cert_not_after
+from monitor.checks.jobs import spec_of
 from monitor.models import CheckResult, Failure, MonitorSpec
-from monitor.scheduler.catalogue import spec_of
 from monitor.scheduler.judging import degraded_by
 from monitor.scheduler.ticker import run_check
 from monitor.secrets import SecretBox
