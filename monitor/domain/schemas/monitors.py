@@ -77,9 +77,7 @@ class _MonitorFields(_Body):
         minimum = float((info.context or {}).get("min_interval_seconds", 30))
         own, kind = cls.type_min_interval
         if value is not None and minimum < own and value < own <= MAX_INTERVAL_SECONDS:
-            raise ValueError(
-                f"must be at least {own:g} seconds for a {kind} monitor"
-            )
+            raise ValueError(f"must be at least {own:g} seconds for a {kind} monitor")
         if value is not None and not (minimum <= value <= MAX_INTERVAL_SECONDS):
             raise ValueError(f"must be between {minimum:g} and {MAX_INTERVAL_SECONDS} seconds")
         return value
