@@ -12,9 +12,9 @@ is what ``monitor cluster status`` lists.
 Its checks get a ``CheckContext`` of their own, built as the scheduler builds its own
 (``checks/tools.py``: the same address policy and guarded session) with ``browser`` set to a
 Chromium launcher (``monitor/browser/chromium.py``, each run under ``MONITOR_WORKER_MEMORY_MB``)
-and ``screenshots`` to the store the visual checks keep theirs in (None until it exists: pass
-one as ``screenshots``). The worker needs Redis and the secret key (to open the sealed secrets
-of a job's row), not the database.
+and ``screenshots`` to the store the visual checks keep theirs in (:func:`default_screenshots`,
+the one place it plugs in). The worker needs Redis and the secret key (to open the sealed
+secrets of a job's row), not the database.
 
 A stop has two phases (``lifecycle.serve``): ``drain`` stops reading and waits for the jobs in
 hand; what is still running when the shutdown timeout ends is cancelled in ``close`` and handed
@@ -25,7 +25,6 @@ deadline still leaves time.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import os
 import socket
 import time
@@ -41,24 +40,21 @@ from monitor import logging as mlog
 from monitor.aio import Slots
 from monitor.checks import REGISTRY, Registry
 from monitor.checks.base import CheckContext
-from monitor.checks.heavy import HeavyCheck
-from monitor.checks.jobs import spec_of
 from monitor.checks.tools import CheckTools, check_tools
 from monitor.config import Settings
 from monitor.health import ping_redis, watch_loop
 from monitor.models import CheckResult, Failure
 from monitor.secrets import SecretBox
-from monitor.worker.jobs import Job, JobError, budget, cut_short, not_run
+from monitor.worker.jobs import Job, JobError, budget, not_run
 from monitor.worker.metrics import WorkerMetrics
 from monitor.worker.presence import Presence
 from monitor.worker.queue import Entry, WorkQueue
+from monitor.worker.run import close_screenshots, default_browser, default_screenshots, execute
 
 log = mlog.get(__name__)
 
 # Past its given time, a check that does not stop itself is cut off this much later.
 HARD_MARGIN_SECONDS = 1.0
-# The browser's launcher, once the module that keeps monitor.browser.Browser exists.
-BROWSER_MODULE = "monitor.browser.chromium"
 DEFAULT = object()
 
 
@@ -68,21 +64,11 @@ class _InHand:
     job: Job | None = None
 
 
-def default_browser(settings: Settings, tools: CheckTools) -> Any:
-    """The Chromium launcher (``monitor.browser.Browser``) for this worker's runs, its memory
-    cap ``MONITOR_WORKER_MEMORY_MB`` and its every connection judged by the worker's resolver;
-    None without the launcher module (heavy types then fail with a clear error)."""
-    try:
-        chromium = importlib.import_module(BROWSER_MODULE)
-    except ImportError:
-        return None
-    return chromium.Chromium(tools.resolver, memory_mb=settings.worker_memory_mb)
-
-
 class Worker:
     """``settings``, ``redis`` (made from the settings when None, and then closed with the
     worker) and the ``registry`` whose heavy kinds it runs; ``browser`` and ``screenshots`` go
-    into its checks' context (``browser`` default: :func:`default_browser`)."""
+    into its checks' context (defaults: :func:`default_browser`, :func:`default_screenshots`;
+    None: none)."""
 
     name = "worker"
 
@@ -93,7 +79,7 @@ class Worker:
         registry: Registry = REGISTRY,
         *,
         browser: Any = DEFAULT,
-        screenshots: Any = None,
+        screenshots: Any = DEFAULT,
         block_ms: int = 1000,
     ) -> None:
         self.settings = settings
@@ -136,11 +122,11 @@ class Worker:
         tools = self._tools = check_tools(s, log, limit=max(10, 10 * self.concurrency))
         browser = default_browser(s, tools) if self._browser is DEFAULT else self._browser
         self._browser = browser
+        if self._screenshots is DEFAULT:
+            self._screenshots = await default_screenshots(s)
         self._ctx = replace(tools.ctx, browser=browser, screenshots=self._screenshots)
         if browser is None:
-            log.warning(
-                "worker.no_browser", module=BROWSER_MODULE, hint="browser checks fail until it exists"
-            )
+            log.warning("worker.no_browser", hint="heavy checks that need a browser fail")
         if not self.kinds:
             log.warning("worker.no_heavy_kinds", hint="this version has no heavy check type; nothing to run")
         self._queue = WorkQueue(self._redis, self.id, self.kinds, claim_idle=self.claim_idle)
@@ -208,6 +194,8 @@ class Worker:
             await self._probes.cleanup()
         if self._browser is not None and hasattr(self._browser, "close"):
             await self._browser.close()
+        if self._screenshots is not DEFAULT:
+            await close_screenshots(self._screenshots)
         await self.registry.close()
         if self._tools is not None:
             await self._tools.close()
@@ -326,6 +314,10 @@ class Worker:
 
     # -- one job ---------------------------------------------------------------------
 
+    async def _run(self, job: Job, given: float) -> CheckResult:
+        assert self._box is not None and self._ctx is not None
+        return await execute(job, given, box=self._box, registry=self.registry, ctx=self._ctx)
+
     async def _serve(self, kind: str, entry_id: str, fields: dict[Any, Any], taken_over: bool) -> None:
         assert self._queue is not None
         try:
@@ -340,7 +332,7 @@ class Worker:
         with mlog.bound(monitor_id=job.monitor_id, job_id=job.id):
             started = time.time()
             given, why = budget(job, started, taken_over=taken_over)
-            result = not_run(job, why) if why is not None else await self._execute(job, given or 0.0)
+            result = not_run(job, why) if why is not None else await self._run(job, given or 0.0)
             try:
                 await self._queue.answer(kind, entry_id, job.id, job.reply, result)
             except (RedisError, OSError) as exc:  # left pending: another worker answers it
@@ -355,30 +347,3 @@ class Worker:
                 "worker.job_done", kind=kind, result=label, duration_ms=round(duration * 1000, 1),
                 error=result.error, taken_over=taken_over,
             )  # fmt: skip
-
-    async def _execute(self, job: Job, given: float) -> CheckResult:
-        """The job's check, run in ``given`` seconds at most (the run cut off just after)."""
-        assert self._box is not None and self._ctx is not None
-        try:
-            spec = spec_of(job.row, self._box, self.registry)
-            check = self.registry.get(spec.type)
-        except Exception as exc:  # another secret key than the scheduler's, a newer version's settings
-            return not_run(
-                job, f"not run: this worker cannot run it ({str(exc)[:200] or type(exc).__name__})"
-            )
-        if not isinstance(check, HeavyCheck):
-            return not_run(job, f"not run: {spec.type} is not a heavy check type in this worker")
-        if given < spec.timeout_seconds:
-            spec = replace(spec, timeout_seconds=given)
-        cut = asyncio.timeout(given + HARD_MARGIN_SECONDS)
-        try:
-            async with cut:
-                result = await check.execute(spec, self._ctx, job.at)
-        except Exception as exc:  # a bug in a check must not kill the worker
-            if isinstance(exc, TimeoutError) and cut.expired():
-                error, failure = f"timed out after {given:g}s", Failure.TIMEOUT
-            else:
-                log.error("check.crashed", exc_info=exc)
-                error, failure = f"internal error: {type(exc).__name__}", Failure.CHECKER
-            result = CheckResult(spec.id, job.at, ok=False, error=error, failure=failure)
-        return cut_short(job, given, result)

@@ -297,3 +297,46 @@ async def test_a_worker_registers_itself_and_leaves(
     assert [(w["id"], w["kinds"], w["concurrency"]) for w in found] == [(worker.id, ["slow"], 2)]
     await worker.close()
     assert await listed(redis) == []
+
+
+async def test_a_worker_whose_job_was_taken_stops_its_run_and_does_not_answer(
+    dispatcher: Dispatcher, workers: Start, redis: aioredis.Redis
+) -> None:
+    worker = await workers()
+    spec, row = monitor(1, "home", 20.0)
+    dispatcher.rows[spec.id] = row
+    waiting = asyncio.create_task(dispatcher(spec, datetime.now(UTC)))
+    await wait_for(lambda: worker.running == 1 and len(Slow.started) == 1, timeout=5)
+    ((kind, entry_id),) = list(worker._in_hand)
+    # Another consumer holds it now (a worker that took it over while this one was frozen).
+    await redis.xclaim(
+        keys.work_stream(kind), keys.WORK_GROUP, "thief", min_idle_time=0, message_ids=[entry_id]
+    )
+    await wait_for(lambda: worker.running == 0, timeout=5, message="the run stopped")
+    assert worker.metrics.claims_lost._value.get() == 1 and worker.answered == 0
+    assert not waiting.done()
+    waiting.cancel()
+
+
+async def test_a_worker_stopping_hands_its_running_job_to_the_next_at_once(
+    settings: config.Settings, dispatcher: Dispatcher, redis: aioredis.Redis
+) -> None:
+    patient = settings.model_copy(update={"worker_claim_idle_seconds": 60.0})  # no idle take-over
+    first = Worker(patient, redis, registry(), browser=None, screenshots=None, block_ms=200)
+    second = Worker(patient, redis, registry(), browser=None, screenshots=None, block_ms=200)
+    await first.start()
+    try:
+        spec, row = monitor(1, "home", 20.0)
+        dispatcher.rows[spec.id] = row
+        waiting = asyncio.create_task(dispatcher(spec, datetime.now(UTC)))
+        await wait_for(lambda: first.running == 1, timeout=5)
+        await first.close()  # the shutdown timeout passed with the job running: handed back
+        await second.start()
+        await wait_for(lambda: second.running == 1, timeout=5, message="handed back and taken at once")
+        Slow.gates["home"].set()
+        result = await asyncio.wait_for(waiting, 10)
+        assert result.ok and first.answered == 0
+        await wait_for(lambda: second.answered == 1, timeout=5)
+    finally:
+        Slow.gates.setdefault("home", asyncio.Event()).set()
+        await second.close()
