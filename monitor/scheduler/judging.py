@@ -9,7 +9,9 @@ the changes and alerts, the error as stored and told. Nothing rewrites the check
 pings and deadlines, so confirm_after, reminders, windows, dependencies and quorums work the
 same for both): it counts the result, asks the connectivity guard about a failure that would
 take the monitor down (:func:`cut_off` when the checker's own network is down), keeps the state
-and hands the result and its judgement to the writer. A window's edges (``edges.py``) are
+and hands the result and its judgement to the writer. A heavy check no worker finished
+(``Failure.NOT_RUN``, ``dispatch.py``) is written and judged as unknown (:func:`not_run`): the
+state as it was, nothing told. A window's edges (``edges.py``) are
 judged here too, through :func:`cross`.
 
 The window a result falls in is read from the calendar at the check's time, or at the latest

@@ -148,6 +148,9 @@ class SchedulerMetrics:
             "monitor_events_published", "Outbox events published to Redis", registry=r
         )
         self.monitors = Gauge("monitor_monitors_scheduled", "Monitors with a running ticker", registry=r)
+        self.heavy_waiting = Gauge(
+            "monitor_heavy_checks_waiting", "Heavy checks waiting for a worker's reply", registry=r
+        )
         self.cluster_members = Gauge(
             "monitor_cluster_members", "Live schedulers in this scheduler's view of the cluster", registry=r
         )

@@ -184,6 +184,8 @@ class Scheduler:
             heavy_rows=self.dispatcher.rows,
         )
         self.metrics.monitors.set_function(lambda: len(running.tickers))
+        dispatcher = self.dispatcher
+        self.metrics.heavy_waiting.set_function(lambda: dispatcher.waiting)
         # Bind the listener before any work starts: a port in use fails the start cleanly.
         self._probes = await probes.start(
             s.probe_host, s.scheduler_http_port, self.metrics.registry, self._ready
