@@ -91,6 +91,10 @@ WORK_REPLY_MARGIN_SECONDS = 3.0
 # busy loop or a slow Redis round trip does not hand a live worker's job to another.
 WORK_CLAIM_IDLE_SECONDS = 15.0
 WORK_RENEW_FRACTION = 1 / 3
+# A worker may run a job until its deadline and this long more: a job read within this of its
+# start runs with the monitor's whole timeout (the queue's own delay is no part of it); the run
+# is cut off (0.5 s after at most) and its reply sent before the scheduler's margin ends.
+WORK_RUN_GRACE_SECONDS = 2.0
 # A job taken over (or read late) is run only if at least this share of its timeout is left:
 # a browser run cut short by our queue would read as the target's timeout (a false down), so
 # with less left it is answered NOT_RUN at once.

@@ -92,6 +92,11 @@ class Dispatcher:
         row = self.rows.get(monitor.id)
         if row is None:
             return not_run(monitor, started, "not run: this scheduler holds no row of the monitor to send")
+        return await self.send(monitor, started, row)
+
+    async def send(self, monitor: MonitorSpec, started: datetime, row: dict[str, Any]) -> CheckResult:
+        """The check of ``monitor`` (whose row form is ``row``: a tick's, or a trial's) run by a
+        worker: its result, or a NOT_RUN one by the deadline and the margin."""
         loop = asyncio.get_running_loop()
         deadline = started.timestamp() + monitor.timeout_seconds
         job_id = secrets.token_hex(8)

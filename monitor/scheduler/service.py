@@ -219,7 +219,9 @@ class Scheduler:
         self._spawn(self.catalogue.keep_reconciling(), "reconcile")
         self._spawn(watch_loop(self.metrics.loop_blocked), "loop-watch")
         self._spawn(self.guard.run(), "connectivity")
-        self.trials = Trials(self._redis, box, self._shared.ctx, member.name, location=s.location)
+        self.trials = Trials(
+            self._redis, box, self._shared.ctx, member.name, location=s.location, dispatcher=self.dispatcher
+        )
         self._spawn(self.trials.run(), "trials")
         # The monitors just loaded live as long as the process: move them out of the cyclic
         # collector's reach, so its full passes stay short and do not delay ticks (lateness).

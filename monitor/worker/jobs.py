@@ -2,9 +2,11 @@
 
 A job (``scheduler/dispatch.py``) carries its monitor's row form, the tick's time, a deadline
 (the tick's start plus the monitor's timeout) and where to reply. A worker runs it only if the
-deadline leaves enough of the timeout (``keys.WORK_MIN_LEFT_SHARE``), and then with what is
-left: a check cut short by our own queue would read as the target's timeout, a false down, so
-a job with less left, or one whose shortened run timed out, is answered ``Failure.NOT_RUN``.
+deadline (and ``keys.WORK_RUN_GRACE_SECONDS``) leaves enough of the timeout
+(``keys.WORK_MIN_LEFT_SHARE``), and then with what is left: the whole timeout when the queue
+took no longer than the grace. A check cut short by our own queue would read as the target's
+timeout, a false down, so a job with less left, or one whose shortened run timed out, is
+answered ``Failure.NOT_RUN``.
 """
 
 from __future__ import annotations
@@ -57,11 +59,13 @@ class Job:
 
 
 def budget(job: Job, now: float, *, taken_over: bool) -> tuple[float | None, str | None]:
-    """(the seconds the job's check may run, None) or (None, why it is not run now)."""
-    left = job.deadline - now
+    """(the seconds the job's check may run, None) or (None, why it is not run now): the
+    monitor's timeout, less what the queue took beyond ``keys.WORK_RUN_GRACE_SECONDS``."""
+    left = job.deadline + keys.WORK_RUN_GRACE_SECONDS - now
     timeout = job.timeout
     if left >= timeout * keys.WORK_MIN_LEFT_SHARE and left > 0:
         return min(timeout, left), None
+    left = job.deadline - now  # as a person reads it: the time left of the monitor's timeout
     if taken_over:
         return None, (
             f"not run: the worker running it stopped, and {max(0.0, left):.0f} s of its "

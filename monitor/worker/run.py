@@ -21,8 +21,9 @@ from monitor.worker.jobs import Job, cut_short, not_run
 
 log = mlog.get(__name__)
 
-# Past its given time, a check that does not stop itself is cut off this much later.
-HARD_MARGIN_SECONDS = 1.0
+# Past its given time, a check that does not stop itself is cut off this much later (within
+# keys.WORK_REPLY_MARGIN_SECONDS - keys.WORK_RUN_GRACE_SECONDS: the reply is still awaited).
+HARD_MARGIN_SECONDS = 0.5
 
 
 async def execute(
