@@ -188,7 +188,8 @@ class Journey:
             self.status = await load(page, self.settings.url, clock)
             self._done(start_name(self.settings.url), began, None)
         except StepFailed as exc:
-            self._done(start_name(self.settings.url), began, str(exc), clock)
+            self.status = exc.status
+            self._done(start_name(self.settings.url), began, exc, clock)
         for step in self.settings.steps:
             if self.failed is not None:
                 self.entries.append({"name": name(step), "ok": None})
@@ -196,24 +197,26 @@ class Journey:
             at = time.monotonic()
             clock = Clock(step.timeout_seconds or DEFAULT_STEP_TIMEOUT_SECONDS, self.deadline)
             if clock.granted <= 0:
-                self._done(name(step), at, f"the journey's {seconds(self.timeout)} ran out before it", clock)
+                ran_out = StepFailed(
+                    f"the journey's {seconds(self.timeout)} ran out before it", timed_out=True
+                )
+                self._done(name(step), at, ran_out, clock)
                 continue
             try:
                 await run_step(page, step, clock)
                 self._done(name(step), at, None)
             except StepFailed as exc:
-                self._done(name(step), at, str(exc), clock)
+                self._done(name(step), at, exc, clock)
         self.final_url = page.url
         self.elapsed_ms = (time.monotonic() - began) * 1000
 
-    def _done(self, said: str, began: float, error: str | None, clock: Clock | None = None) -> None:
-        entry: dict[str, Any] = {"name": said, "ok": error is None}
+    def _done(self, said: str, began: float, failed: StepFailed | None, clock: Clock | None = None) -> None:
+        entry: dict[str, Any] = {"name": said, "ok": failed is None}
         entry["duration_ms"] = round((time.monotonic() - began) * 1000, 1)
-        if error is not None:
-            entry["error"] = clip_error(scrub(error, self.secrets), STEP_ERROR_CHARS)
+        if failed is not None:
+            entry["error"] = clip_error(scrub(str(failed), self.secrets), STEP_ERROR_CHARS)
             self.failed = len(self.entries)
-            cut = clock is not None and (clock.cut or clock.granted <= 0)
-            self.failure = Failure.TIMEOUT if cut else _kind(self.failed, error)
+            self.failure = _kind(self.failed, failed, clock)
             self.error = cause(self.failed, said, entry["error"])
         self.entries.append(entry)
 
@@ -254,11 +257,14 @@ class Journey:
         )
 
 
-def _kind(number: int, error: str) -> Failure:
-    """What a failed step's error says of its failure: a page that did not load is the
-    network's (or the browser's); anything else the page answering not as expected."""
-    if number == 0 and not error.startswith("answered "):
-        return Failure.TIMEOUT if error.startswith("did not load") else Failure.NETWORK
+def _kind(number: int, failed: StepFailed, clock: Clock | None) -> Failure:
+    """What kind of failure a failed step is: its time cut by the journey's deadline, a
+    timeout; the start page not loaded, the network's (or a timeout); anything else, the page
+    answering not as expected (a status of 400 or more too)."""
+    if failed.timed_out and (number == 0 or clock is None or clock.cut):
+        return Failure.TIMEOUT
+    if number == 0 and failed.status is None:
+        return Failure.NETWORK
     return Failure.ASSERTION
 
 

@@ -23,7 +23,13 @@ if TYPE_CHECKING:
 
 
 class StepFailed(Exception):
-    """A step that did not pass; its text is the cause's part after the step's name."""
+    """A step that did not pass; its text is the cause's part after the step's name. Whether
+    its time ran out (``timed_out``), and the status of a page that answered with an error."""
+
+    def __init__(self, message: str, *, timed_out: bool = False, status: int | None = None) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+        self.status = status
 
 
 def _errors() -> tuple[type[Exception], type[Exception]]:
@@ -56,12 +62,12 @@ async def load(page: Page, url: str, clock: Clock) -> int | None:
     try:
         response = await page.goto(url, timeout=clock.left_ms, wait_until="load")
     except timeout:
-        raise StepFailed(f"did not load within {clock.said}") from None
+        raise StepFailed(f"did not load within {clock.said}", timed_out=True) from None
     except error as exc:
         raise StepFailed(net_error(str(exc)) or reduced(str(exc))) from None
     status = response.status if response is not None else None
     if status is not None and status >= 400:
-        raise StepFailed(f"answered {status}")
+        raise StepFailed(f"answered {status}", status=status)
     return status
 
 
@@ -73,7 +79,7 @@ async def run_step(page: Page, step: Any, clock: Clock) -> None:
     except StepFailed:
         raise
     except timeout:
-        raise StepFailed(f"timed out after {clock.said}") from None
+        raise StepFailed(f"timed out after {clock.said}", timed_out=True) from None
     except error as exc:
         raise StepFailed(reduced(str(exc))) from None
 
@@ -103,7 +109,7 @@ async def _found(page: Page, selector: str, clock: Clock) -> Locator:
     try:
         await locator.wait_for(state="attached", timeout=clock.left_ms)
     except timeout:
-        raise StepFailed(f"no element matches within {clock.said}") from None
+        raise StepFailed(f"no element matches within {clock.said}", timed_out=True) from None
     return locator
 
 
@@ -116,7 +122,7 @@ async def _act(locator: Locator, verb: str, clock: Clock, value: str | None = No
             await locator.fill(value, timeout=clock.left_ms)
     except timeout as exc:
         why = blocking(str(exc)) or "the element did not become ready"
-        raise StepFailed(f"could not {verb} within {clock.said}: {why}") from None
+        raise StepFailed(f"could not {verb} within {clock.said}: {why}", timed_out=True) from None
 
 
 async def _state(page: Page, selector: str, state: str, clock: Clock) -> None:
@@ -126,10 +132,12 @@ async def _state(page: Page, selector: str, state: str, clock: Clock) -> None:
         await locator.wait_for(state=state, timeout=clock.left_ms)  # type: ignore[arg-type]
     except timeout:
         if state == "hidden":
-            raise StepFailed(f"still visible after {clock.said}") from None
-        if state == "visible" and await page.locator(selector).count():
-            raise StepFailed(f"the element stayed hidden for {clock.said}") from None
-        raise StepFailed(f"no element matches within {clock.said}") from None
+            said = f"still visible after {clock.said}"
+        elif state == "visible" and await page.locator(selector).count():
+            said = f"the element stayed hidden for {clock.said}"
+        else:
+            said = f"no element matches within {clock.said}"
+        raise StepFailed(said, timed_out=True) from None
 
 
 async def _text(page: Page, step: Any, clock: Clock) -> None:
@@ -139,7 +147,7 @@ async def _text(page: Page, step: Any, clock: Clock) -> None:
     try:
         await expect(where).to_contain_text(step.text, timeout=clock.left_ms, use_inner_text=True)
     except AssertionError:
-        raise StepFailed(f"text {shown(step.text)} not found within {clock.said}") from None
+        raise StepFailed(f"text {shown(step.text)} not found within {clock.said}", timed_out=True) from None
 
 
 def url_holds(step: Any, url: str) -> bool:
@@ -161,4 +169,4 @@ async def _url(page: Page, step: Any, clock: Clock) -> None:
     try:
         await page.wait_for_url(lambda url: url_holds(step, url), timeout=clock.left_ms, wait_until="commit")
     except timeout:
-        raise StepFailed(f"the URL is {shown(page.url)} after {clock.said}") from None
+        raise StepFailed(f"the URL is {shown(page.url)} after {clock.said}", timed_out=True) from None
