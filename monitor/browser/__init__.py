@@ -20,6 +20,12 @@ if TYPE_CHECKING:
     from playwright.async_api import Page
 
 
+class BrowserFailed(Exception):
+    """The run could not go on: Chromium did not start, passed the memory cap or the run's
+    timeout (and was killed). ``str()`` is the check's cause as it stands ("browser used more
+    than 1024 MiB", "browser run cut off after 90 s")."""
+
+
 class BrowserRun(Protocol):
     """One browser run: a Chromium started for it, ended when the run's context ends."""
 
@@ -39,8 +45,9 @@ class Browser(Protocol):
 
     def run(self, timeout: float) -> AbstractAsyncContextManager[BrowserRun]:
         """A fresh Chromium for one check, cut off (killed, its profile removed) after
-        ``timeout`` seconds or when it passes the memory cap."""
+        ``timeout`` seconds or when it passes the memory cap: the task in the run is then
+        cancelled and the run's context raises ``BrowserFailed`` with the reason."""
         ...
 
 
-__all__ = ["Any", "Browser", "BrowserRun"]
+__all__ = ["Any", "Browser", "BrowserFailed", "BrowserRun"]

@@ -1,0 +1,147 @@
+"""``Chromium`` against Debian's chromium and small aiohttp servers on 127.0.0.1: a run gives a
+DevTools port and Playwright pages behind the run's vetting proxy; a run that passes its memory
+cap or its timeout ends with the cause a check reports; and however a run ends (normally, by
+the watchdog, cancelled from outside), no process of it and no profile is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.request
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+from aiohttp import web
+from support.browser_run import group_alive, marked, needs_chromium, profiles
+from support.waiting import wait_for
+
+from monitor.browser import BrowserFailed
+from monitor.browser.chromium import Chromium, ChromiumRun
+from monitor.net import AddressPolicy, VettedResolver
+
+pytestmark = [needs_chromium, pytest.mark.timeout(90), pytest.mark.asyncio(loop_scope="module")]
+
+PAGE = "<!doctype html><title>hello</title><link rel=icon href='data:,'><h1>hello</h1>"
+# Allocates about 100 MiB every 50 ms and keeps it: past any cap within seconds.
+HOG = """<!doctype html><title>hog</title><link rel=icon href='data:,'><script>
+const kept = [];
+setInterval(() => { const a = new Float64Array(13 * 1024 * 1024); a.fill(Math.random()); kept.push(a); }, 50);
+</script>"""
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def site() -> AsyncIterator[str]:
+    """A server on 127.0.0.1: ``/`` a small page, ``/hog`` a page that eats memory, ``/hang``
+    one that never answers."""
+
+    async def page(_request: web.Request) -> web.Response:
+        return web.Response(text=PAGE, content_type="text/html")
+
+    async def hog(_request: web.Request) -> web.Response:
+        return web.Response(text=HOG, content_type="text/html")
+
+    async def hang(_request: web.Request) -> web.Response:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    app = web.Application()
+    app.router.add_get("/", page)
+    app.router.add_get("/hog", hog)
+    app.router.add_get("/hang", hang)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5, handler_cancellation=True)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def chromium() -> AsyncIterator[Chromium]:
+    resolver = VettedResolver(AddressPolicy(["127.0.0.1/32"]))
+    browser = Chromium(resolver, memory_mb=1024)
+    try:
+        yield browser
+    finally:
+        await browser.close()
+        await resolver.close()
+
+
+def assert_gone(run: ChromiumRun) -> None:
+    assert group_alive(run.pid) == [], f"processes of the run's group still alive: {group_alive(run.pid)}"
+    assert marked(run.marker) == [], f"marked processes still alive: {marked(run.marker)}"
+
+
+def devtools_version(port: int) -> dict[str, str]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/version", timeout=5) as answer:
+        result: dict[str, str] = json.load(answer)
+        return result
+
+
+async def test_a_run_serves_pages_through_its_proxy_and_leaves_nothing(chromium: Chromium, site: str) -> None:
+    before = profiles()
+    async with chromium.run(60) as run:
+        version = await asyncio.to_thread(devtools_version, run.devtools_port)
+        assert "Chrome" in version["Browser"]
+        page = await run.page()
+        await page.goto(site + "/")
+        assert await page.title() == "hello"
+        # Loopback is not bypassed: 127.0.0.2 is denied by the policy, so the proxy refuses it.
+        status = await page.evaluate(
+            "u => fetch(u).then(r => 'fetched ' + r.status, e => 'failed')", "http://127.0.0.2:8080/x"
+        )
+        assert status == "failed"
+        assert run.refusals == ["blocked: 127.0.0.2 (loopback 127.0.0.0/8) for http://127.0.0.2:8080/x"]
+        assert run.peak_memory_mb > 0 or await wait_for(lambda: run.peak_memory_mb > 0)
+    assert_gone(run)
+    assert profiles() == before
+
+
+async def test_a_run_past_its_timeout_is_cut_off(chromium: Chromium, site: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(BrowserFailed, match=r"^browser run cut off after 2 s$"):
+        async with chromium.run(2) as run:
+            page = await run.page()
+            await page.goto(site + "/hang", timeout=60_000)
+    assert time.monotonic() - started < 10
+    assert_gone(run)
+
+
+async def test_a_run_past_its_memory_cap_is_killed(site: str) -> None:
+    resolver = VettedResolver(AddressPolicy(["127.0.0.1/32"]))
+    hungry = Chromium(resolver, memory_mb=700)
+    try:
+        with pytest.raises(BrowserFailed, match=r"^browser used more than 700 MiB$"):
+            async with hungry.run(60) as run:
+                page = await run.page()
+                await page.goto(site + "/hog")
+                await asyncio.sleep(60)  # the watchdog cuts this short
+        assert_gone(run)
+        assert run.peak_memory_mb > 700
+    finally:
+        await hungry.close()
+        await resolver.close()
+
+
+async def test_a_run_cancelled_from_outside_leaves_nothing(chromium: Chromium, site: str) -> None:
+    before = profiles()
+    started: asyncio.Future[ChromiumRun] = asyncio.get_running_loop().create_future()
+
+    async def check() -> None:
+        async with chromium.run(60) as run:
+            page = await run.page()
+            await page.goto(site + "/")
+            started.set_result(run)
+            await asyncio.sleep(3600)
+
+    task = asyncio.ensure_future(check())
+    run = await asyncio.wait_for(asyncio.shield(started), 30)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert_gone(run)
+    assert profiles() == before
