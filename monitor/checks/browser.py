@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from monitor.browser import BrowserFailed
 from monitor.checks import browser_stored
 from monitor.checks.base import STORED, CheckContext, ResultDetails
 from monitor.checks.browser_actions import Clock, StepFailed, load, run_step
@@ -149,11 +150,14 @@ class BrowserCheck(HeavyCheck):
                         journey.screenshot = await _screenshot(ctx, monitor, started, page, journey.ok)
         except TimeoutError:
             journey.cut_off(f"the browser did not end within {seconds(monitor.timeout_seconds)}")
+        except BrowserFailed as exc:  # cut off by the launcher: its time limit, its memory cap
+            if not journey.entries:
+                return _failed(monitor, started, f"browser: {exc}", Failure.CHECKER)
+            journey.cut_off(str(exc))
         except Exception as exc:  # Chromium failed to start or died: the checker's failure
-            if journey.entries:
-                journey.cut_off(reduced(str(exc)))
-            else:
+            if not journey.entries:
                 return _failed(monitor, started, f"browser: {reduced(str(exc))}", Failure.CHECKER)
+            journey.cut_off(reduced(str(exc)))
         return journey.result(monitor, started)
 
 

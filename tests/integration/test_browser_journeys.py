@@ -1,23 +1,26 @@
 """Browser journeys in a real Chromium against a small shop served by the test (aiohttp on
 loopback): a journey that passes (a click, a form filled with a secret password, a text on the
 next page, the URL), the same journey after a "deploy" that removes the button (down, naming
-the step, a screenshot handed to the store), and a start page that answers 503.
+the step, a screenshot handed to the store), a start page that answers 503, a wrong password
+caught by the text on the next page, and a start page the vetting proxy refuses.
 
-``execute`` runs as a worker calls it: a ``CheckContext`` whose ``browser`` launches Chromium.
-Three runs of a second or two each; the monitor's secret never appears in what they return.
+``execute`` runs as a worker calls it: a ``CheckContext`` whose ``browser`` is the worker's
+``Chromium`` (``monitor/browser/chromium.py``: the run's vetting proxy in front, here with
+loopback allowed as MONITOR_ALLOW_CIDRS would). A second or two per run; the monitor's secret
+never appears in what they return.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from aiohttp import web
-from support.playwright_browser import LocalChromium
+from support.browser_run import needs_chromium
 
+from monitor.browser.chromium import Chromium
 from monitor.checks import REGISTRY
 from monitor.checks.base import CheckContext
 from monitor.checks.browser import BrowserDetails
@@ -27,16 +30,15 @@ from monitor.net.resolver import VettedResolver
 from monitor.net.session import make_session
 from monitor.secrets import MASK
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [needs_chromium, pytest.mark.timeout(90)]
 
-CHROMIUM = "/usr/bin/chromium"
 PASSWORD = "s3cret pass"
 
 HOME = """<!doctype html><html><head><title>Shop</title><link rel="icon" href="data:,"></head>
 <body><h1>Shop</h1>{button}</body></html>"""
 BUTTON = '<form action="/checkout"><button id="buy">Buy</button></form>'
 CHECKOUT = """<!doctype html><html><head><title>Checkout</title><link rel="icon" href="data:,"></head>
-<body><form action="/done" method="post"><input id="email" name="email">
+<body><form action="/done" method="get"><input id="email" name="email">
 <input id="password" name="password" type="password"><button id="pay">Pay</button></form></body></html>"""
 DONE = """<!doctype html><html><head><title>Done</title><link rel="icon" href="data:,"></head>
 <body><p id="message">{message}</p></body></html>"""
@@ -56,7 +58,8 @@ class Shop:
         return web.Response(text=CHECKOUT, content_type="text/html")
 
     async def done(self, request: web.Request) -> web.Response:
-        form = await request.post()
+        # A GET form, so the password is in the URL the journey ends on (and must be masked there).
+        form = request.query
         paid = form.get("password") == PASSWORD
         message = f"Thank you, {form.get('email')}" if paid else "Wrong password"
         return web.Response(text=DONE.format(message=message), content_type="text/html")
@@ -68,7 +71,7 @@ async def shop() -> AsyncIterator[Shop]:
     app = web.Application()
     app.router.add_get("/", shop.home)
     app.router.add_get("/checkout", shop.checkout)
-    app.router.add_post("/done", shop.done)
+    app.router.add_get("/done", shop.done)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -96,18 +99,31 @@ class Screenshots:
         return {"id": len(self.kept), "failed": failed}
 
 
-@pytest.fixture
-async def ctx() -> AsyncIterator[CheckContext]:
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (the Makefile's test-tools)")
-    policy = AddressPolicy(["127.0.0.0/8"])
+async def context(allowed: list[str]) -> AsyncIterator[CheckContext]:
+    policy = AddressPolicy(allowed)
     resolver = VettedResolver(policy)
     session = make_session(resolver)
+    browser = Chromium(resolver, memory_mb=1024)
     try:
-        yield CheckContext(session, policy, browser=LocalChromium(CHROMIUM), screenshots=Screenshots())
+        yield CheckContext(session, policy, browser=browser, screenshots=Screenshots())
     finally:
+        await browser.close()
         await session.close()
         await resolver.close()
+
+
+@pytest.fixture
+async def ctx() -> AsyncIterator[CheckContext]:
+    """A worker's context whose policy allows loopback (the shop's address)."""
+    async for made in context(["127.0.0.0/8"]):
+        yield made
+
+
+@pytest.fixture
+async def guarded() -> AsyncIterator[CheckContext]:
+    """A worker's context with the default policy: loopback denied."""
+    async for made in context([]):
+        yield made
 
 
 JOURNEY = [
@@ -117,7 +133,7 @@ JOURNEY = [
     {"action": "fill", "selector": "#password", "value": PASSWORD},
     {"action": "click", "selector": "text=Pay"},
     {"action": "expect_text", "text": "Thank you, ann@example.com", "selector": "#message"},
-    {"action": "expect_url", "matches": r"/done$"},
+    {"action": "expect_url", "matches": r"/done\?email="},
 ]
 
 
@@ -143,10 +159,11 @@ async def test_a_journey_passes_then_a_deploy_removes_the_button(ctx: CheckConte
     assert [s["name"] for s in details["steps"]] == [
         f"open '{shop.url}'", "click '#buy'", "expect_url contains '/checkout'", "fill '#email'",
         "fill '#password'", "click 'text=Pay'", "expect_text 'Thank you, ann@example.com' in '#message'",
-        "expect_url matches '/done$'",
+        "expect_url matches '/done\\?email='",
     ]  # fmt: skip
     assert all(s["ok"] and s["duration_ms"] >= 0 for s in details["steps"])
-    assert details["final_url"] == shop.url + "done" and "failed_step" not in details
+    assert details["final_url"] == f"{shop.url}done?email=ann%40example.com&password={MASK}"
+    assert "failed_step" not in details
     assert ctx.screenshots.kept == []  # a pass is kept only where the monitor keeps screenshots
 
     shop.deployed = True
@@ -171,6 +188,7 @@ async def test_a_start_page_that_answers_503_is_down_naming_it(ctx: CheckContext
     assert (down.ok, down.status_code, down.failure) == (False, 503, Failure.ASSERTION)
     assert down.error == f"open '{shop.url}': answered 503"
     assert [s["ok"] for s in (down.details or {})["steps"]] == [False, None]
+    assert "final_url" in (down.details or {})
 
 
 async def test_a_wrong_password_fails_at_the_text_without_showing_the_password(
@@ -183,3 +201,12 @@ async def test_a_wrong_password_fails_at_the_text_without_showing_the_password(
     assert down.error == "step 6 expect_text 'Thank you, ann@example.com' in '#message': text 'Thank you, " \
         "ann@example.com' not found within 1 s"  # fmt: skip
     assert MASK not in (down.error or "")
+
+
+async def test_a_start_page_the_proxy_refuses_is_refused_naming_the_refusal(
+    guarded: CheckContext, shop: Shop
+) -> None:
+    refused = await journey(guarded, shop.url, JOURNEY[:1])
+    assert (refused.ok, refused.failure) == (False, Failure.REFUSED), refused.error
+    assert refused.error is not None and refused.error.startswith(f"open '{shop.url}': blocked: 127.0.0.1")
+    assert (refused.details or {})["refusals"][0].startswith("blocked: 127.0.0.1")
