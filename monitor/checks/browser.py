@@ -127,7 +127,10 @@ class BrowserCheck(HeavyCheck):
     ) -> dict[str, Any]:
         masked = browser_stored.shown(settings)
         try:
-            fields = BrowserSettings.model_validate(masked, context=STORED).model_dump(mode="json")
+            # Without the optional fields left unset (a step's timeout, an expect_text's selector):
+            # a client, and the dashboard's form, send the steps back as they read them.
+            valid = BrowserSettings.model_validate(masked, context=STORED)
+            fields = valid.model_dump(mode="json", exclude_none=True)
         except ValueError:
             fields = masked
         return {**fields, "url": url or fields.get("url")}
