@@ -181,6 +181,7 @@ class Journey:
         self.failure: Failure | None = None
         self.error: str | None = None
         self.elapsed_ms = 0.0
+        self.finished = False  # every step done (passed, failed or skipped after a failure)
 
     @property
     def ok(self) -> bool:
@@ -216,6 +217,7 @@ class Journey:
                 self._done(name(step), at, exc, clock)
         self.final_url = page.url
         self.elapsed_ms = (time.monotonic() - began) * 1000
+        self.finished = True
 
     def _done(self, said: str, began: float, failed: StepFailed | None, clock: Clock | None = None) -> None:
         entry: dict[str, Any] = {"name": said, "ok": failed is None}
@@ -228,8 +230,9 @@ class Journey:
         self.entries.append(entry)
 
     def cut_off(self, why: str) -> None:
-        """The run ended before the journey did (its time limit, the browser gone)."""
-        if self.failed is None:
+        """The run ended before the journey did (its time limit, the browser gone); once every
+        step is done, what ends the run after them (the screenshot cut short) changes nothing."""
+        if self.failed is None and not self.finished:
             self.failed = len(self.entries)
             self.failure = Failure.TIMEOUT
             done = self.entries[-1]["name"] if self.entries else start_name(self.settings.url)
@@ -291,7 +294,7 @@ async def _screenshot(
     """The page as it is, handed to the screenshot store; what it says of it, for details."""
     try:
         png = await page.screenshot(type="png", timeout=RESERVE_SECONDS * 1000)
-    except Exception:  # a page gone or too slow to paint: no screenshot, the cause stands
+        kept = await ctx.screenshots.keep(monitor, png, at=started, failed=not ok)
+    except Exception:  # a page gone, too slow to paint, a store away: no screenshot, the cause stands
         return None
-    kept = await ctx.screenshots.keep(monitor, png, at=started, failed=not ok)
     return kept if isinstance(kept, dict) else None
