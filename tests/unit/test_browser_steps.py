@@ -3,20 +3,24 @@ each step reads, its secrets stored apart and masked, and Playwright's messages 
 
 from __future__ import annotations
 
+import datetime as dt
+import time
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 from pydantic import ValidationError
 
 from monitor.checks import REGISTRY
 from monitor.checks.base import SettingsError
-from monitor.checks.browser import JourneyOptions
-from monitor.checks.browser_actions import url_holds
+from monitor.checks.browser import Journey, JourneyOptions
+from monitor.checks.browser_actions import Clock, StepFailed, url_holds
 from monitor.checks.browser_steps import BrowserSettings, name
 from monitor.checks.browser_wording import blocking, cause, document_refusal, net_error, reduced, scrub
 from monitor.domain.errors import from_validation
 from monitor.domain.schemas.monitors import CREATE_BODIES
-from monitor.secrets import MASK
+from monitor.models import Failure, MonitorSpec
+from monitor.secrets import MASK, SecretBox, is_sealed, open_monitor_secrets, seal_monitor_secrets
 
 START = "https://shop.example/"
 CONTEXT = {"min_interval_seconds": 30}
@@ -259,3 +263,74 @@ URLS = [
 @pytest.mark.parametrize(("how", "url", "holds"), URLS)
 def test_expect_url_compares_in_python(how: dict[str, str], url: str, holds: bool) -> None:
     assert url_holds(settings({"action": "expect_url", **how}).steps[0], url) is holds
+
+
+def test_fill_values_are_among_the_secrets_sealed_at_rest() -> None:
+    box = SecretBox.from_setting(Fernet.generate_key().decode())
+    sealed = seal_monitor_secrets(box, {"fills": [[2, "hunter2"]]})
+    assert sealed is not None and is_sealed(sealed["fills"][0][1]) and sealed["fills"][0][0] == 2
+    assert open_monitor_secrets(box, sealed) == {"fills": [[2, "hunter2"]]}
+
+
+# -- the verdict of a run's steps (Journey without a browser) ------------------------------------
+
+
+def journey_of(*steps: dict[str, Any], timeout: float = 60) -> Journey:
+    return Journey(REGISTRY.get("browser").options({"url": START, "steps": list(steps)}, None), timeout)
+
+
+def spec() -> MonitorSpec:
+    return MonitorSpec(id=3, name="j", type="browser", url=START, interval_seconds=300,
+                       timeout_seconds=60, confirm_after=1, paused=False)  # fmt: skip
+
+
+def test_a_refused_start_page_is_a_refusal_naming_it() -> None:
+    journey = journey_of({"action": "click", "selector": "#buy"})
+    journey._done("open 'https://shop.example/'", time.monotonic(), StepFailed("answered 403", status=403))
+    journey.status = 403  # as walk() keeps it
+    journey.refusals = ["blocked: shop.example resolves to 10.0.0.7 (private-use 10.0.0.0/8) for http://x/"]
+    result = journey.result(spec(), dt.datetime.now(dt.UTC))
+    assert (result.ok, result.failure, result.status_code) == (False, Failure.REFUSED, 403)
+    assert result.error == f"open '{START}': blocked: shop.example resolves to 10.0.0.7 (private-use " \
+        "10.0.0.0/8) for http://x/"  # fmt: skip
+
+
+def test_a_subresource_refused_is_no_failure_by_itself() -> None:
+    journey = journey_of()
+    journey._done("open 'https://shop.example/'", time.monotonic(), None)
+    journey.refusals = ["blocked: 169.254.169.254 (link-local 169.254.0.0/16) for http://169.254.169.254/"]
+    result = journey.result(spec(), dt.datetime.now(dt.UTC))
+    assert result.ok and (result.details or {})["refusals"] == journey.refusals
+
+
+@pytest.mark.parametrize(
+    ("failed", "cut", "kind"),
+    [
+        (StepFailed("no element matches within 10 s", timed_out=True), False, Failure.ASSERTION),
+        (StepFailed("no element matches within 3.2 s", timed_out=True), True, Failure.TIMEOUT),
+        (StepFailed("Error: Element is not an <input>"), True, Failure.ASSERTION),
+    ],
+)
+def test_a_step_cut_by_the_journeys_deadline_is_a_timeout(
+    failed: StepFailed, cut: bool, kind: Failure
+) -> None:
+    journey = journey_of({"action": "click", "selector": "#buy"})
+    journey._done("open 'https://shop.example/'", time.monotonic(), None)
+    clock = Clock(10, time.monotonic() + (3.2 if cut else 60))
+    journey._done("click '#buy'", time.monotonic(), failed, clock)
+    assert journey.result(spec(), dt.datetime.now(dt.UTC)).failure is kind
+
+
+def test_a_run_cut_off_midway_fails_after_its_last_step_and_not_once_done() -> None:
+    journey = journey_of({"action": "click", "selector": "#buy"})
+    journey._done("open 'https://shop.example/'", time.monotonic(), None)
+    journey.cut_off("browser run cut off after 60 s")
+    result = journey.result(spec(), dt.datetime.now(dt.UTC))
+    assert (result.failure, result.error) == (
+        Failure.TIMEOUT, f"browser run cut off after 60 s (after open '{START}')",
+    )  # fmt: skip
+    done = journey_of()
+    done._done("open 'https://shop.example/'", time.monotonic(), None)
+    done.finished = True
+    done.cut_off("browser run cut off after 60 s")
+    assert done.result(spec(), dt.datetime.now(dt.UTC)).ok
