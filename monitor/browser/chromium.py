@@ -238,9 +238,8 @@ class _Run:
         ]
         with open(self._home / "stderr", "wb") as stderr:  # noqa: ASYNC230 - a new local file
             try:
-                self._proc = await process.launch(
-                    argv, marker=self._marker, nice=owner.nice, stderr=stderr.fileno()
-                )
+                env = process.environment(self._home, self._marker)
+                self._proc = await process.launch(argv, env=env, nice=owner.nice, stderr=stderr.fileno())
             except OSError as exc:
                 raise BrowserFailed(f"cannot start {owner.executable}: {exc.strerror or exc}") from exc
         self._watch = asyncio.get_running_loop().create_task(self._watchdog())
@@ -285,8 +284,7 @@ class _Run:
         if self._cut is not None:
             return
         self._cut = reason
-        if self._proc is not None:
-            process.kill(self._proc.pid, self._marker)
+        self._kill()
         assert self._task is not None
         self._task.cancel()
 
@@ -296,7 +294,7 @@ class _Run:
             self._timer.cancel()
         if self._watch is not None:
             self._watch.cancel()
-        steps = [self._disconnect(), self._reap(), self._proxy.close()]
+        steps = [self._stop_watch(), self._disconnect(), self._reap(), self._proxy.close()]
         for step in steps:
             try:
                 await step
@@ -309,6 +307,10 @@ class _Run:
                 raise
         self._kill_now()
 
+    async def _stop_watch(self) -> None:
+        if self._watch is not None:
+            await asyncio.gather(self._watch, return_exceptions=True)
+
     async def _disconnect(self) -> None:
         if self._run is not None:
             await self._run.disconnect()
@@ -317,17 +319,22 @@ class _Run:
         proc = self._proc
         if proc is None:
             return
-        process.kill(proc.pid, self._marker)
+        self._kill()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(REAP_SECONDS):
                 await proc.wait()
-                # Processes that left the group (none should) are not the child asyncio waits for.
-                while process.members(proc.pid, self._marker):  # noqa: ASYNC110
+                # The rest of the group (and the crash handler, in a session of its own) are not
+                # the child asyncio waits for; after the reaping the marker alone names them.
+                while process.members(-1, self._marker):  # noqa: ASYNC110
                     await asyncio.sleep(0.02)
 
-    def _kill_now(self) -> None:
+    def _kill(self) -> None:
         if self._proc is not None:
-            process.kill(self._proc.pid, self._marker)
+            # Until the browser is reaped its pid cannot name another group.
+            process.kill(self._proc.pid, self._marker, group=self._proc.returncode is None)
+
+    def _kill_now(self) -> None:
+        self._kill()
         home, self._home = self._home, None
         if home is not None:
             shutil.rmtree(home, ignore_errors=True)

@@ -16,9 +16,9 @@ http://169.254.169.254/latest/meta-data``). The run's own DevTools port and the 
 are refused on loopback whatever the allow list says: a page must never drive its browser.
 
 Bounded: connections open at once (``max_open``) and in all (``max_connections``) per run, a
-request head (``MAX_HEAD``), an idle connection (``idle_timeout``: no byte either way), and a
-connect (``connect_timeout``). Nothing here logs: a refusal names a host and a URL without its
-query, never a header.
+request head (``MAX_HEAD``) and a response head (``MAX_RESPONSE_HEAD``), an idle connection
+(``idle_timeout``: no byte either way), and a connect (``connect_timeout``). Nothing here
+logs: a refusal names a host and a URL without its query, never a header.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from .vetting import Refused, vet_host
 
 __all__ = ["VettingProxy"]
 
+# Chromium's own bound on a response head; sites send large ones (a CSP, many cookies).
+MAX_RESPONSE_HEAD = 256 * 1024
 MAX_REFUSALS = 100  # a page that retries one URL a thousand times makes one line, not a thousand
 _CHUNK = 64 * 1024
 _ESTABLISHED = b"HTTP/1.1 200 Connection established\r\n\r\n"
@@ -69,6 +71,10 @@ class VettingProxy:
     def port(self) -> int:
         assert self._port is not None, "VettingProxy not started"
         return self._port
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._tasks)
 
     def reserve(self, port: int) -> None:
         """Refuse ``port`` on every loopback address (the run's DevTools port)."""
@@ -125,12 +131,12 @@ class VettingProxy:
             limit = self._over_limit()
             if limit:
                 self._refuse(f"limit: {limit} in this browser run")
-                await _say(writer, answer(503, f"{limit} in this browser run"))
+                await _say(writer, answer(503, f"{limit} in this browser run"), reader)
                 return
             request = await self._read_request(reader, writer)
             if request is None:
                 return
-            dialled = await self._open(request, writer)
+            dialled = await self._open(request, reader, writer)
             if dialled is None:
                 return
             up_reader, upstream = dialled
@@ -142,8 +148,12 @@ class VettingProxy:
             raise
         finally:
             for side in (upstream, writer):
-                if side is not None:
-                    side.close() if polite else side.transport.abort()
+                if side is None:
+                    continue
+                if polite:
+                    side.close()
+                else:
+                    side.transport.abort()
 
     def _over_limit(self) -> str:
         if len(self._tasks) > self._max_open:
@@ -159,18 +169,18 @@ class VettingProxy:
             async with asyncio.timeout(self._idle):
                 head = await reader.readuntil(b"\r\n\r\n")
         except asyncio.LimitOverrunError:
-            await _say(writer, answer(431, "request head too large"))
+            await _say(writer, answer(431, "request head too large"), reader)
             return None
         except (TimeoutError, asyncio.IncompleteReadError):
             return None
         try:
             return parse_head(head)
         except BadRequest as exc:
-            await _say(writer, answer(exc.status, exc.reason))
+            await _say(writer, answer(exc.status, exc.reason), reader)
             return None
 
     async def _open(
-        self, request: ProxyRequest, writer: asyncio.StreamWriter
+        self, request: ProxyRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         """The vetted upstream connection, or None once the client has its refusal."""
         try:
@@ -178,9 +188,9 @@ class VettingProxy:
         except Refused as exc:
             if exc.blocked:
                 self._refuse(refusal_text(exc.message, request))
-                await _say(writer, answer(403, exc.message))
+                await _say(writer, answer(403, exc.message), reader)
             else:
-                await _say(writer, answer(502, exc.message))
+                await _say(writer, answer(502, exc.message), reader)
             return None
         if request.port in self._reserved:
             for address in addresses:
@@ -188,18 +198,18 @@ class VettingProxy:
                 if literal is not None and is_loopback(literal):
                     message = f"blocked: {request.host} port {request.port} (this browser run's own)"
                     self._refuse(refusal_text(message, request))
-                    await _say(writer, answer(403, message))
+                    await _say(writer, answer(403, message), reader)
                     return None
         error = "no address"
         for address in addresses:
             try:
                 async with asyncio.timeout(self._connect_timeout):
-                    return await asyncio.open_connection(address, request.port, limit=MAX_HEAD)
+                    return await asyncio.open_connection(address, request.port, limit=MAX_RESPONSE_HEAD)
             except TimeoutError:
                 error = f"{address} port {request.port}: timed out after {self._connect_timeout:g}s"
             except OSError as exc:
                 error = connect_error(exc, address, request.port)
-        await _say(writer, answer(502, f"connection failed: {error}"))
+        await _say(writer, answer(502, f"connection failed: {error}"), reader)
         return None
 
     async def _carry(
@@ -215,32 +225,51 @@ class VettingProxy:
             writer.write(_ESTABLISHED)
         else:
             upstream.write(forward_head(request))
-            try:
-                async with asyncio.timeout(self._idle):
-                    head = await up_reader.readuntil(b"\r\n\r\n")
-            except (asyncio.LimitOverrunError, TimeoutError):
-                await _say(writer, answer(502, "the origin's response head is too large or too slow"))
-                return
-            except asyncio.IncompleteReadError:
-                await _say(writer, answer(502, "the origin closed without answering"))
-                return
-            writer.write(close_response(head))
-        pumps = [
-            asyncio.ensure_future(_pump(reader, upstream, activity)),
-            asyncio.ensure_future(_pump(up_reader, writer, activity)),
-            asyncio.ensure_future(activity.idle(self._idle)),
-        ]
+        # The request's body (or the tunnel's bytes) flows while the origin's answer is awaited.
+        outgoing = asyncio.ensure_future(_pump(reader, upstream, activity))
+        pumps = [outgoing, asyncio.ensure_future(activity.idle(self._idle))]
         try:
-            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+            if not request.tunnel:
+                problem = await self._answer_head(up_reader, writer)
+                if problem:
+                    outgoing.cancel()
+                    await asyncio.gather(outgoing, return_exceptions=True)
+                    await _say(writer, answer(502, problem), reader)
+                    return
+            incoming = asyncio.ensure_future(_pump(up_reader, writer, activity))
+            pumps.append(incoming)
+            while True:
+                done, _ = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+                # A tunnel's client may be done sending before the answer is (a half-close,
+                # passed on); Chromium closing a plain http connection means it has read enough,
+                # whatever an origin that ignored our Connection: close still holds open.
+                half_closed = done == {outgoing} and outgoing.exception() is None
+                if request.tunnel and half_closed and upstream.can_write_eof():
+                    upstream.write_eof()
+                    pumps.remove(outgoing)
+                    continue
+                break
             # The origin's side ending first is the normal end: send what is queued.
-            if pumps[1].done() and not pumps[1].cancelled() and pumps[1].exception() is None:
+            if incoming.done() and not incoming.cancelled() and incoming.exception() is None:
                 with contextlib.suppress(OSError, TimeoutError):
                     async with asyncio.timeout(self._idle):
                         await writer.drain()
         finally:
-            for pump in pumps:
+            for pump in (*pumps, outgoing):
                 pump.cancel()
-            await asyncio.gather(*pumps, return_exceptions=True)
+            await asyncio.gather(*pumps, outgoing, return_exceptions=True)
+
+    async def _answer_head(self, up_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
+        """Pass on the origin's response head, rewritten to close; or say what went wrong."""
+        try:
+            async with asyncio.timeout(self._idle):
+                head = await up_reader.readuntil(b"\r\n\r\n")
+        except (asyncio.LimitOverrunError, TimeoutError):
+            return "the origin's response head is too large or too slow"
+        except asyncio.IncompleteReadError:
+            return "the origin closed without answering"
+        writer.write(close_response(head))
+        return ""
 
 
 class _Activity:
@@ -266,8 +295,15 @@ async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter, activi
         await sink.drain()
 
 
-async def _say(writer: asyncio.StreamWriter, data: bytes) -> None:
+async def _say(writer: asyncio.StreamWriter, data: bytes, reader: asyncio.StreamReader) -> None:
+    """Answer and hang up, reading what the client still sends for a moment first (a lingering
+    close): closing with unread bytes would make the kernel reset the connection, and the
+    client might never read the answer."""
     writer.write(data)
-    with contextlib.suppress(OSError):
-        async with asyncio.timeout(5):
+    with contextlib.suppress(OSError, TimeoutError):
+        async with asyncio.timeout(2):
             await writer.drain()
+            if writer.can_write_eof():
+                writer.write_eof()
+            while await reader.read(_CHUNK):
+                pass

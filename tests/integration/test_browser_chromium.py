@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import sys
 import time
 import urllib.request
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -101,6 +105,55 @@ async def test_a_run_serves_pages_through_its_proxy_and_leaves_nothing(chromium:
     assert profiles() == before
 
 
+async def test_the_browser_inherits_no_secret_of_the_worker(
+    chromium: Chromium, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MONITOR_SECRET_KEY", "not-for-the-browser")
+    async with chromium.run(60) as run:
+        environ = await asyncio.to_thread(Path(f"/proc/{run.pid}/environ").read_bytes)
+    env = dict(item.split(b"=", 1) for item in environ.split(b"\0") if b"=" in item)
+    assert b"not-for-the-browser" not in environ
+    assert not [name for name in env if name.startswith(b"MONITOR_") and name != b"MONITOR_BROWSER_RUN"]
+    assert b"/monitor-browser-" in env[b"HOME"]  # the run's throwaway folder, removed with it
+
+
+async def test_a_browser_that_cannot_start_says_so() -> None:
+    resolver = VettedResolver(AddressPolicy([]))
+    before = profiles()
+    missing = Chromium(resolver, executable="/nonexistent/chromium")
+    with pytest.raises(
+        BrowserFailed, match=r"^cannot start /nonexistent/chromium: No such file or directory$"
+    ):
+        async with missing.run(30):
+            raise AssertionError("unreachable")
+    broken = Chromium(resolver, executable="/bin/false")
+    with pytest.raises(BrowserFailed, match=r"^chromium exited with status 1 at start$"):
+        async with broken.run(30):
+            raise AssertionError("unreachable")
+    assert profiles() == before
+    await resolver.close()
+
+
+async def test_two_runs_at_once_are_apart(chromium: Chromium, site: str) -> None:
+    """A worker runs two checks at once on one Chromium object: two browsers, two proxies."""
+
+    async def one(path: str) -> tuple[ChromiumRun, str, list[str]]:
+        async with chromium.run(60) as run:
+            page = await run.page()
+            await page.goto(site + "/")
+            await page.evaluate("u => fetch(u).catch(() => null)", f"http://127.0.0.2:8080{path}")
+            await wait_for(lambda: run.refusals)
+            return run, await page.title(), list(run.refusals)
+
+    (first, title1, refused1), (second, title2, refused2) = await asyncio.gather(one("/a"), one("/b"))
+    assert first.pid != second.pid and first.devtools_port != second.devtools_port
+    assert (title1, title2) == ("hello", "hello")
+    assert refused1 == ["blocked: 127.0.0.2 (loopback 127.0.0.0/8) for http://127.0.0.2:8080/a"]
+    assert refused2 == ["blocked: 127.0.0.2 (loopback 127.0.0.0/8) for http://127.0.0.2:8080/b"]
+    assert_gone(first)
+    assert_gone(second)
+
+
 async def test_a_run_past_its_timeout_is_cut_off(chromium: Chromium, site: str) -> None:
     started = time.monotonic()
     with pytest.raises(BrowserFailed, match=r"^browser run cut off after 2 s$"):
@@ -145,3 +198,35 @@ async def test_a_run_cancelled_from_outside_leaves_nothing(chromium: Chromium, s
         await task
     assert_gone(run)
     assert profiles() == before
+
+
+OWNER = """
+import asyncio
+from monitor.net import AddressPolicy, VettedResolver
+from monitor.browser.chromium import Chromium
+
+async def main():
+    async with Chromium(VettedResolver(AddressPolicy([]))).run(60) as run:
+        await (await run.page()).set_content("<h1>x</h1>")
+        print(run.pid, run.marker, flush=True)
+        await asyncio.sleep(60)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_worker_killed_takes_its_browser_with_it() -> None:
+    """SIGKILL leaves the run no cleanup: the kernel's death signal ends the browser, and its
+    children (crash handlers in groups of their own included) end with it."""
+    owner = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", OWNER, stdout=asyncio.subprocess.PIPE, start_new_session=True
+    )
+    try:
+        async with asyncio.timeout(30):
+            line = (await owner.stdout.readline()).decode()  # type: ignore[union-attr]
+        pid_text, marker = line.split()
+        assert marked(marker), "the run's processes carry its marker"
+    finally:
+        os.kill(owner.pid, signal.SIGKILL)
+        await owner.wait()
+    await wait_for(lambda: not marked(marker) and not group_alive(int(pid_text)), timeout=10)
