@@ -8,6 +8,7 @@ worker only sealed in the job's row and appears in no row, log line or message.
 
 from __future__ import annotations
 
+import html
 import importlib.util
 from collections.abc import AsyncIterator
 
@@ -126,7 +127,7 @@ async def test_a_journey_whose_button_disappears_goes_down_naming_the_step(
     await fake_telegram.wait_messages(1, timeout=60)
     alerts = [(a.name, a.kind) for a in delivered_alerts(fake_telegram)]
     assert alerts == [("shop-journey", "DOWN")], fake_telegram.describe()
-    assert CAUSE in fake_telegram.messages[0].text, fake_telegram.describe()
+    assert CAUSE in html.unescape(fake_telegram.messages[0].text), fake_telegram.describe()
     down = await db.fetchrow(
         "SELECT error, details FROM checks WHERE monitor_id = $1 AND NOT ok ORDER BY time LIMIT 1", mid
     )
