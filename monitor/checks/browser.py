@@ -16,7 +16,8 @@ when the vetting proxy refused the document itself). ``details.steps`` holds eve
 the page load first (entry 0), with ``ok`` (null: not run), ``duration_ms`` and ``error``;
 ``details.refusals`` what the proxy refused during the run (a subresource refused is no
 failure by itself: a page that still passes its steps is up). A screenshot of the failure,
-and of the end where the monitor keeps screenshots, goes to ``ctx.screenshots``.
+and of the end where the monitor keeps screenshots, goes to ``ctx.screenshots`` (a
+:class:`ScreenshotStore`; what it says it kept is ``details.screenshot``).
 
 Time: ``timeout_seconds`` (default 60 s for the type) bounds the whole run, Chromium's start
 included (``Browser.run`` kills it past that); each step waits at most its own
@@ -31,7 +32,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -61,6 +62,21 @@ RESERVE_SECONDS = 1.5
 # gives up on it (the launcher kills it at the timeout).
 GRACE_SECONDS = 5.0
 DEFAULT_TIMEOUT_SECONDS = 60.0
+
+
+class ScreenshotStore(Protocol):
+    """What a browser check asks of ``CheckContext.screenshots`` (the visual checks' store)."""
+
+    def keeps(self, monitor: MonitorSpec) -> bool:
+        """Whether the monitor keeps a screenshot of every run (a failure's is always offered)."""
+        ...
+
+    async def keep(
+        self, monitor: MonitorSpec, png: bytes, *, at: datetime, failed: bool
+    ) -> dict[str, Any] | None:
+        """Keep the run's screenshot (taken at the failure when ``failed``); what the result's
+        ``details.screenshot`` says of it (its id, say), or None when nothing was kept."""
+        ...
 
 
 class StepOutcome(BaseModel):
@@ -284,17 +300,21 @@ def _failed(monitor: MonitorSpec, started: datetime, error: str, failure: Failur
 
 def _keeps(ctx: CheckContext, monitor: MonitorSpec) -> bool:
     """Whether the monitor keeps a screenshot of every run, not only of a failure."""
-    keeps = getattr(ctx.screenshots, "keeps", None)
-    return bool(keeps(monitor)) if callable(keeps) else False
+    store: ScreenshotStore = ctx.screenshots
+    try:
+        return bool(store.keeps(monitor))
+    except Exception:  # a store that cannot say: the failure's screenshot only
+        return False
 
 
 async def _screenshot(
     ctx: CheckContext, monitor: MonitorSpec, started: datetime, page: Any, ok: bool
 ) -> dict[str, Any] | None:
     """The page as it is, handed to the screenshot store; what it says of it, for details."""
+    store: ScreenshotStore = ctx.screenshots
     try:
         png = await page.screenshot(type="png", timeout=RESERVE_SECONDS * 1000)
-        kept = await ctx.screenshots.keep(monitor, png, at=started, failed=not ok)
+        kept = await store.keep(monitor, png, at=started, failed=not ok)
     except Exception:  # a page gone, too slow to paint, a store away: no screenshot, the cause stands
         return None
     return kept if isinstance(kept, dict) else None
