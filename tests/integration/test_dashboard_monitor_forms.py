@@ -381,6 +381,7 @@ SAMPLES = {
     "ping": {"host": "127.0.0.1"},
     "tcp": {"host": "127.0.0.1", "port": "25"},
     "tls": {"host": "127.0.0.1"},
+    "browser": {"url": "http://127.0.0.1:9/", "steps.0.action": "click", "steps.0.selector": "#buy"},
 }
 
 
