@@ -130,6 +130,8 @@ def sitemap_problem(data: bytes, *, complete: bool, content_type: str | None) ->
     media = (content_type or "").split(";")[0].strip().lower()
     if media == "text/plain" and data.lstrip()[:4].lower() == b"http":
         return None, "a text sitemap"
+    if data.lstrip()[:14].lower() in (b"<!doctype html", b"<html>") or data.lstrip()[:6].lower() == b"<html ":
+        return "is an HTML page, not a sitemap", "HTML"  # a shop's "not found" page, served as 200
     roots: list[str] = []
     parser = expat.ParserCreate()
     parser.StartElementHandler = lambda name, attrs: roots.append(name) if not roots else None
