@@ -298,7 +298,9 @@ class Seo(_Assertion):
 
     type: Literal["seo"]
     noindex: StrictBool = Field(True, description="down when the page says noindex (or none)")
-    canonical: SeoUrl | None = Field(None, description="the canonical URL the page must declare")
+    # MISSING rather than None: left out, they are left out of the stored form too (as a
+    # header assertion's value), so a form sent back unchanged is no change.
+    canonical: SeoUrl | MISSING = Field(MISSING, description="the canonical URL the page must declare")
     title: StrictBool = Field(True, description="a non-empty <title>")
     description: StrictBool = Field(False, description="a non-empty meta description")
     json_ld: StrictBool = Field(True, description="every JSON-LD block parses")
@@ -307,24 +309,26 @@ class Seo(_Assertion):
         default_factory=_default_agents, description="robots.txt user agents, * for any crawler"
     )
     sitemap: StrictBool = Field(False, description="the sitemap answers with XML")
-    sitemap_url: SeoUrl | None = Field(None, description="the sitemap (implies sitemap)")
+    sitemap_url: SeoUrl | MISSING = Field(MISSING, description="the sitemap (implies sitemap)")
     files_every_minutes: Annotated[StrictInt, Field(ge=1, le=1440)] = Field(
         10, description="how often robots.txt and the sitemap are fetched again"
     )
 
     @property
     def site_files(self) -> bool:
-        return self.robots_txt or self.sitemap or self.sitemap_url is not None
+        return self.robots_txt or self.sitemap or isinstance(self.sitemap_url, str)
 
     def describe(self) -> str:
         rules = [
             "noindex" if self.noindex else "",
-            f"canonical {printable(clip(self.canonical), quotes=False)}" if self.canonical else "",
+            f"canonical {printable(clip(self.canonical), quotes=False)}"
+            if isinstance(self.canonical, str)
+            else "",
             "title" if self.title else "",
             "description" if self.description else "",
             "JSON-LD" if self.json_ld else "",
             "robots.txt" if self.robots_txt else "",
-            "sitemap" if self.sitemap or self.sitemap_url else "",
+            "sitemap" if self.sitemap or isinstance(self.sitemap_url, str) else "",
         ]
         return f"SEO: {', '.join(r for r in rules if r) or 'no rule'}"
 
@@ -361,7 +365,7 @@ class Judge:
                 robots=seo.robots_txt,
                 agents=seo.user_agents,
                 sitemap=seo.sitemap,
-                sitemap_url=seo.sitemap_url,
+                sitemap_url=seo.sitemap_url if isinstance(seo.sitemap_url, str) else None,
                 every_seconds=seo.files_every_minutes * 60.0,
             )
 

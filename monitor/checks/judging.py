@@ -328,7 +328,7 @@ class _SeoRule(_BodyRule):
         super().__init__(model)
         self.page = seo.PageRules(
             noindex=model.noindex,
-            canonical=model.canonical,
+            canonical=model.canonical if isinstance(model.canonical, str) else None,
             title=model.title,
             description=model.description,
             json_ld=model.json_ld,
