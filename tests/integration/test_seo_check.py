@@ -22,6 +22,7 @@ from support.headed import HeadedHttp
 
 from monitor.checks.base import CheckContext
 from monitor.checks.http import HttpCheck, HttpOptions
+from monitor.checks.seo_site import SiteFiles
 from monitor.models import CheckResult, MonitorSpec
 from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver
@@ -167,3 +168,31 @@ async def test_site_files_at_a_denied_address_are_refused_and_never_reached(
         assert canary.count == 0, canary.describe()
     finally:
         await canary.close()
+
+
+async def test_a_kept_verdict_is_fetched_again_once_its_period_is_over(
+    site: HeadedHttp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [1000.0]
+    files = SiteFiles(robots=True, agents=["*"], sitemap=True, sitemap_url=None, every_seconds=600,
+                      clock=lambda: now[0])  # fmt: skip
+    async with all_closed(monkeypatch):
+        policy = AddressPolicy([ORIGIN_ALLOW])
+        resolver = VettedResolver(policy)
+        session = make_session(resolver)
+        ctx = CheckContext(session, policy)
+        try:
+            first = await files.report(ctx, site.url("/"), seconds=5, tls_verify=True)
+            assert [f.ok for f in first.findings] == [True, True]
+            now[0] += 599
+            assert files.kept() is first
+            site.set(path="/sitemap.xml", status=404, body="gone")
+            assert await files.report(ctx, site.url("/"), seconds=5, tls_verify=True) is first
+            now[0] += 1  # the period is over: both files again
+            second = await files.report(ctx, site.url("/"), seconds=5, tls_verify=True)
+            assert second.findings[1].message == f"sitemap {site.url('/sitemap.xml')} answered 404"
+            assert (site.received("/robots.txt"), site.received("/sitemap.xml")) == (2, 2)
+            assert files.kept() is second  # a 404 is an answer: kept too
+        finally:
+            await session.close()
+            await resolver.close()
