@@ -2,7 +2,10 @@
 gets back.
 
 A browser monitor's settings embed ``visual: VisualSettings`` (compare on or off, the share of
-pixels that may differ, masked rectangles, whether a change is down or degraded). In a worker,
+pixels that may differ, whether a change is down or degraded). The masked rectangles belong to
+the accepted baseline (their coordinates are that image's pixels), kept with it in the database
+and set through the screenshots API and the dashboard (PUT .../screenshots/masks): one place
+for them, carried over when a later screenshot is accepted. In a worker,
 ``CheckContext.screenshots`` is a :class:`ScreenshotKeeper` (``store.ScreenshotStore`` on the
 database pool): the check calls ``keeps(monitor)`` to learn whether to take a screenshot of a
 passing run at all, and ``await keep(monitor, png, at=started, failed=...)`` with the PNG bytes;
@@ -59,7 +62,6 @@ class VisualSettings(BaseModel):
         float, Field(ge=0.0, le=100.0, description="share of pixels that may differ (percent)")
     ] = 5.0
     severity: Annotated[Severity, Field(description="what a change makes the monitor")] = "down"
-    masks: Annotated[list[Mask], Field(max_length=MAX_MASKS, description="regions left out")] = []
 
 
 class Kept(TypedDict, total=False):

@@ -133,7 +133,7 @@ def percent_text(value: float) -> str:
 
 
 def verdict(comparison: Comparison, threshold_percent: float) -> str:
-    """"page changed 23.4 % (threshold 5 %)", with the sizes when they differ."""
+    """ "page changed 23.4 % (threshold 5 %)", with the sizes when they differ."""
     text = f"page changed {percent_text(comparison.percent)} (threshold {percent_text(threshold_percent)}"
     if comparison.size != comparison.baseline_size:
         (w0, h0), (w1, h1) = comparison.baseline_size, comparison.size

@@ -152,7 +152,7 @@ def test_settings_defaults_and_bounds() -> None:
     with pytest.raises(ValidationError, match="severity"):
         VisualSettings.model_validate({"severity": "up"})
     with pytest.raises(ValidationError, match="width"):
-        VisualSettings.model_validate({"masks": [{"x": 0, "y": 0, "width": 0, "height": 5}]})
+        Mask.model_validate({"x": 0, "y": 0, "width": 0, "height": 5})
 
 
 @pytest.mark.parametrize(
