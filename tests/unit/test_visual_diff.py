@@ -145,7 +145,6 @@ def test_settings_defaults_and_bounds() -> None:
         "compare": False,
         "threshold_percent": 5.0,
         "severity": "down",
-        "masks": [],
     }
     with pytest.raises(ValidationError, match="threshold_percent"):
         VisualSettings(threshold_percent=101)
