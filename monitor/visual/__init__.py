@@ -78,6 +78,7 @@ class Kept(TypedDict, total=False):
     changed: bool  # diff_percent above threshold_percent
     severity: Severity | None  # set when changed
     verdict: str | None  # "page changed 23.4 % (threshold 5 %)" when changed
+    note: str  # why nothing was stored or compared (not a PNG, over the size cap)
 
 
 class ScreenshotKeeper(Protocol):
