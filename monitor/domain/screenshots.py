@@ -15,6 +15,7 @@ the screenshot's when the first failing run took one).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import asyncpg
@@ -25,6 +26,7 @@ from monitor.domain.errors import DomainError, not_found, validated
 from monitor.domain.roles import authorize
 from monitor.domain.schemas.screenshots import MaskList
 from monitor.times import rfc3339, rfc3339_or_none
+from monitor.visual import diff
 from monitor.visual.store import masks_of
 
 RESOURCE = "monitors"
@@ -168,3 +170,28 @@ async def set_masks(deps: Deps, actor: Actor, monitor_id: int, body: Any) -> dic
         await audit.record(conn, actor, "screenshots", "set_masks", found, ["masks"])
         row = await conn.fetchrow(f"SELECT {_COLUMNS} FROM screenshots s WHERE s.id = $1", found)
     return render(monitor_id, row)
+
+
+async def diff_image(deps: Deps, actor: Actor, monitor_id: int, screenshot_id: int) -> bytes:
+    """A PNG of the screenshot with what differs from the current baseline in red and the
+    masks grey (``diff.highlight``); a 409 ``no_baseline`` when there is none to compare with."""
+    authorize(actor, RESOURCE, "read")
+    async with deps.pool.acquire() as conn:
+        await _owned(conn, actor, monitor_id)
+        shot = await conn.fetchval(
+            "SELECT png FROM screenshots WHERE id = $1 AND monitor_id = $2", screenshot_id, monitor_id
+        )
+        if shot is None:
+            raise not_found("screenshot")
+        baseline = await conn.fetchrow(
+            "SELECT png, masks FROM screenshots WHERE monitor_id = $1 AND role = 'baseline'", monitor_id
+        )
+    if baseline is None:
+        raise DomainError(409, "no_baseline", "no baseline to compare with")
+
+    def draw() -> bytes:
+        return diff.highlight(
+            diff.pixels(bytes(shot)), diff.pixels(bytes(baseline["png"])), masks_of(baseline["masks"])
+        )
+
+    return await asyncio.to_thread(draw)
