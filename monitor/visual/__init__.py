@@ -79,6 +79,7 @@ class Kept(TypedDict, total=False):
     severity: Severity | None  # set when changed
     verdict: str | None  # "page changed 23.4 % (threshold 5 %)" when changed
     note: str  # why nothing was stored or compared (not a PNG, over the size cap)
+    url: str  # the monitor's screenshots page (with MONITOR_PUBLIC_URL): the down alert links it
 
 
 class ScreenshotKeeper(Protocol):

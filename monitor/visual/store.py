@@ -18,6 +18,10 @@ per monitor, ~20-500 KB each), compares it with the accepted baseline when the m
   later runs replace the latest. The incident the streak opens starts at this check's time
   (``incidents.started_at``), and the dashboard finds its screenshot by that time.
 
+With MONITOR_PUBLIC_URL set, the answer has a ``url``: the monitor's screenshots page in the
+dashboard, which the down alert of the incident links to (``scheduler/transitions.py`` copies
+it from the deciding check's details into the event, ``channels/notice.py`` writes the line).
+
 Comparing decodes both PNGs and takes ~40 ms of CPU for 1280x800: it runs in a thread, off the
 worker's event loop. Each ``keep`` is one transaction; a monitor's runs are one at a time (the
 scheduler dispatches its next tick after the last result), so there is no race between two
@@ -56,9 +60,14 @@ def masks_of(stored: Any) -> list[Mask]:
 class ScreenshotStore:
     """``monitor.visual.ScreenshotKeeper`` on the database."""
 
-    def __init__(self, pool: asyncpg.Pool, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, *, max_bytes: int = DEFAULT_MAX_BYTES, public_url: str | None = None
+    ) -> None:
         self._pool = pool
         self._max_bytes = max_bytes
+        # MONITOR_PUBLIC_URL: the answer's ``url`` (the dashboard's screenshots page of the
+        # monitor), which the down alert links to; unset, no link (an alert has no origin to use).
+        self._public_url = public_url.rstrip("/") if public_url else None
 
     def keeps(self, monitor: MonitorSpec) -> bool:
         return visual_of(monitor).compare
@@ -118,6 +127,8 @@ class ScreenshotStore:
             if visual.compare and not failed and baseline is None:
                 await conn.fetchval(_INSERT, monitor.id, "baseline", *args)
                 kept["became_baseline"] = True
+        if self._public_url:
+            kept["url"] = f"{self._public_url}/monitors/{monitor.id}/screenshots#outages"
         return kept
 
 

@@ -167,3 +167,14 @@ async def test_the_sweep_deletes_old_onsets_only(
     assert await sweep(pool, 30) == 1
     assert await sweep(pool, 30) == 0
     assert sorted(r for r, _ in await roles(db, monitor.id)) == ["baseline", "latest", "onset"]
+
+
+async def test_with_a_public_url_the_answer_links_the_screenshots_page(
+    pool: asyncpg.Pool, monitor_factory: MonitorFactory
+) -> None:
+    monitor = await spec(monitor_factory)
+    kept = await ScreenshotStore(pool, public_url="https://monitor.example/").keep(
+        monitor, shot(), at=T0, failed=True
+    )
+    assert kept["url"] == f"https://monitor.example/monitors/{monitor.id}/screenshots#outages"
+    assert "url" not in await ScreenshotStore(pool).keep(monitor, shot(), at=T0, failed=True)
