@@ -1,6 +1,6 @@
 # Developer and CI entry points. `make` alone lists the targets.
 #
-#   make run      venv + local services + migrations, then api/scheduler/alerter under honcho
+#   make run      venv + local services + migrations, then api/scheduler/alerter/worker under honcho
 #   make test     venv + local services + migrations on the test database, lint, types, pytest
 #
 # Local services (PostgreSQL 17 + TimescaleDB, Redis) come from scripts/services.sh. Set both
@@ -37,7 +37,7 @@ endef
 .PHONY: help venv vendor services services-down status migrate run lint test test-tools bench nginx dist
 
 help:
-	@echo 'make run            start api, scheduler and alerter (honcho, Ctrl-C stops them)'
+	@echo 'make run            start api, scheduler, alerter and worker (honcho, Ctrl-C stops them)'
 	@echo 'make test           migrations + ruff + mypy + pytest (three streams side by side: e2e, slow, rest; PYTEST_ARGS=... runs one pytest)'
 	@echo 'make lint           ruff check, ruff format --check, mypy'
 	@echo 'make test-tools     what tests run besides the services: iproute2, redis-server, the PostgreSQL root'

@@ -1,4 +1,4 @@
-"""The ``monitor`` command: the three processes, migrations and admin commands."""
+"""The ``monitor`` command: the four processes, migrations and admin commands."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from monitor.cli_invites import COMMANDS as INVITE_COMMANDS
 from monitor.cli_setup import setup_url
 from monitor.cli_support import JSON_OPTION, load_settings, print_rows, with_connection
 from monitor.cli_users import users_group
+from monitor.cli_workers import echo_workers
 
 
 def _loop_factory(settings: config.Settings) -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -79,6 +80,17 @@ def alerter() -> None:
     from monitor.alerter.service import Alerter
 
     _run(settings, lifecycle.serve(Alerter(settings), shutdown_timeout=settings.shutdown_timeout_seconds))
+
+
+@main.command()
+def worker() -> None:
+    """Run a worker: take heavy checks (browser runs) from their Redis queues and run them,
+    MONITOR_WORKER_CONCURRENCY at a time; any number of workers, on any machine."""
+    settings = load_settings("redis_url", "secret_key")
+    mlog.configure(settings.log_format, settings.log_level, process="worker")
+    from monitor.worker.service import Worker
+
+    _run(settings, lifecycle.serve(Worker(settings), shutdown_timeout=settings.shutdown_timeout_seconds))
 
 
 @main.command()
@@ -166,11 +178,15 @@ def cluster_group() -> None:
 @cluster_group.command("status")
 @JSON_OPTION
 def cluster_status(as_json: bool) -> None:
-    """List the schedulers: name, location, state, lease left, monitors run, checks per second.
+    """List the schedulers: name, location, state, lease left, monitors run, checks per second;
+    then the heavy-check workers and the depth of each heavy kind's queue.
 
     A member is "live", "applying" (it has not applied the latest change of members yet) or
     "lapsed" (its lease ran out; the next renewal of another member removes it). Below the
     table: the locations that monitors name but no live scheduler is in (not checked there).
+    Then, with MONITOR_REDIS_URL: each live worker (kinds it runs, jobs running of its
+    concurrency, seconds since its heartbeat) and each queue (jobs waiting, jobs running).
+    --json prints the schedulers only.
     """
     from monitor.scheduler.membership import cluster_status as read
     from monitor.scheduler.membership import unserved_locations
@@ -194,6 +210,7 @@ def cluster_status(as_json: bool) -> None:
             click.echo(
                 f"location {location!r}: no live scheduler; {count} monitor(s) are not checked from there"
             )
+        echo_workers(settings)
 
 
 for _command in INVITE_COMMANDS:  # monitor users invite, monitor users reset-password

@@ -228,10 +228,11 @@ class Settings(BaseModel):
     # X-Forwarded-Email), honoured only from peers in these networks.
     trusted_proxy_header: str | None = Field(None, pattern=r"^[A-Za-z0-9-]{1,64}$")
     trusted_proxy_cidrs: list[str] = Field(default_factory=list)
-    # Health, readiness and metrics listeners of the scheduler and alerter (0 turns one off).
+    # Health, readiness and metrics listeners of the scheduler, alerter and worker (0 turns one off).
     probe_host: str = "127.0.0.1"
     scheduler_http_port: int = Field(8081, ge=0, le=65535)
     alerter_http_port: int = Field(8082, ge=0, le=65535)
+    worker_http_port: int = Field(8083, ge=0, le=65535)
     # Scheduler
     check_concurrency: int = Field(500, ge=1)
     # HTTP checks: a response head as large as browsers take (Chrome: 256 KiB in all), and the
@@ -273,6 +274,12 @@ class Settings(BaseModel):
     # Alerts older than this (seconds) when they can first be sent (no bot token for a while,
     # Telegram down for hours) arrive as one summary per chat, not one by one.
     alert_max_age: float = Field(3600.0, gt=0)
+    # Heavy-check workers (monitor/worker/): the jobs one runs at once, the memory one run may
+    # use (its browser is killed past it), and how long a job may sit unrenewed in a worker's
+    # hands before another takes it over (a dead worker's: monitor/keys.py).
+    worker_concurrency: int = Field(2, ge=1, le=64)
+    worker_memory_mb: int = Field(1024, ge=128, le=65536)
+    worker_claim_idle_seconds: float = Field(15.0, ge=1, le=3600)
     # Whether the checker itself is cut off (monitor/scheduler/connectivity.py): reference targets
     # (http(s) URLs, or host:port for a TCP connect); without them, the share of monitors failing
     # in the window, judged once at least min_monitors were checked in it.

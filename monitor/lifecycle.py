@@ -1,4 +1,4 @@
-"""Signal handling and ordered, time-bounded shutdown shared by the three processes.
+"""Signal handling and ordered, time-bounded shutdown shared by the four processes.
 
 A process is a :class:`Service` with three steps: ``start`` (open resources, start
 work), ``drain`` (stop intake and let in-flight work finish) and ``close`` (flush and

@@ -18,6 +18,10 @@ without UDP of its own, no prefetch, no background networking, sync, updates or 
 ``page()`` drives the run through Playwright for Python connected over CDP to the run's
 Chromium (no browser of Playwright's own is needed); the Playwright driver, a Node process, is
 started once per ``Chromium`` object on the first ``page()`` and stopped by ``close()``.
+
+Measured on this machine (2 cores): a run is up (DevTools port written) 0.2-0.4 s after it is
+asked for, the first ``page()`` of a run takes 0.5 s (0.7 s more for the driver, once), ending
+a run 0.05-0.3 s; a blank page's run uses about 340-370 MiB (Pss).
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ def chromium_args(profile: Path, proxy_port: int, *, root: bool, extra: Sequence
         "--metrics-recording-only",
         "--no-pings",
         "--mute-audio",
+        "--disk-cache-size=67108864",  # 64 MiB: the profile's disk use is bounded too
         "--disable-quic",
         "--dns-prefetch-disable",
         "--disable-features=NetworkPrediction,AsyncDns,DnsOverHttps,MediaRouter,OptimizationHints",

@@ -250,7 +250,10 @@ class Journey:
         refusals = [clip_error(scrub(r, self.secrets), STEP_ERROR_CHARS) for r in self.refusals]
         error, failure = self.error, self.failure
         if self.failed == 0:
+            # The start page itself refused, or the page it redirected the document to.
             refused = document_refusal(self.settings.url, refusals)
+            if refused is None and self.final_url is not None:
+                refused = document_refusal(self.final_url, refusals)
             if refused is not None:
                 error, failure = cause(0, start_name(self.settings.url), refused), Failure.REFUSED
         details: dict[str, Any] = {"steps": self.entries}

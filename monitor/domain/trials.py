@@ -28,6 +28,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from monitor import keys
+from monitor.checks.jobs import row_form
 from monitor.domain import monitors
 from monitor.domain.context import Actor, Deps
 from monitor.domain.errors import DomainError
@@ -65,12 +66,12 @@ async def trial(
     wait = wait_for(timeout)
     trial_id = secrets.token_hex(16)
     reply = keys.TRIAL_REPLY_PREFIX + trial_id
-    row = {
+    row = row_form({
         **ready.values,
         "timeout_seconds": timeout,
         "account_id": actor.account_id,
         "secrets": seal_monitor_secrets(deps.secret_box, ready.secrets),
-    }
+    })  # fmt: skip
     request = {"id": trial_id, "reply": reply, "deadline": time.time() + wait, "row": row}
     try:
         entry = await redis.xadd(

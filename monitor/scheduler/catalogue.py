@@ -29,12 +29,13 @@ import asyncpg
 from monitor import db
 from monitor import logging as mlog
 from monitor.checks import REGISTRY
+from monitor.checks.jobs import row_form, spec_of
 from monitor.models import MonitorSpec
 from monitor.scheduler.edges import Edges
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.running import RunningSet
 from monitor.scheduler.sharing import DB_ERRORS, Sharing
-from monitor.secrets import SecretBox, open_monitor_secrets
+from monitor.secrets import SecretBox
 
 log = mlog.get(__name__)
 
@@ -66,6 +67,7 @@ class Catalogue:
         listeners: Mapping[str, Callable[[], None]],
         resync: Callable[[], Awaitable[None]],
         reconcile_every: float,
+        heavy_rows: dict[int, dict[str, Any]] | None = None,
     ) -> None:
         self._pool = pool
         self._box = box
@@ -77,6 +79,9 @@ class Catalogue:
         self._listeners = listeners
         self._resync = resync
         self._reconcile_every = reconcile_every
+        # The row form of each heavy monitor loaded (checks/jobs.py), which the Dispatcher sends
+        # as its jobs (a worker makes the spec of it); the few heavy monitors only.
+        self.heavy_rows: dict[int, dict[str, Any]] = heavy_rows if heavy_rows is not None else {}
         # Every active monitor (its version), this scheduler's share or not: what a new
         # division of the monitors is applied to.
         self.wanted: dict[int, datetime] = {}
@@ -161,6 +166,8 @@ class Catalogue:
         running = self._running
         rows = await self._pool.fetch("SELECT id, updated_at, locations FROM monitors WHERE NOT paused")
         wanted = self.wanted = {r["id"]: r["updated_at"] for r in rows}
+        for monitor_id in [m for m in self.heavy_rows if m not in wanted]:
+            del self.heavy_rows[monitor_id]
         for monitor_id in [m for m in self.locations if m not in wanted]:
             self._set_locations(monitor_id, None)
         for row in rows:
@@ -194,6 +201,7 @@ class Catalogue:
         )
         if row is None:
             self.wanted.pop(monitor_id, None)
+            self.heavy_rows.pop(monitor_id, None)
         else:
             self.wanted[monitor_id] = row["updated_at"]
         was_running = monitor_id in running.tickers
@@ -292,19 +300,13 @@ class Catalogue:
     def _spec(self, row: Any) -> MonitorSpec | None:
         """The monitor of ``row`` with its type's runtime options, or None if they cannot be read."""
         try:
-            return spec_of(row, self._box)
+            spec = spec_of(row, self._box)
         except Exception as exc:  # stored by a newer version, by hand, with another key: skip it
             log.error("monitor.unloadable", monitor_id=row["id"], error=str(exc)[:300] or type(exc).__name__)
             return None
-
-
-def spec_of(row: Mapping[str, Any], box: SecretBox) -> MonitorSpec:
-    """The monitor of ``row`` (a ``monitors`` row with its sealed ``secrets``) with its type's
-    runtime options (``Check.options``); raises what they raise when they cannot be read. A
-    trial check's request carries such a row (``trials.py``)."""
-    secrets = open_monitor_secrets(box, row["secrets"])
-    options = REGISTRY.get(row["type"]).options(row["settings"], secrets)
-    return MonitorSpec.from_row(row, options)
+        if REGISTRY.get(spec.type).heavy:
+            self.heavy_rows[spec.id] = row_form(row)
+        return spec
 
 
 def _called(wake: Callable[[], None]) -> Callable[..., None]:

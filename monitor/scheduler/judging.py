@@ -9,7 +9,9 @@ the changes and alerts, the error as stored and told. Nothing rewrites the check
 pings and deadlines, so confirm_after, reminders, windows, dependencies and quorums work the
 same for both): it counts the result, asks the connectivity guard about a failure that would
 take the monitor down (:func:`cut_off` when the checker's own network is down), keeps the state
-and hands the result and its judgement to the writer. A window's edges (``edges.py``) are
+and hands the result and its judgement to the writer. A heavy check no worker finished
+(``Failure.NOT_RUN``, ``dispatch.py``) is written and judged as unknown (:func:`not_run`): the
+state as it was, nothing told. A window's edges (``edges.py``) are
 judged here too, through :func:`cross`.
 
 The window a result falls in is read from the calendar at the check's time, or at the latest
@@ -164,6 +166,11 @@ def conclude(
     metrics = judging.metrics
     if result.ok:
         metrics.checks_up.inc()
+    elif failure is Failure.NOT_RUN:  # says nothing of the target, nor of the network
+        metrics.checks_not_run.inc()
+        judged = judge(spec, result, at, judging, lateness_ms, checked_from)
+        settle(spec, result, not_run(spec, judged, result.error, judging), judging)
+        return None
     elif failure is Failure.REFUSED:
         metrics.checks_blocked.inc()
     else:
@@ -210,6 +217,20 @@ def cut_off(spec: MonitorSpec, judged: Judged, reason: str, judging: Judging) ->
         return replace(judged, state=restart_streak(state), outcome=NOTHING, error=error)
     here, seen = judging.local.get(spec.id, (UNKNOWN, NOT_SEEN))
     located = replace(located, state=restart_streak(here), seen=seen, changes=(), cause=None)
+    return replace(judged, state=state, outcome=NOTHING, error=error, located=located)
+
+
+def not_run(spec: MonitorSpec, judged: Judged, error: str | None, judging: Judging) -> Judged:
+    """``judged`` for a heavy check no worker finished (``Failure.NOT_RUN``): unknown, as when
+    the checker is cut off, but the streak is not restarted either: the state stays as it was,
+    nothing changes, nothing is told, and the error is stored as the result gives it. A monitor
+    checked from several locations: this location's state and view stay as they were too."""
+    state = judging.states.get(spec.id, UNKNOWN)
+    located = judged.located
+    if located is None:
+        return replace(judged, state=state, outcome=NOTHING, error=error)
+    here, seen = judging.local.get(spec.id, (UNKNOWN, NOT_SEEN))
+    located = replace(located, state=here, seen=seen, changes=(), cause=None)
     return replace(judged, state=state, outcome=NOTHING, error=error, located=located)
 
 
@@ -330,8 +351,14 @@ def observe(
 
 
 def degraded_by(spec: MonitorSpec, result: CheckResult, expiry: datetime | None, at: datetime) -> str | None:
-    """Why a successful ``result`` is not good enough (too slow; the certificate, which expires
-    at ``expiry``, expires within ``cert_warn_days``), or None; pure."""
+    """Why a successful ``result`` is not good enough (the check says so itself, as
+    ``details["degraded"]``: a page-speed assertion of degraded severity; too slow; the
+    certificate, which expires at ``expiry``, expires within ``cert_warn_days``), or None; pure."""
+    details = result.details
+    if details is not None:
+        said = details.get("degraded")
+        if isinstance(said, str) and said:
+            return said
     if spec.degraded_above_ms is not None and (result.latency_ms or 0) > spec.degraded_above_ms:
         return f"response time {result.latency_ms:.0f} ms above {spec.degraded_above_ms:g} ms"
     left = (expiry - at).total_seconds() if expiry is not None else None

@@ -88,12 +88,14 @@ class SchedulerMetrics:
         self.registry = registry or new_registry()
         r = self.registry
         self.checks = LoopCounter(
-            "monitor_checks", "Checks completed, by result (up, down, blocked)", "result",
-            ("up", "down", "blocked"), registry=r,
+            "monitor_checks", "Checks completed, by result (up, down, blocked, not_run)", "result",
+            ("up", "down", "blocked", "not_run"), registry=r,
         )  # fmt: skip
         self.checks_up = self.checks.labels("up")
         self.checks_down = self.checks.labels("down")
         self.checks_blocked = self.checks.labels("blocked")
+        # Heavy checks no worker finished (Failure.NOT_RUN): judged as unknown.
+        self.checks_not_run = self.checks.labels("not_run")
         self.check_duration = LoopHistogram(
             "monitor_check_duration_seconds", "Wall time of one check", buckets=LATENCY_BUCKETS, registry=r
         )
@@ -146,6 +148,9 @@ class SchedulerMetrics:
             "monitor_events_published", "Outbox events published to Redis", registry=r
         )
         self.monitors = Gauge("monitor_monitors_scheduled", "Monitors with a running ticker", registry=r)
+        self.heavy_waiting = Gauge(
+            "monitor_heavy_checks_waiting", "Heavy checks waiting for a worker's reply", registry=r
+        )
         self.cluster_members = Gauge(
             "monitor_cluster_members", "Live schedulers in this scheduler's view of the cluster", registry=r
         )

@@ -31,11 +31,11 @@ from aiohttp import web
 from monitor import db, probes, redisconn
 from monitor import logging as mlog
 from monitor.aio import Slots
-from monitor.checks import REGISTRY, CheckContext
+from monitor.checks import REGISTRY
+from monitor.checks.tools import check_tools
 from monitor.config import Settings
 from monitor.health import ping_database, ping_redis, watch_loop
-from monitor.net.client import HttpSession, make_session
-from monitor.net.policy import AddressPolicy, log_allow_list
+from monitor.net.client import HttpSession
 from monitor.net.resolver import VettedResolver
 from monitor.net.session import tls_context
 from monitor.scheduler import membership as cluster_membership
@@ -44,6 +44,7 @@ from monitor.scheduler.calendar import Calendar
 from monitor.scheduler.catalogue import Catalogue
 from monitor.scheduler.cluster import Role
 from monitor.scheduler.connectivity import Change, Guard, ReferenceProbe
+from monitor.scheduler.dispatch import Dispatcher
 from monitor.scheduler.edges import Edges
 from monitor.scheduler.heartbeat import PingIntake
 from monitor.scheduler.judging import Judging
@@ -93,6 +94,7 @@ class Scheduler:
         # The timers at the windows' edges (edges.py), made with the shared parts.
         self.edges: Edges | None = None
         self.trials: Trials | None = None
+        self.dispatcher: Dispatcher | None = None
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -100,10 +102,12 @@ class Scheduler:
         s = self.settings
         s.require("database_url", "redis_url", "secret_key")
         box = s.secret_box()
-        policy = AddressPolicy(s.allow_cidrs)
-        log_allow_list(log, policy)
         self._pool = await db.create_pool(s.dsn, min_size=0, max_size=6, init=writer.prepare_connection)
         self._redis = redisconn.from_settings(s, socket_timeout=5, socket_connect_timeout=5)
+        # Heavy checks go to the workers' queue (dispatch.py); the catalogue keeps their rows.
+        self.dispatcher = Dispatcher(self._redis)
+        tools = check_tools(s, log, limit=s.check_concurrency, dispatch=self.dispatcher)
+        self._resolver, self._session = tools.resolver, tools.session
         member = cluster_membership.Membership(
             lambda: db.connect(s.dsn),
             s.scheduler_name or cluster_membership.default_name(),
@@ -111,14 +115,6 @@ class Scheduler:
             s.lease_seconds,
         )
         self.sharing = Sharing(member, self.metrics, _Local(self))
-        self._resolver = VettedResolver(policy, s.dns_servers)
-        self._session = make_session(
-            self._resolver,
-            limit=s.check_concurrency,
-            max_head_bytes=s.http_max_head_bytes,
-            max_headers=s.http_max_headers,
-            ssl_context=tls_context(s.ca_file),
-        )
         self.relay = Relay(self._pool, self._redis, metrics=self.metrics)
         self.spool = await replay.open_spool(s, member.name, self._pool, self.metrics)
         self.writer = Writer(
@@ -158,12 +154,7 @@ class Scheduler:
             on_change=self._on_connectivity,
         )
         self._shared = TickerShared(
-            ctx=CheckContext(
-                session=self._session,
-                policy=policy,
-                allow_insecure_tls=s.allow_insecure_tls,
-                http_max_body_bytes=s.http_max_body_bytes,
-            ),
+            ctx=tools.ctx,
             metrics=self.metrics,
             limit=Slots(s.check_concurrency),
             judging=Judging(
@@ -190,8 +181,11 @@ class Scheduler:
             },
             resync=self._resync,
             reconcile_every=s.reconcile_interval_seconds,
+            heavy_rows=self.dispatcher.rows,
         )
         self.metrics.monitors.set_function(lambda: len(running.tickers))
+        dispatcher = self.dispatcher
+        self.metrics.heavy_waiting.set_function(lambda: dispatcher.waiting)
         # Bind the listener before any work starts: a port in use fails the start cleanly.
         self._probes = await probes.start(
             s.probe_host, s.scheduler_http_port, self.metrics.registry, self._ready
@@ -228,7 +222,9 @@ class Scheduler:
         self._spawn(self.catalogue.keep_reconciling(), "reconcile")
         self._spawn(watch_loop(self.metrics.loop_blocked), "loop-watch")
         self._spawn(self.guard.run(), "connectivity")
-        self.trials = Trials(self._redis, box, self._shared.ctx, member.name, location=s.location)
+        self.trials = Trials(
+            self._redis, box, self._shared.ctx, member.name, location=s.location, dispatcher=self.dispatcher
+        )
         self._spawn(self.trials.run(), "trials")
         # The monitors just loaded live as long as the process: move them out of the cyclic
         # collector's reach, so its full passes stay short and do not delay ticks (lateness).
@@ -284,6 +280,8 @@ class Scheduler:
             task.cancel()
         if self.trials is not None:
             await self.trials.close()
+        if self.dispatcher is not None:
+            await self.dispatcher.close()
         if self._probes is not None:
             await self._probes.cleanup()
         # Results of finished checks are in the writer: flush them, then relay their events.

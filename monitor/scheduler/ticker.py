@@ -255,12 +255,16 @@ def failed_run(spec: MonitorSpec, at: datetime, exc: BaseException, deadline: De
 
 async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> None:
     """One tick's check, due at ``due_wall`` (epoch seconds), from start to judged: take a slot
-    of ``shared.limit``, run it within its hard deadline and hand the result, with how late it
-    started, to ``judging.conclude``."""
+    of ``shared.limit`` (not for a heavy type's, which a worker runs), run it within its hard
+    deadline and hand the result, with how late it started, to ``judging.conclude``."""
     limit = shared.limit
     judging = shared.judging
     location = judging.location
-    if not limit.try_acquire():
+    kind = REGISTRY.get(spec.type)
+    # A heavy check waits for a worker (``dispatch.py``) and takes no slot: a queue's wait
+    # must not starve the checks this scheduler runs itself.
+    heavy = kind.heavy
+    if not heavy and not limit.try_acquire():
         await limit.acquire()
     try:
         started = time.time()
@@ -274,14 +278,15 @@ async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> Non
             at = stored_time(at, places.index(location) if location in places else len(places))
         deadline = Deadline(shared.loop, spec.timeout_seconds + HARD_TIMEOUT_MARGIN)
         try:  # run_check's lines, inline
-            result = await REGISTRY.get(spec.type).run(spec, shared.ctx, at)
+            result = await kind.run(spec, shared.ctx, at)
         except (asyncio.CancelledError, Exception) as exc:
             result = failed_run(spec, at, exc, deadline)
         finally:
             deadline.cancel()
         duration = time.time() - started
     finally:
-        limit.release()
+        if not heavy:
+            limit.release()
     shared.metrics.lateness.observe(lateness)
     shared.metrics.check_duration.observe(duration)
     # Where it was checked from: kept unless it is the default location of a monitor that names

@@ -9,9 +9,11 @@ it is read: a request is done once, or, should its scheduler die meanwhile, not 
 then says that no scheduler answered). At most ``keys.TRIAL_CONCURRENCY`` run at once; one
 read after its deadline is dropped (the api gave up on it).
 
-The row becomes a spec as the catalogue loads a monitor (``catalogue.spec_of``), the check runs
+The row (``checks/jobs.row_form``, as a heavy check's job carries its monitor) becomes a spec as
+the catalogue loads a monitor (``checks/jobs.spec_of``), the check runs
 through ``ticker.run_check`` with the scheduler's own ``CheckContext`` (its SSRF-guarded
-session, the operator's TLS and body limits) and within the same hard deadline, and the
+session, the operator's TLS and body limits) and within the same hard deadline (a heavy type's
+goes to a worker with its row, through the Dispatcher, ``dispatch.py``), and the
 result is judged by judging's pure part (``judging.degraded_by``: too slow, a certificate about
 to expire): up, degraded or down. The state, the writer, incidents and alerts never see it.
 """
@@ -30,10 +32,11 @@ from redis.exceptions import RedisError, ResponseError
 from monitor import keys
 from monitor import logging as mlog
 from monitor.aio import Slots
-from monitor.checks import CheckContext
+from monitor.checks import REGISTRY, CheckContext
 from monitor.checks.certificate import cert_not_after
+from monitor.checks.jobs import row_form, spec_of
 from monitor.models import CheckResult, Failure, MonitorSpec
-from monitor.scheduler.catalogue import spec_of
+from monitor.scheduler.dispatch import Dispatcher
 from monitor.scheduler.judging import degraded_by
 from monitor.scheduler.ticker import run_check
 from monitor.secrets import SecretBox
@@ -86,6 +89,7 @@ class Trials:
         consumer: str,
         *,
         location: str = "default",
+        dispatcher: Dispatcher | None = None,
         concurrency: int = keys.TRIAL_CONCURRENCY,
         block_ms: int = 1000,
     ) -> None:
@@ -94,6 +98,7 @@ class Trials:
         self._ctx = ctx
         self._consumer = consumer
         self._location = location
+        self._dispatcher = dispatcher
         self._limit = Slots(concurrency)
         self._block_ms = block_ms
         self._tasks: set[asyncio.Task[None]] = set()
@@ -195,13 +200,18 @@ class Trials:
         started = time.time()
         at = datetime.fromtimestamp(started, UTC)
         checked_from = self._location if self._location != "default" else None
+        whole = {"id": 0, "confirm_after": 1, "paused": False, **row}
         try:
-            spec = spec_of({"id": 0, "confirm_after": 1, "paused": False, **row}, self._box)
+            spec = spec_of(whole, self._box)
         except Exception as exc:  # another secret key than the api's, a newer version's settings
             error = f"internal error: this scheduler cannot run it ({str(exc)[:200] or type(exc).__name__})"
             failed = CheckResult(0, at, ok=False, error=error, failure=Failure.CHECKER)
             return answer(_NOBODY, failed, time.time() - started, checked_from)
-        result = await run_check(spec, self._ctx, at, asyncio.get_running_loop())
+        if self._dispatcher is not None and REGISTRY.get(spec.type).heavy:
+            # A worker runs it, as it runs the type's ticks: the row goes to it as it came.
+            result = await self._dispatcher.send(spec, at, row_form(whole))
+        else:
+            result = await run_check(spec, self._ctx, at, asyncio.get_running_loop())
         return answer(spec, result, time.time() - started, checked_from)
 
 

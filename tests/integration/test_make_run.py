@@ -88,6 +88,7 @@ def make_env(migrated: str, redis_url: str) -> dict[str, str]:
         "MONITOR_API_PORT": str(free_port()),
         "MONITOR_SCHEDULER_HTTP_PORT": str(free_port()),
         "MONITOR_ALERTER_HTTP_PORT": str(free_port()),
+        "MONITOR_WORKER_HTTP_PORT": str(free_port()),
         "TERM": "dumb",
     }
 
@@ -119,13 +120,13 @@ async def test_a_ctrl_c_stops_make_run_cleanly_with_status_0(
 ) -> None:
     term = Terminal(make_env)
     terminal.append(term)
-    ports = [make_env[f"MONITOR_{p}_PORT"] for p in ("API", "SCHEDULER_HTTP", "ALERTER_HTTP")]
+    ports = [make_env[f"MONITOR_{p}_PORT"] for p in ("API", "SCHEDULER_HTTP", "ALERTER_HTTP", "WORKER_HTTP")]
 
     async def up() -> bool:
         assert term.proc.poll() is None, f"make run exited ({term.proc.returncode}):\n{term.output}"
         return await _healthy(ports)
 
-    await wait_for(up, timeout=90, message=lambda: f"the three processes up:\n{term.output}")
+    await wait_for(up, timeout=90, message=lambda: f"the four processes up:\n{term.output}")
     # Before the processes: the dashboard's address and, with no user yet, the setup link.
     printed = term.output
     assert f"dashboard: http://127.0.0.1:{make_env['MONITOR_API_PORT']}/" in printed, printed
@@ -135,7 +136,7 @@ async def test_a_ctrl_c_stops_make_run_cleanly_with_status_0(
     out = term.output
     assert code == 0, out
     assert "SIGINT received" in out, out
-    for name in ("api", "scheduler", "alerter"):
+    for name in ("api", "scheduler", "alerter", "worker"):
         assert f"{name} stopped (rc=0)" in out, out
     assert "make: ***" not in out and "Error" not in out, out
     assert "did not stop cleanly" not in out and "SIGKILL" not in out, out

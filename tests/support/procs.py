@@ -45,7 +45,12 @@ STOP_TIMEOUT = 20.0
 # The listening port of each process (the API; the health/metrics probe of the others), given a
 # free one unless the test sets it. Only settings this version of monitor has are passed, since
 # the processes reject unknown MONITOR_* variables.
-PORT_SETTINGS = {"api": "api_port", "scheduler": "scheduler_http_port", "alerter": "alerter_http_port"}
+PORT_SETTINGS = {
+    "api": "api_port",
+    "scheduler": "scheduler_http_port",
+    "alerter": "alerter_http_port",
+    "worker": "worker_http_port",
+}
 # An exit code, or the codes, a process may end with (``expect_exit``); 0 unless a test says.
 ExitCodes = int | Collection[int]
 # ``allow_traceback``: False (none may be logged), True (any), or a text each one must contain.
@@ -134,7 +139,7 @@ class MonitorProcess:
         self.hung_at_stop: float | None = None  # the timeout a SIGTERM was not obeyed within
         self._frozen = False  # SIGSTOPped and not continued since
         port_variable = _env_name(PORT_SETTINGS[name]) if name in PORT_SETTINGS else None
-        # The API's port, or the probe port (/healthz, /readyz, /metrics) of the scheduler and alerter.
+        # The API's port, or the probe port (/healthz, /readyz, /metrics) of the other processes.
         self.port: int | None = int(env[port_variable]) if port_variable and env.get(port_variable) else None
         with open(log_path, "ab") as log:
             self.popen = subprocess.Popen(

@@ -14,7 +14,7 @@ from monitor.scheduler import judging as judging_module
 from monitor.scheduler.judging import Judged, Judging, conclude, cut_off, judge
 from monitor.scheduler.metrics import SchedulerMetrics
 from monitor.scheduler.quorum import Seen
-from monitor.scheduler.state import NOTHING, State, Window
+from monitor.scheduler.state import NOTHING, UNKNOWN, State, Window
 
 T = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 WINDOW = Window(5, "Nightly", T + timedelta(hours=1))
@@ -148,6 +148,22 @@ ROWS = [
         ),
         id="refused-target-fails-as-any-other",
     ),
+    pytest.param(
+        Row(
+            passed(details={"degraded": "lcp_ms 3100 > 2500"}),
+            states={1: State("up")},
+            state={"slow": 1},
+        ),
+        id="success-the-check-calls-degraded-starts-a-degraded-streak",
+    ),
+    pytest.param(
+        Row(passed(details={"degraded": ""}), states={1: State("up")}, state={"slow": 0}),
+        id="empty-degraded-reason-is-no-reason",
+    ),
+    pytest.param(
+        Row(passed(details={"degraded": True}), states={1: State("up")}, state={"slow": 0}),
+        id="degraded-not-a-string-is-no-reason",
+    ),
 ]
 
 
@@ -230,6 +246,7 @@ def test_told_is_the_result_as_stored() -> None:
         pytest.param(
             failed("invalid target: x", failure=Failure.INVALID_TARGET), "down", id="invalid-target"
         ),
+        pytest.param(failed("not run: x", failure=Failure.NOT_RUN), "not_run", id="not-run"),
     ],
 )
 def test_conclude_counts_keeps_and_hands_over(result: CheckResult, counted: str) -> None:
@@ -239,8 +256,45 @@ def test_conclude_counts_keeps_and_hands_over(result: CheckResult, counted: str)
     assert conclude(spec(), result, T, judging) is None  # no guard: handed over at once
     assert [got for got, _ in handed] == [result]
     assert judging.states[1] == handed[0][1].state
-    counts = {k: metrics.checks._counts[k] for k in ("up", "down", "blocked")}
+    counts = {k: metrics.checks._counts[k] for k in ("up", "down", "blocked", "not_run")}
     assert counts == {k: 1 if k == counted else 0 for k in counts}
+
+
+NOT_RUN = CheckResult(1, T, ok=False, error="not run: no worker took it within 63 s", failure=Failure.NOT_RUN)
+STREAK = State("up", 1, T - timedelta(minutes=1))
+DOWN = State("down", 3, T - timedelta(minutes=10), told="down")
+SLOW = State("degraded", 0, None, slow=2, slow_since=T - timedelta(minutes=10))
+
+
+@pytest.mark.parametrize(
+    ("before", "located"),
+    [
+        pytest.param(None, False, id="never-checked-stays-unknown"),
+        pytest.param(State("up"), False, id="up-stays-up"),
+        pytest.param(STREAK, False, id="a-failing-streak-neither-steps-nor-restarts"),
+        pytest.param(DOWN, False, id="down-stays-down-no-recovery"),
+        pytest.param(SLOW, False, id="degraded-stays-degraded"),
+        pytest.param(STREAK, True, id="located-keeps-this-locations-view"),
+    ],
+)
+def test_a_check_not_run_is_written_and_judged_as_unknown(before: State | None, located: bool) -> None:
+    handed: list[tuple[CheckResult, Judged]] = []
+    states = {1: before} if before is not None else {}
+    here = (State("up", 1, T - timedelta(minutes=1)), Seen("up"))
+    judging = Judging(
+        sink=lambda _spec, got, judged: handed.append((got, judged)), metrics=SchedulerMetrics(),
+        states=dict(states), location="eu", local={1: here} if located else {},
+        live_locations=frozenset({"eu", "us"}),
+    )  # fmt: skip
+    monitor = spec(locations=("eu", "us"), quorum=1) if located else spec()
+    assert conclude(monitor, NOT_RUN, T, judging, 0.0, 3.0, None) is None
+    ((got, judged),) = handed  # written: no missing tick
+    assert got is NOT_RUN and judged.error == NOT_RUN.error and judged.outcome is NOTHING
+    assert judging.states.get(1, UNKNOWN) == (before or UNKNOWN)
+    if located:
+        assert judged.located is not None and judged.located.changes == ()
+        assert judging.local[1] == here
+    assert judging.metrics.checks._counts["not_run"] == 1
 
 
 def test_judging_does_not_import_the_ticker() -> None:

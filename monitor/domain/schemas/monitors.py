@@ -9,7 +9,7 @@ its schema's name (``HttpMonitorCreate``, ``TcpMonitorPatch``), as clients know 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args
 
 from pydantic import (
     BaseModel,
@@ -67,10 +67,17 @@ def check_timeout(timeout: float, interval: float, *, unchanged: str | None = No
 
 
 class _MonitorFields(_Body):
+    # The type's own minimum interval (``Check.min_interval_seconds``) and its kind, set on each
+    # type's bodies (``_floored``): a browser run costs seconds of CPU, whatever the deployment allows.
+    type_min_interval: ClassVar[tuple[float, str]] = (0.0, "")
+
     @field_validator("interval_seconds", check_fields=False)
     @classmethod
     def _interval(cls, value: float | None, info: ValidationInfo) -> float | None:
         minimum = float((info.context or {}).get("min_interval_seconds", 30))
+        own, kind = cls.type_min_interval
+        if value is not None and minimum < own and value < own <= MAX_INTERVAL_SECONDS:
+            raise ValueError(f"must be at least {own:g} seconds for a {kind} monitor")
         if value is not None and not (minimum <= value <= MAX_INTERVAL_SECONDS):
             raise ValueError(f"must be between {minimum:g} and {MAX_INTERVAL_SECONDS} seconds")
         return value
@@ -193,7 +200,18 @@ def _unlocated(check: Check) -> dict[str, Any]:
 
 # The default type first (the first of the bodies a client reads), then by name.
 TYPED = {kind: CHECKS.get(kind) for kind in sorted(CHECKS.kinds, key=lambda k: k != CHECKS.default)}
-CREATE_BODIES: dict[str, type[BaseModel]] = {kind: _typed_create(check) for kind, check in TYPED.items()}
+
+
+def _floored(model: type[BaseModel], check: Check) -> type[BaseModel]:
+    """``model`` (a type's body) with the type's minimum interval, if it has one."""
+    if check.min_interval_seconds > 0:
+        model.type_min_interval = (check.min_interval_seconds, check.kind)  # type: ignore[attr-defined]
+    return model
+
+
+CREATE_BODIES: dict[str, type[BaseModel]] = {
+    kind: _floored(_typed_create(check), check) for kind, check in TYPED.items()
+}
 
 
 def _body_type(body: Any) -> str:
@@ -300,7 +318,9 @@ def _takes_none(annotation: Any) -> bool:
     return annotation is None or type(None) in get_args(annotation) or annotation is Any
 
 
-PATCH_BODIES: dict[str, type[BaseModel]] = {kind: _typed_patch(check) for kind, check in TYPED.items()}
+PATCH_BODIES: dict[str, type[BaseModel]] = {
+    kind: _floored(_typed_patch(check), check) for kind, check in TYPED.items()
+}
 globals().update((model.__name__, model) for model in (*CREATE_BODIES.values(), *PATCH_BODIES.values()))
 
 
