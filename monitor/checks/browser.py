@@ -111,6 +111,7 @@ class BrowserCheck(HeavyCheck):
     secrets: ClassVar[frozenset[str]] = frozenset({"steps"})
     Details: ClassVar[type[ResultDetails] | None] = BrowserDetails
     default_timeout_seconds: ClassVar[float | None] = DEFAULT_TIMEOUT_SECONDS
+    screenshots: ClassVar[bool] = True
 
     def target(self, settings: BrowserSettings) -> str:
         return settings.url

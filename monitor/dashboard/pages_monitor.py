@@ -18,6 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
+from monitor.checks import REGISTRY
 from monitor.dashboard import render
 from monitor.dashboard.forms import Form, failed
 from monitor.dashboard.views import page
@@ -32,8 +33,6 @@ CHECKS_PAGE = 20
 INCIDENTS_PAGE = 10
 BADGE_WINDOWS = tuple(WINDOWS)
 SPARK_WIDTH, SPARK_HEIGHT = 600.0, 80.0
-# The types whose checks keep screenshots (``visual/store.py``).
-SHOOTING = frozenset({"browser"})
 
 
 def public_base(request: web.Request) -> str:
@@ -129,11 +128,8 @@ async def context(request: web.Request, viewer: Viewer, monitor_id: int) -> dict
     )
     maintenance = monitor.get("maintenance", [])
     # Browser monitors' screenshots (the latest, and each outage's with its incident).
-    shots = (
-        (await screenshots.listing(d, actor, monitor_id))["screenshots"]
-        if monitor["type"] in SHOOTING
-        else []
-    )
+    shooting = REGISTRY.get(monitor["type"]).screenshots
+    shots = (await screenshots.listing(d, actor, monitor_id))["screenshots"] if shooting else []
     badge = monitor["badge_url"]
     badge_images = [("status", "State", f"{badge}/status.svg")]
     badge_images += [(f"uptime-{w}", f"Uptime over {w}", f"{badge}/uptime/{w}.svg") for w in ("24h", "30d")]
@@ -168,6 +164,7 @@ async def context(request: web.Request, viewer: Viewer, monitor_id: int) -> dict
         "can_ack": can_acknowledge(viewer),
         "ack_form": Form(),
         "ack_for": None,
+        "shooting": shooting,
         "shots": shots,
         "latest_shot": next((x for x in shots if x["role"] == "latest"), None),
         "incident_shots": {x["incident_id"]: x for x in shots if x["incident_id"] is not None},
