@@ -46,5 +46,6 @@ async def put_masks(request: web.Request) -> web.Response:
 def add_routes(router: web.UrlDispatcher) -> None:
     router.add_get(BASE, list_screenshots)
     router.add_put(f"{BASE}/masks", put_masks)
-    router.add_get(BASE + "/{sid}", get_screenshot)
-    router.add_post(BASE + "/{sid}/baseline", accept_baseline)
+    # Digits only: ``masks`` is not a screenshot (and an OPTIONS of it allows PUT alone).
+    router.add_get(BASE + r"/{sid:\d+}", get_screenshot)
+    router.add_post(BASE + r"/{sid:\d+}/baseline", accept_baseline)

@@ -73,11 +73,12 @@ async def listing(deps: Deps, actor: Actor, monitor_id: int) -> dict[str, Any]:
     async with deps.pool.acquire() as conn:
         await _owned(conn, actor, monitor_id)
         rows = await conn.fetch(
-            f"""(SELECT {_COLUMNS} FROM screenshots s WHERE s.monitor_id = $1 AND s.role <> 'onset'
-                 ORDER BY s.role DESC)
-                UNION ALL
-                (SELECT {_COLUMNS} FROM screenshots s WHERE s.monitor_id = $1 AND s.role = 'onset'
-                 ORDER BY s.taken_at DESC LIMIT $2)""",
+            f"""SELECT {_COLUMNS} FROM screenshots s
+                WHERE s.monitor_id = $1 AND (s.role <> 'onset' OR s.id IN (
+                    SELECT id FROM screenshots WHERE monitor_id = $1 AND role = 'onset'
+                    ORDER BY taken_at DESC LIMIT $2))
+                ORDER BY CASE s.role WHEN 'latest' THEN 0 WHEN 'baseline' THEN 1 ELSE 2 END,
+                         s.taken_at DESC, s.id DESC""",
             monitor_id,
             LISTED_ONSETS,
         )

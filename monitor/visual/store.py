@@ -37,6 +37,8 @@ from typing import Any
 
 import asyncpg
 
+from monitor import db
+from monitor.config import Settings
 from monitor.models import MonitorSpec
 from monitor.visual import Kept, Mask, VisualSettings, visual_of
 from monitor.visual.diff import ImageRefused, changed, compare_png, size_of, verdict
@@ -68,6 +70,21 @@ class ScreenshotStore:
         # MONITOR_PUBLIC_URL: the answer's ``url`` (the dashboard's screenshots page of the
         # monitor), which the down alert links to; unset, no link (an alert has no origin to use).
         self._public_url = public_url.rstrip("/") if public_url else None
+        self._owned = False
+
+    @classmethod
+    async def open(cls, settings: Settings) -> ScreenshotStore:
+        """A store on a pool of its own (a worker's: at most 2 connections, opened on demand),
+        with the operator's size cap and public URL; ``close`` closes that pool."""
+        pool = await db.create_pool(settings.dsn, min_size=0, max_size=2)
+        store = cls(pool, max_bytes=settings.screenshot_max_bytes, public_url=settings.public_url)
+        store._owned = True
+        return store
+
+    async def close(self) -> None:
+        """Close the pool if the store opened it (``open``); a pool given is its giver's."""
+        if self._owned:
+            await self._pool.close()
 
     def keeps(self, monitor: MonitorSpec) -> bool:
         return visual_of(monitor).compare

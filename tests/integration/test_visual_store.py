@@ -178,3 +178,21 @@ async def test_with_a_public_url_the_answer_links_the_screenshots_page(
     )
     assert kept["url"] == f"https://monitor.example/monitors/{monitor.id}/screenshots#outages"
     assert "url" not in await ScreenshotStore(pool).keep(monitor, shot(), at=T0, failed=True)
+
+
+async def test_a_store_opened_from_the_settings_owns_its_pool(
+    db: asyncpg.Connection, migrated: str, monitor_factory: MonitorFactory
+) -> None:
+    from monitor.config import Settings
+
+    monitor = await spec(monitor_factory)
+    settings = Settings(
+        database_url=migrated, public_url="https://monitor.example", screenshot_max_bytes=65536
+    )
+    store = await ScreenshotStore.open(settings)
+    try:
+        kept = await store.keep(monitor, shot(), at=T0, failed=True)
+        assert kept["url"].startswith("https://monitor.example/monitors/")
+    finally:
+        await store.close()
+    assert await db.fetchval("SELECT count(*) FROM screenshots WHERE monitor_id = $1", monitor.id) == 2
