@@ -177,7 +177,7 @@ class Worker:
         if in_hand and self._queue is not None:
             try:
                 await self._queue.hand_back(in_hand)
-                log.info("worker.handed_back", jobs=len(in_hand))
+                log.info("worker.handed_back", jobs=len(in_hand), answered_before=self.answered)
             except RedisError as exc:
                 log.warning(
                     "worker.hand_back_failed", jobs=len(in_hand), error=str(exc) or type(exc).__name__
@@ -201,7 +201,6 @@ class Worker:
             await self._tools.close()
         if self._redis is not None and self._owns_redis:
             await self._redis.aclose()
-        log.info("worker.summary", worker_id=self.id, answered=self.answered, handed_back=len(in_hand))
 
     # -- the loops -------------------------------------------------------------------
 
