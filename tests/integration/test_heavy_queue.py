@@ -181,7 +181,7 @@ async def test_without_a_worker_the_check_is_not_run_on_time(
     assert result.failure is Failure.NOT_RUN and not result.ok, result
     assert result.error is not None, result
     assert result.error.startswith("not run: no worker took it within 4 s"), result
-    assert 1.0 + keys.WORK_REPLY_MARGIN_SECONDS - 0.5 < took < 1.0 + keys.WORK_REPLY_MARGIN_SECONDS + 1.0
+    assert 1.0 + keys.WORK_REPLY_MARGIN_SECONDS - 0.5 < took < 1.0 + keys.WORK_REPLY_MARGIN_SECONDS + 2.0
     handed: list[tuple[CheckResult, Judged]] = []
     found = judging(handed)
     conclude(spec, result, at, found)
