@@ -18,9 +18,10 @@ first seals, every one opens. To change keys, put the new one first (``new,old``
 process, restart them, run ``monitor secrets rotate`` (re-seals everything with the first
 key), then drop the old key.
 
-What is sealed in ``monitor_secrets.secrets`` (sql/006): ``auth.password``, ``auth.token`` and
-the value of each ``headers`` pair; ``auth.type``, ``auth.username`` and the header names stay
-readable, since the API shows them (``SECRET_VIEW``). A check type whose fields hold secrets
+What is sealed in ``monitor_secrets.secrets`` (sql/006): ``auth.password``, ``auth.token``, the
+value of each ``headers`` pair and of each ``fills`` pair (a browser journey's secret form
+values, by step index); ``auth.type``, ``auth.username`` and the header names stay readable,
+since the API shows them (``SECRET_VIEW``). A check type whose fields hold secrets
 (``Check.secrets``) keeps them in that shape (``checks/http_stored.py`` for http's).
 """
 
@@ -209,14 +210,15 @@ SECRET_VIEW = """(SELECT jsonb_build_object(
 
 def map_monitor_secrets(secrets: Mapping[str, Any], change: Callable[[str], str]) -> dict[str, Any]:
     """A copy of a ``monitor_secrets.secrets`` value with ``change`` applied to each secret
-    string in it: ``auth.password``, ``auth.token``, each header's value."""
+    string in it: ``auth.password``, ``auth.token``, each header's value, each fill's value."""
     copy = dict(secrets)
     auth = copy.get("auth")
     if isinstance(auth, Mapping):
         copy["auth"] = _map_fields(auth, ("password", "token"), change)
-    headers = copy.get("headers")
-    if isinstance(headers, list):
-        copy["headers"] = [_map_header(pair, change) for pair in headers]
+    for key in ("headers", "fills"):
+        pairs = copy.get(key)
+        if isinstance(pairs, list):
+            copy[key] = [_map_header(pair, change) for pair in pairs]
     return copy
 
 

@@ -18,6 +18,10 @@ without UDP of its own, no prefetch, no background networking, sync, updates or 
 ``page()`` drives the run through Playwright for Python connected over CDP to the run's
 Chromium (no browser of Playwright's own is needed); the Playwright driver, a Node process, is
 started once per ``Chromium`` object on the first ``page()`` and stopped by ``close()``.
+
+Measured on this machine (2 cores): a run is up (DevTools port written) 0.2-0.4 s after it is
+asked for, the first ``page()`` of a run takes 0.5 s (0.7 s more for the driver, once), ending
+a run 0.05-0.3 s; a blank page's run uses about 340-370 MiB (Pss).
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ def chromium_args(profile: Path, proxy_port: int, *, root: bool, extra: Sequence
         "--metrics-recording-only",
         "--no-pings",
         "--mute-audio",
+        "--disk-cache-size=67108864",  # 64 MiB: the profile's disk use is bounded too
         "--disable-quic",
         "--dns-prefetch-disable",
         "--disable-features=NetworkPrediction,AsyncDns,DnsOverHttps,MediaRouter,OptimizationHints",
@@ -284,8 +289,7 @@ class _Run:
         if self._cut is not None:
             return
         self._cut = reason
-        if self._proc is not None:
-            process.kill(self._proc.pid, self._marker)
+        self._kill()
         assert self._task is not None
         self._task.cancel()
 
@@ -295,7 +299,7 @@ class _Run:
             self._timer.cancel()
         if self._watch is not None:
             self._watch.cancel()
-        steps = [self._disconnect(), self._reap(), self._proxy.close()]
+        steps = [self._stop_watch(), self._disconnect(), self._reap(), self._proxy.close()]
         for step in steps:
             try:
                 await step
@@ -308,6 +312,10 @@ class _Run:
                 raise
         self._kill_now()
 
+    async def _stop_watch(self) -> None:
+        if self._watch is not None:
+            await asyncio.gather(self._watch, return_exceptions=True)
+
     async def _disconnect(self) -> None:
         if self._run is not None:
             await self._run.disconnect()
@@ -316,17 +324,22 @@ class _Run:
         proc = self._proc
         if proc is None:
             return
-        process.kill(proc.pid, self._marker)
+        self._kill()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(REAP_SECONDS):
                 await proc.wait()
-                # Processes that left the group (none should) are not the child asyncio waits for.
-                while process.members(proc.pid, self._marker):  # noqa: ASYNC110
+                # The rest of the group (and the crash handler, in a session of its own) are not
+                # the child asyncio waits for; after the reaping the marker alone names them.
+                while process.members(-1, self._marker):  # noqa: ASYNC110
                     await asyncio.sleep(0.02)
 
-    def _kill_now(self) -> None:
+    def _kill(self) -> None:
         if self._proc is not None:
-            process.kill(self._proc.pid, self._marker)
+            # Until the browser is reaped its pid cannot name another group.
+            process.kill(self._proc.pid, self._marker, group=self._proc.returncode is None)
+
+    def _kill_now(self) -> None:
+        self._kill()
         home, self._home = self._home, None
         if home is not None:
             shutil.rmtree(home, ignore_errors=True)

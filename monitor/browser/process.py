@@ -16,6 +16,10 @@ measures the group only (a scan of ``/proc/*/stat``: 1.3 ms for 117 processes; r
 environment for the marker takes 3.5 ms): the crash handler's few MiB are left out of the
 sum, never out of the kill.
 
+The nice level holds for every thread: Chromium raises the priority of its UI and compositor
+threads (nice -8) where it may, which as root it may through ``CAP_SYS_NICE``; the browser is
+started without that capability, so each of its threads stays at the run's nice level or below.
+
 The browser gets ``PR_SET_PDEATHSIG``: when the worker that started it dies, even SIGKILLed,
 the kernel kills the browser, and its children end with it.
 """
@@ -53,6 +57,8 @@ def environment(home: Path, marker: str, source: dict[str, str] | None = None) -
 
 
 _PR_SET_PDEATHSIG = 1
+_PR_CAPBSET_DROP = 24
+_CAP_SYS_NICE = 23
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _PROC = Path("/proc")
 
@@ -62,10 +68,16 @@ def _child_setup(nice: int) -> Callable[[], None]:
     (prepared here: nothing may be loaded after the fork)."""
     libc = ctypes.CDLL(None, use_errno=True)
     prctl = libc.prctl
+    root = os.geteuid() == 0
 
     def setup() -> None:
         if nice:
             os.nice(nice)
+        if root:
+            # Chromium raises the priority of its UI and compositor threads (nice -8) where it
+            # may: as root, through CAP_SYS_NICE, which would undo the nice level. Without it in
+            # the bounding set, the browser execs without it (a failure leaves it as it was).
+            prctl(_PR_CAPBSET_DROP, _CAP_SYS_NICE)
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
     return setup
@@ -155,11 +167,14 @@ def memory_bytes(pids: Iterable[int]) -> int:
     return total
 
 
-def kill(pgid: int, marker: str | None = None) -> list[int]:
-    """SIGKILL the group and every marked process; the pids signalled."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-    pids = members(pgid, marker)
+def kill(pgid: int, marker: str, *, group: bool = True) -> list[int]:
+    """SIGKILL the group (with ``group``) and every process carrying the marker; the pids
+    signalled. Once the browser has been reaped its pid, the group's id, may be reused by a
+    new group: then only ``group=False`` is safe, and the marker finds what is left."""
+    if group:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    pids = members(pgid if group else -1, marker)
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from monitor.checks.base import Check, CheckContext, Registry
+from monitor.checks.browser import BrowserCheck
 from monitor.checks.dns import DnsCheck
 from monitor.checks.heartbeat import HeartbeatCheck
 from monitor.checks.http import HttpCheck
@@ -17,5 +18,6 @@ REGISTRY.register(HeartbeatCheck)
 REGISTRY.register(DnsCheck)
 REGISTRY.register(TcpCheck)
 REGISTRY.register(TlsCheck)
+REGISTRY.register(BrowserCheck)
 
 __all__ = ["REGISTRY", "Check", "CheckContext"]

@@ -15,7 +15,9 @@ body assertion fails with that cause: no assertion holds on a body nobody could 
 
 The security_headers assertion grades the head's security headers A+ to F
 (``checks/security_headers.py``) and fails below the grade the monitor asks for; its outcome
-carries every finding, up or down (``Outcome.details``).
+carries every finding, up or down (``Outcome.details``). The seo assertion does the same with
+its rules' findings (``checks/seo.py`` for the page, ``checks/seo_site.py`` for robots.txt and
+the sitemap, which the check fetches beside the page through ``Judge.site``).
 
 Regular expressions (regex, header ``matches``, and ``match()``/``search()`` inside JSONPath
 filters) run on a time budget of ``REGEX_BUDGET_SECONDS`` per assertion: a pattern that
@@ -36,6 +38,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
+    StrictInt,
     TypeAdapter,
     ValidationInfo,
     WithJsonSchema,
@@ -53,6 +56,9 @@ from monitor.checks.observed import (
 )
 from monitor.checks.security_headers import HEADER_NAMES as SECURITY_HEADER_NAMES
 from monitor.checks.security_headers import Grade
+from monitor.checks.seo import HEADER_NAMES as SEO_HEADER_NAMES
+from monitor.checks.seo import normal_url
+from monitor.checks.seo_site import SiteFiles
 from monitor.checks.wording import clip, duration, json_value, pattern, printable, quote
 
 TEXT_MAX = 1000
@@ -265,7 +271,69 @@ class SecurityHeaders(_Assertion):
         return f"security headers grade {self.min_grade} or better"
 
 
-AnyAssertion = Keyword | Regex | Json | Header | ResponseTime | SecurityHeaders
+def _absolute_url(value: str) -> str:
+    storable(value)
+    if normal_url(value) is None:
+        raise ValueError("must be an absolute http:// or https:// URL")
+    return value
+
+
+SeoUrl = Annotated[str, Field(min_length=1, max_length=2048), AfterValidator(_absolute_url)]
+# A robots.txt user-agent token (RFC 9309 2.2.1: letters, "_" and "-"), or "*" for every crawler.
+UserAgent = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^(\*|[A-Za-z_-]+)$")]
+
+
+def _default_agents() -> list[str]:
+    return ["*", "Googlebot"]
+
+
+class Seo(_Assertion):
+    """The outages that cost search traffic while visitors see none, from the page and two
+    files of its site: `noindex` in a robots meta tag or X-Robots-Tag; a `canonical` other than
+    the one given; a `title` or `description` missing or empty; JSON-LD that does not parse;
+    robots.txt disallowing the page for one of `user_agents`; the `sitemap` (`sitemap_url`, else
+    robots.txt's, else /sitemap.xml) not answering with one. robots.txt and the sitemap are
+    fetched again every `files_every_minutes` at most. Rules and costs in ``checks/seo.py`` and
+    ``checks/seo_site.py``; each rule's finding goes with the outcome, whatever the verdict."""
+
+    type: Literal["seo"]
+    noindex: StrictBool = Field(True, description="down when the page says noindex (or none)")
+    # MISSING rather than None: left out, they are left out of the stored form too (as a
+    # header assertion's value), so a form sent back unchanged is no change.
+    canonical: SeoUrl | MISSING = Field(MISSING, description="the canonical URL the page must declare")
+    title: StrictBool = Field(True, description="a non-empty <title>")
+    description: StrictBool = Field(False, description="a non-empty meta description")
+    json_ld: StrictBool = Field(True, description="every JSON-LD block parses")
+    robots_txt: StrictBool = Field(True, description="robots.txt allows the page for every user agent")
+    user_agents: Annotated[list[UserAgent], Field(min_length=1, max_length=10)] = Field(
+        default_factory=_default_agents, description="robots.txt user agents, * for any crawler"
+    )
+    sitemap: StrictBool = Field(False, description="the sitemap answers with XML")
+    sitemap_url: SeoUrl | MISSING = Field(MISSING, description="the sitemap (implies sitemap)")
+    files_every_minutes: Annotated[StrictInt, Field(ge=1, le=1440)] = Field(
+        10, description="how often robots.txt and the sitemap are fetched again"
+    )
+
+    @property
+    def site_files(self) -> bool:
+        return self.robots_txt or self.sitemap or isinstance(self.sitemap_url, str)
+
+    def describe(self) -> str:
+        rules = [
+            "noindex" if self.noindex else "",
+            f"canonical {printable(clip(self.canonical), quotes=False)}"
+            if isinstance(self.canonical, str)
+            else "",
+            "title" if self.title else "",
+            "description" if self.description else "",
+            "JSON-LD" if self.json_ld else "",
+            "robots.txt" if self.robots_txt else "",
+            "sitemap" if self.sitemap or isinstance(self.sitemap_url, str) else "",
+        ]
+        return f"SEO: {', '.join(r for r in rules if r) or 'no rule'}"
+
+
+AnyAssertion = Keyword | Regex | Json | Header | ResponseTime | SecurityHeaders | Seo
 Assertion = Annotated[AnyAssertion, Field(discriminator="type")]
 ASSERTIONS: TypeAdapter[list[AnyAssertion]] = TypeAdapter(list[Assertion])
 
@@ -277,7 +345,7 @@ class Judge:
     did not read a body that an assertion needs (``needs_body`` says when to read it).
     """
 
-    __slots__ = ("_rules", "header_names", "needs_body")
+    __slots__ = ("_rules", "header_names", "needs_body", "parses_html", "site")
 
     def __init__(self, assertions: Sequence[AnyAssertion]) -> None:
         self._rules: tuple[Rule, ...] = tuple(rule_for(a) for a in assertions)
@@ -285,7 +353,21 @@ class Judge:
         names = {a.name.lower() for a in assertions if isinstance(a, Header)}
         if any(isinstance(a, SecurityHeaders) for a in assertions):
             names |= SECURITY_HEADER_NAMES
+        seo = next((a for a in assertions if isinstance(a, Seo)), None)
+        self.parses_html: bool = seo is not None
+        if seo is not None:
+            names |= SEO_HEADER_NAMES
         self.header_names: frozenset[str] = frozenset(names)
+        # The files of the site an seo assertion judges (fetched by the check, beside the page).
+        self.site: SiteFiles | None = None
+        if seo is not None and seo.site_files:
+            self.site = SiteFiles(
+                robots=seo.robots_txt,
+                agents=seo.user_agents,
+                sitemap=seo.sitemap,
+                sitemap_url=seo.sitemap_url if isinstance(seo.sitemap_url, str) else None,
+                every_seconds=seo.files_every_minutes * 60.0,
+            )
 
     def judge(self, observed: Observed) -> list[Outcome]:
         return judge_all(self._rules, observed, needs_body=self.needs_body)
@@ -304,4 +386,5 @@ __all__ = [
     "Regex",
     "ResponseTime",
     "SecurityHeaders",
+    "Seo",
 ]

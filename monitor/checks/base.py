@@ -115,6 +115,9 @@ class Check:
     # The shortest interval a monitor of the type may have, beyond the deployment's
     # MONITOR_MIN_INTERVAL_SECONDS (0: that one alone).
     min_interval_seconds: ClassVar[float] = 0.0
+    # The default of ``timeout_seconds`` for the type where the common one (10 s) is too short
+    # (a browser journey's Chromium alone takes a second to start); None: the common one.
+    default_timeout_seconds: ClassVar[float | None] = None
 
     def target(self, settings: Any) -> str:
         """What ``monitors.url`` holds for these validated ``Settings``: a URL-like name of the

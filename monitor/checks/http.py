@@ -46,6 +46,8 @@ from monitor.net.policy import parse_target_url
 # A body larger than this is judged on a worker thread, not on the event loop: a JSON path
 # over a 1 MB document took about a second (the bench's 100 KiB keyword search stays inline).
 JUDGE_INLINE_BYTES = 256 * 1024
+# The seo assertion parses the page's HTML: about 0.2 s a MiB (html.parser), so 32 KiB is ~7 ms.
+HTML_INLINE_BYTES = 32 * 1024
 _DEFAULT_RANGES: tuple[tuple[int, int], ...] = tuple((low, high) for low, high in DEFAULT_STATUSES)
 
 
@@ -136,6 +138,7 @@ class AssertionOutcome(BaseModel):
     ok: bool
     message: str | None = None
     security_headers: dict[str, Any] | None = None
+    seo: dict[str, Any] | None = None
 
 
 class HttpDetails(ResultDetails):
@@ -191,7 +194,8 @@ class HttpCheck(Check):
         options: HttpOptions = monitor.options or PLAIN
         judge = options.judge
         max_body = min(options.max_body_bytes, ctx.http_max_body_bytes)
-        got = await fetch(
+        tls_verify = options.tls_verify or not ctx.allow_insecure_tls
+        page = fetch(
             ctx.session,
             ctx.policy,
             monitor.url,
@@ -203,9 +207,17 @@ class HttpCheck(Check):
             body=options.body,
             read_body=options.needs_body,
             max_body_bytes=max_body,
-            tls_verify=options.tls_verify or not ctx.allow_insecure_tls,
+            tls_verify=tls_verify,
             header_names=judge.header_names if judge is not None else frozenset(),
         )
+        files = judge.site if judge is not None else None
+        site = files.kept() if files is not None else None
+        if files is None or site is not None:
+            got = await page
+        else:
+            # robots.txt and the sitemap (an seo assertion's, when due) beside the page.
+            files_due = files.report(ctx, monitor.url, seconds=monitor.timeout_seconds, tls_verify=tls_verify)
+            got, site = await asyncio.gather(page, files_due)
         error = got.error
         causes: list[str] = []
         details: dict[str, Any] | None = None
@@ -213,8 +225,9 @@ class HttpCheck(Check):
             if got.status is None or not options.expects(got.status):
                 causes.append(f"unexpected status {got.status}")
             if judge is not None:
-                observed = _observed(got, options, max_body)
-                if len(got.body) > JUDGE_INLINE_BYTES:
+                observed = _observed(got, options, max_body, site)
+                inline = HTML_INLINE_BYTES if judge.parses_html else JUDGE_INLINE_BYTES
+                if len(got.body) > inline:
                     # Parsing and searching a large body (JSON paths above all) takes long
                     # enough to delay every other check's timer: do it beside the loop.
                     outcomes = await asyncio.to_thread(judge.judge, observed)
@@ -267,7 +280,7 @@ def _outcome(outcome: Outcome) -> dict[str, Any]:
     return got
 
 
-def _observed(got: FetchResult, options: HttpOptions, max_body: int) -> Observed:
+def _observed(got: FetchResult, options: HttpOptions, max_body: int, site: Any = None) -> Observed:
     return Observed(
         status=got.status,
         headers=got.headers or {},
@@ -278,4 +291,6 @@ def _observed(got: FetchResult, options: HttpOptions, max_body: int) -> Observed
         elapsed_ms=got.elapsed_ms,
         content_type=got.content_type,
         https=got.final_url.startswith("https:"),
+        url=got.final_url,
+        site=site,
     )

@@ -152,6 +152,9 @@ def _assertions(value: list[Any]) -> list[Any]:
     if sum(a.type == "security_headers" for a in value) > 1:
         # Two grades of the same headers: the stricter is the only one that can fail.
         raise ValueError("at most one security_headers assertion (one min_grade)")
+    if sum(a.type == "seo" for a in value) > 1:
+        # One set of rules per page: a second would fetch robots.txt and the sitemap again.
+        raise ValueError("at most one seo assertion (its rules are fields of the one)")
     return value
 
 

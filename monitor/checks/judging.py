@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import jsonpath
 import regex
 
-from monitor.checks import security_headers
+from monitor.checks import security_headers, seo
 from monitor.checks.observed import (
     REGEX_BUDGET_SECONDS,
     REGEX_DEADLINE,
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         Regex,
         ResponseTime,
         SecurityHeaders,
+        Seo,
     )
 
 ORDERING: dict[str, Callable[[Any, Any], bool]] = {
@@ -320,6 +321,45 @@ class _SecurityHeadersRule(Rule):
         return Outcome(False, self.assertion, message, details)
 
 
+class _SeoRule(_BodyRule):
+    __slots__ = ("page",)
+
+    def __init__(self, model: Seo) -> None:
+        super().__init__(model)
+        self.page = seo.PageRules(
+            noindex=model.noindex,
+            canonical=model.canonical if isinstance(model.canonical, str) else None,
+            title=model.title,
+            description=model.description,
+            json_ld=model.json_ld,
+        )
+
+    def __call__(self, observed: Observed, body: Body | None) -> Outcome:
+        if observed.body_error is not None:
+            return self.fail(observed.body_error)
+        if body is None:
+            raise RuntimeError(f"{self.assertion}: needs the body, which the check did not read")
+        findings = seo.judge_page(
+            self.page,
+            text=body.text(),
+            headers=observed.headers,
+            url=observed.url,
+            content_type=observed.content_type,
+            truncated_at=body.cap if body.truncated else None,
+        )
+        site = observed.site
+        if site is not None:
+            findings += site.findings
+        report: dict[str, Any] = {"findings": [f.as_json() for f in findings]}
+        if site is not None:
+            report["files_checked_at"] = site.checked_at.isoformat().replace("+00:00", "Z")
+        details = {"seo": report}
+        failed = [f.message for f in findings if not f.ok]
+        if not failed:
+            return Outcome(True, self.assertion, None, details)
+        return Outcome(False, self.assertion, "; ".join(failed), details)
+
+
 RULES: dict[str, Callable[[Any], Rule]] = {
     "keyword": _KeywordRule,
     "regex": _RegexRule,
@@ -327,6 +367,7 @@ RULES: dict[str, Callable[[Any], Rule]] = {
     "header": _HeaderRule,
     "response_time": _ResponseTimeRule,
     "security_headers": _SecurityHeadersRule,
+    "seo": _SeoRule,
 }
 
 

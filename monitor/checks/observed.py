@@ -39,6 +39,8 @@ class Observed:
     elapsed_ms: float
     content_type: str | None  # for the charset (default utf-8, errors="replace")
     https: bool = False  # the final response came over TLS (HSTS counts only then)
+    url: str = ""  # the final response's URL (a relative canonical resolves against it)
+    site: Any = None  # an seo assertion's robots.txt and sitemap verdict (seo_site.SiteReport)
 
 
 @dataclass(frozen=True, slots=True)

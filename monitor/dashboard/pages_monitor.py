@@ -1,8 +1,9 @@
 """A monitor's page, ``/monitors/{id}``: its state, response times over a chosen range (a chart
 drawn by ``static/chart.js`` from ``chart.json``, and without JavaScript a line and a table of
 the same figures), its 90 days as the status pages' bars, incidents (with the open one's
-**Acknowledge** form for editors), the latest checks with their details, the maintenance that
-applies and its badges to copy.
+**Acknowledge** form for editors), the last run's steps where its checks run some (a browser
+journey: each step's outcome and time, the failing one's error), the latest checks with their
+details, the maintenance that applies and its badges to copy.
 
 Every figure comes from the domain layer: ``monitors.get`` (with its maintenance and location
 views), ``charts`` (the range's response times, the days), ``history`` (uptime, incidents,
@@ -60,6 +61,25 @@ def spark(items: list[dict[str, Any]], key: str, top: float) -> str:
         if item[key] is not None
     ]
     return " ".join(points) if len(points) > 1 else ""
+
+
+def journey_of(checks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The newest check's steps, when it ran some (a browser journey's ``details.steps``): each
+    with its number (0: the start page) and whether it passed, failed or did not run."""
+    details = (checks[0].get("details") or {}) if checks else {}
+    steps = details.get("steps")
+    if not isinstance(steps, list) or not steps:
+        return None
+    outcomes = {True: "passed", False: "failed", None: "not run"}
+    shown = [
+        {"number": n, "name": step.get("name", ""), "outcome": outcomes.get(step.get("ok"), "not run"),
+         "duration_ms": step.get("duration_ms"), "error": step.get("error")}
+        for n, step in enumerate(steps)
+        if isinstance(step, dict)
+    ]  # fmt: skip
+    return {"time": checks[0]["time"], "ok": checks[0]["ok"], "steps": shown,
+            "failed_step": details.get("failed_step"), "final_url": details.get("final_url"),
+            "refusals": details.get("refusals") or []}  # fmt: skip
 
 
 def summary(items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -132,6 +152,7 @@ async def context(request: web.Request, viewer: Viewer, monitor_id: int) -> dict
         "checks": found_checks["items"],
         "checks_next": found_checks["next_cursor"],
         "checks_paged": bool(query.get("cursor")),
+        "journey": None if query.get("cursor") or location else journey_of(found_checks["items"]),
         "location": location,
         "badges": badge_images,
         "can_edit": viewer.can("monitors"),

@@ -41,19 +41,37 @@ async def vet_hosts(resolver: Vetter, check: Check, settings: Any, given: set[st
     ``given`` (a PATCH's fields), only those held by a field it sets."""
     for host in check.hosts(settings):
         field = next(
-            (n for n in type(settings).model_fields if _holds(getattr(settings, n, None), host)), "host"
+            (f for n in type(settings).model_fields if (f := _holder(getattr(settings, n, None), host, n))),
+            "host",
         )
-        if given is None or field in given:
+        if given is None or field.split(".")[0] in given:
             await vet_host(resolver, host, field)
 
 
-def _holds(value: Any, host: str) -> bool:
+def _holder(value: Any, host: str, path: str) -> str | None:
+    """The path of the first field within ``value`` (at ``path``) that holds ``host``: the
+    field itself, or one inside a list of values (``nameservers``) or of objects
+    (``steps.1.url``)."""
     if isinstance(value, str):
         if "://" in value:  # a URL: its host
-            return URL(value).raw_host == host
+            return path if URL(value).raw_host == host else None
         # a host, "host:port" or "[v6]:port"
-        return value == host or value.startswith((f"{host}:", f"[{host}]"))
-    return isinstance(value, list | tuple) and any(_holds(v, host) for v in value)
+        return path if value == host or value.startswith((f"{host}:", f"[{host}]")) else None
+    if isinstance(value, list | tuple):
+        if any(isinstance(v, str) and _holder(v, host, path) for v in value):
+            return path
+        for index, item in enumerate(value):
+            if isinstance(item, BaseModel):
+                found = _holder(item, host, f"{path}.{index}")
+                if found:
+                    return found
+        return None
+    if isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            found = _holder(getattr(value, name, None), host, f"{path}.{name}")
+            if found:
+                return found
+    return None
 
 
 def validation_context(settings: Settings) -> dict[str, Any]:

@@ -16,9 +16,9 @@ http://169.254.169.254/latest/meta-data``). The run's own DevTools port and the 
 are refused on loopback whatever the allow list says: a page must never drive its browser.
 
 Bounded: connections open at once (``max_open``) and in all (``max_connections``) per run, a
-request head (``MAX_HEAD``), an idle connection (``idle_timeout``: no byte either way), and a
-connect (``connect_timeout``). Nothing here logs: a refusal names a host and a URL without its
-query, never a header.
+request head (``MAX_HEAD``) and a response head (``MAX_RESPONSE_HEAD``), an idle connection
+(``idle_timeout``: no byte either way), and a connect (``connect_timeout``). Nothing here
+logs: a refusal names a host and a URL without its query, never a header.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from .vetting import Refused, vet_host
 
 __all__ = ["VettingProxy"]
 
+# Chromium's own bound on a response head; sites send large ones (a CSP, many cookies).
+MAX_RESPONSE_HEAD = 256 * 1024
 MAX_REFUSALS = 100  # a page that retries one URL a thousand times makes one line, not a thousand
 _CHUNK = 64 * 1024
 _ESTABLISHED = b"HTTP/1.1 200 Connection established\r\n\r\n"
@@ -69,6 +71,10 @@ class VettingProxy:
     def port(self) -> int:
         assert self._port is not None, "VettingProxy not started"
         return self._port
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._tasks)
 
     def reserve(self, port: int) -> None:
         """Refuse ``port`` on every loopback address (the run's DevTools port)."""
@@ -142,8 +148,12 @@ class VettingProxy:
             raise
         finally:
             for side in (upstream, writer):
-                if side is not None:
-                    side.close() if polite else side.transport.abort()
+                if side is None:
+                    continue
+                if polite:
+                    side.close()
+                else:
+                    side.transport.abort()
 
     def _over_limit(self) -> str:
         if len(self._tasks) > self._max_open:
@@ -194,7 +204,7 @@ class VettingProxy:
         for address in addresses:
             try:
                 async with asyncio.timeout(self._connect_timeout):
-                    return await asyncio.open_connection(address, request.port, limit=MAX_HEAD)
+                    return await asyncio.open_connection(address, request.port, limit=MAX_RESPONSE_HEAD)
             except TimeoutError:
                 error = f"{address} port {request.port}: timed out after {self._connect_timeout:g}s"
             except OSError as exc:
@@ -230,8 +240,12 @@ class VettingProxy:
             pumps.append(incoming)
             while True:
                 done, _ = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
-                if done == {outgoing} and outgoing.exception() is None and upstream.can_write_eof():
-                    upstream.write_eof()  # the client is done sending: the answer may still come
+                # A tunnel's client may be done sending before the answer is (a half-close,
+                # passed on); Chromium closing a plain http connection means it has read enough,
+                # whatever an origin that ignored our Connection: close still holds open.
+                half_closed = done == {outgoing} and outgoing.exception() is None
+                if request.tunnel and half_closed and upstream.can_write_eof():
+                    upstream.write_eof()
                     pumps.remove(outgoing)
                     continue
                 break

@@ -7,10 +7,13 @@ the watchdog, cancelled from outside), no process of it and no profile is left.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
+import ssl
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import AsyncIterator
@@ -18,8 +21,9 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+import trustme
 from aiohttp import web
-from support.browser_run import group_alive, marked, needs_chromium, profiles
+from support.browser_run import group_alive, marked, needs_chromium
 from support.waiting import wait_for
 
 from monitor.browser import BrowserFailed
@@ -75,6 +79,13 @@ async def chromium() -> AsyncIterator[Chromium]:
         await resolver.close()
 
 
+@pytest.fixture
+def runs_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where this test's runs make their folders: other processes' runs share /tmp."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
 def assert_gone(run: ChromiumRun) -> None:
     assert group_alive(run.pid) == [], f"processes of the run's group still alive: {group_alive(run.pid)}"
     assert marked(run.marker) == [], f"marked processes still alive: {marked(run.marker)}"
@@ -86,8 +97,9 @@ def devtools_version(port: int) -> dict[str, str]:
         return result
 
 
-async def test_a_run_serves_pages_through_its_proxy_and_leaves_nothing(chromium: Chromium, site: str) -> None:
-    before = profiles()
+async def test_a_run_serves_pages_through_its_proxy_and_leaves_nothing(
+    chromium: Chromium, site: str, runs_dir: Path
+) -> None:
     async with chromium.run(60) as run:
         version = await asyncio.to_thread(devtools_version, run.devtools_port)
         assert "Chrome" in version["Browser"]
@@ -102,7 +114,27 @@ async def test_a_run_serves_pages_through_its_proxy_and_leaves_nothing(chromium:
         assert run.refusals == ["blocked: 127.0.0.2 (loopback 127.0.0.0/8) for http://127.0.0.2:8080/x"]
         assert run.peak_memory_mb > 0 or await wait_for(lambda: run.peak_memory_mb > 0)
     assert_gone(run)
-    assert profiles() == before
+    assert os.listdir(runs_dir) == []  # the run's folder (profile, home) is gone
+
+
+def nice_levels(pgid: int) -> dict[str, int]:
+    """Each thread of the group's processes and its nice level."""
+    levels = {}
+    for pid in group_alive(pgid):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                levels[f"{pid}/{task.name}"] = os.getpriority(os.PRIO_PROCESS, int(task.name))
+    return levels
+
+
+async def test_every_thread_of_the_browser_runs_niced(chromium: Chromium, site: str) -> None:
+    """Chromium raises its UI threads' priority where it may (nice -8 as root): it may not."""
+    floor = os.getpriority(os.PRIO_PROCESS, 0) + chromium.nice
+    async with chromium.run(60) as run:
+        page = await run.page()
+        await page.goto(site + "/")
+        levels = await asyncio.to_thread(nice_levels, run.pid)
+    assert levels and {thread: level for thread, level in levels.items() if level < floor} == {}
 
 
 async def test_the_browser_inherits_no_secret_of_the_worker(
@@ -117,9 +149,8 @@ async def test_the_browser_inherits_no_secret_of_the_worker(
     assert b"/monitor-browser-" in env[b"HOME"]  # the run's throwaway folder, removed with it
 
 
-async def test_a_browser_that_cannot_start_says_so() -> None:
+async def test_a_browser_that_cannot_start_says_so(runs_dir: Path) -> None:
     resolver = VettedResolver(AddressPolicy([]))
-    before = profiles()
     missing = Chromium(resolver, executable="/nonexistent/chromium")
     with pytest.raises(
         BrowserFailed, match=r"^cannot start /nonexistent/chromium: No such file or directory$"
@@ -130,7 +161,7 @@ async def test_a_browser_that_cannot_start_says_so() -> None:
     with pytest.raises(BrowserFailed, match=r"^chromium exited with status 1 at start$"):
         async with broken.run(30):
             raise AssertionError("unreachable")
-    assert profiles() == before
+    assert os.listdir(runs_dir) == []  # the run's folder (profile, home) is gone
     await resolver.close()
 
 
@@ -152,6 +183,35 @@ async def test_two_runs_at_once_are_apart(chromium: Chromium, site: str) -> None
     assert refused2 == ["blocked: 127.0.0.2 (loopback 127.0.0.0/8) for http://127.0.0.2:8080/b"]
     assert_gone(first)
     assert_gone(second)
+
+
+async def test_an_https_page_comes_through_the_tunnel() -> None:
+    """https is what most monitored sites serve: CONNECT, then TLS end to end."""
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+
+    async def page(_request: web.Request) -> web.Response:
+        return web.Response(text=PAGE, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/", page)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context).start()
+    resolver = VettedResolver(AddressPolicy(["127.0.0.1/32"]))
+    # The test's CA is not in Chromium's store; the tunnel and the handshake are what is tested.
+    trusting = Chromium(resolver, flags=["--ignore-certificate-errors"])
+    try:
+        async with trusting.run(60) as run:
+            page_ = await run.page()
+            await page_.goto(f"https://127.0.0.1:{runner.addresses[0][1]}/")
+            assert await page_.title() == "hello"
+            assert run.refusals == []
+    finally:
+        await trusting.close()
+        await resolver.close()
+        await runner.cleanup()
 
 
 async def test_a_run_past_its_timeout_is_cut_off(chromium: Chromium, site: str) -> None:
@@ -180,8 +240,9 @@ async def test_a_run_past_its_memory_cap_is_killed(site: str) -> None:
         await resolver.close()
 
 
-async def test_a_run_cancelled_from_outside_leaves_nothing(chromium: Chromium, site: str) -> None:
-    before = profiles()
+async def test_a_run_cancelled_from_outside_leaves_nothing(
+    chromium: Chromium, site: str, runs_dir: Path
+) -> None:
     started: asyncio.Future[ChromiumRun] = asyncio.get_running_loop().create_future()
 
     async def check() -> None:
@@ -197,7 +258,7 @@ async def test_a_run_cancelled_from_outside_leaves_nothing(chromium: Chromium, s
     with pytest.raises(asyncio.CancelledError):
         await task
     assert_gone(run)
-    assert profiles() == before
+    assert os.listdir(runs_dir) == []  # the run's folder (profile, home) is gone
 
 
 OWNER = """

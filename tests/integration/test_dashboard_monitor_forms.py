@@ -381,6 +381,7 @@ SAMPLES = {
     "ping": {"host": "127.0.0.1"},
     "tcp": {"host": "127.0.0.1", "port": "25"},
     "tls": {"host": "127.0.0.1"},
+    "browser": {"url": "http://127.0.0.1:9/", "steps.0.action": "click", "steps.0.selector": "#buy"},
 }
 
 
@@ -451,3 +452,52 @@ async def test_secrets_are_never_shown_again(
     edit = await person.get(where + "/edit")
     assert edit.status == 200
     no_secret(edit.text)
+
+
+async def test_an_seo_assertion_is_made_by_the_form_and_its_mistakes_are_next_to_their_field(
+    db: asyncpg.Connection, base_url: str, http: aiohttp.ClientSession
+):
+    person = await owner(db, base_url, http)
+    form = the_form(await person.get("/monitors/new?type=http"), "/monitors/new")
+    [select] = [s for s in form.find_all("select") if s.attrs.get("name") == "assertions.0.type"]
+    kinds = [o.attrs.get("value") for o in select.find_all("option")]
+    assert "seo" in kinds
+    fields = fields_of(form)
+    names = {n for n, _ in fields}
+    assert {"assertions.0.canonical", "assertions.0.noindex", "assertions.0.sitemap_url",
+            "assertions.0.user_agents", "assertions.0.files_every_minutes"} <= names  # fmt: skip
+    # An SEO row whose canonical is relative: the 422 is next to it, what was typed kept.
+    wrong = await person.post(
+        "/monitors/new",
+        filled(fields, {"name": "Shop SEO", "url": "https://shop.example/", "assertions.0.type": "seo",
+                        "assertions.0.canonical": "/"}),
+    )  # fmt: skip
+    assert wrong.status == 422
+    assert "absolute http" in field_error(wrong, "assertions.0.canonical")
+    assert dict(fields_of(the_form(wrong, "/monitors/new")))["assertions.0.canonical"] == "/"
+
+    made = await person.post(
+        "/monitors/new",
+        filled(fields, {"name": "Shop SEO", "url": "https://shop.example/", "assertions.0.type": "seo",
+                        "assertions.0.canonical": "https://shop.example/", "assertions.0.description": "true",
+                        "assertions.0.robots_txt": None, "assertions.0.user_agents": "Googlebot\nBingbot"}),
+    )  # fmt: skip
+    assert made.status == 303, made.text[:2000]
+    monitor_id = int(made.location.rsplit("/", 1)[1])
+    settings = await db.fetchval("SELECT settings FROM monitors WHERE id = $1", monitor_id)
+    settings = json.loads(settings) if isinstance(settings, str) else settings
+    [seo] = settings["assertions"]
+    assert seo == {
+        "type": "seo", "noindex": True, "canonical": "https://shop.example/", "title": True,
+        "description": True, "json_ld": True, "robots_txt": False, "user_agents": ["Googlebot", "Bingbot"],
+        "sitemap": False, "files_every_minutes": 10,
+    }  # fmt: skip
+    # The edit form shows it as stored, and sent back untouched changes nothing.
+    action = f"/monitors/{monitor_id}/edit"
+    shown = dict(fields_of(the_form(await person.get(action), action)))
+    assert (shown["assertions.0.type"], shown["assertions.0.canonical"]) == ("seo", "https://shop.example/")
+    assert shown["assertions.0.robots_txt"] is None and shown["assertions.0.noindex"] == "true"
+    before = await db.fetchval("SELECT updated_at FROM monitors WHERE id = $1", monitor_id)
+    untouched = await person.post(action, filled(fields_of(the_form(await person.get(action), action))))
+    assert untouched.status == 303, untouched.text[:2000]
+    assert await db.fetchval("SELECT updated_at FROM monitors WHERE id = $1", monitor_id) == before

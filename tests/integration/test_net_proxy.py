@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 from support.dns import DNSServer, dns_fixture  # noqa: F401
+from support.waiting import wait_for
 
 from monitor.net import AddressPolicy, VettedResolver
 from monitor.net.proxy import VettingProxy
@@ -131,3 +132,29 @@ async def test_connections_past_the_bound_are_refused_and_idle_ones_closed(proxy
         async with asyncio.timeout(5):
             assert await reader.read() == b""
         writer.close()
+
+
+async def test_a_connection_ends_with_the_client_though_the_origin_keeps_it_open(proxy: VettingProxy) -> None:
+    """An origin that ignores ``Connection: close`` holds nothing once Chromium has its answer."""
+
+    async def keep_alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok")
+        await reader.read()  # never closes first
+        writer.close()
+
+    server = await asyncio.start_server(keep_alive, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(f"GET http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        async with asyncio.timeout(5):
+            head = await reader.readuntil(b"\r\n\r\n")
+            assert await reader.readexactly(2) == b"ok"
+        assert b"Connection: close" in head and b"keep-alive" not in head
+        writer.close()
+        await wait_for(
+            lambda: proxy.open_connections == 0, timeout=5, message="the proxy still holds the connection"
+        )
+    finally:
+        server.close()

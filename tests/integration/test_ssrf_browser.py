@@ -1,14 +1,14 @@
 """The SSRF guard of browser checks, through Debian's chromium: pages served on 127.0.0.1 (the
 one address the test's policy allows) that embed, fetch, open a WebSocket to, frame, and
-redirect to (30x, meta refresh, script) loopback, link-local, metadata and private addresses,
+redirect to (301, 302, 307, meta refresh, script) loopback, link-local, metadata and private addresses,
 a name that rebinds, and a name Chromium would answer itself (``*.localhost``).
 
 Canary listeners sit on 127.0.0.2 and 127.0.0.3 (TCP and UDP) on the page's own port, so a URL
 that reached them by any path (Chromium dialling itself, the proxy dialling a name instead of
 its vetted address) is recorded; none may ever be. Addresses off loopback (10.0.0.5,
 169.254.x) cannot be listened on here: their refusal, named in ``BrowserRun.refusals``, is
-what shows the proxy never dialled them, and with every connection through the proxy Chromium
-has no socket of its own to dial them with.
+what shows the proxy never dialled them, and a tripwire on each of Chromium's processes (their
+sockets read from /proc) shows that none of them had a socket to anything off loopback.
 """
 
 from __future__ import annotations
@@ -24,9 +24,11 @@ import pytest
 import pytest_asyncio
 from aiohttp import WSMsgType, web
 from support.browser_run import needs_chromium
+from support.canary import Tripwire
 from support.dns import DNSServer, start_dns
 from support.waiting import wait_for
 
+from monitor.browser import process
 from monitor.browser.chromium import Chromium
 from monitor.net import AddressPolicy, VettedResolver
 from monitor.net.policy import IPAddress
@@ -35,6 +37,12 @@ pytestmark = [needs_chromium, pytest.mark.timeout(90), pytest.mark.asyncio(loop_
 
 CANARY_HOSTS = ("127.0.0.2", "127.0.0.3")
 ICON = "<link rel=icon href='data:,'>"
+# A path of the page server, its status and where it sends the browser.
+REDIRECTS = {
+    "/redirect": (302, "http://127.0.0.3:{port}/after-302"),
+    "/redirect-301": (301, "http://169.254.10.10/after-301"),
+    "/redirect-307": (307, "http://169.254.169.254/after-307"),
+}
 
 
 @dataclass
@@ -120,7 +128,6 @@ const pc = new RTCPeerConnection({{iceServers: [{{urls: "stun:{c2}"}}, {{urls: "
 pc.createDataChannel("d");
 pc.createOffer().then(offer => pc.setLocalDescription(offer));
 </script>""",
-        "/redirect": "",  # answered with a 302 below
         "/meta": f"<!doctype html>{ICON}<meta http-equiv=refresh content='0; url=http://169.254.169.254/meta-refresh'>",
         "/js": f"<!doctype html>{ICON}<script>location.href = 'http://10.0.0.5/js-redirect';</script>",
         "/rebind": f"<!doctype html>{ICON}<script>fetch('/rebind-fetch').catch(() => {{}});</script>",
@@ -144,8 +151,9 @@ async def start_page_server(paths: list[str]) -> tuple[web.AppRunner, int]:
                 if message.type == WSMsgType.TEXT:
                     await ws.send_str("echo " + message.data)
             return ws
-        if request.path == "/redirect":
-            raise web.HTTPFound(f"http://127.0.0.3:{port}/after-302")
+        if request.path in REDIRECTS:
+            status, location = REDIRECTS[request.path]
+            return web.Response(status=status, headers={"Location": location.format(port=port)})
         if request.path in bodies:
             return web.Response(text=bodies[request.path], content_type="text/html")
         return web.Response(status=404)
@@ -221,6 +229,8 @@ def expected_refusals(port: int) -> list[str]:
         f"blocked: metadata.test resolves to 169.254.169.254 {link_local} for http://metadata.test/computeMetadata/v1/",
         f"blocked: 127.0.0.2 {loopback} for 127.0.0.2:{port} (tunnel)",  # the WebSocket
         f"blocked: 127.0.0.3 {loopback} for http://127.0.0.3:{port}/after-302",
+        f"blocked: 169.254.10.10 {link_local} for http://169.254.10.10/after-301",
+        f"blocked: 169.254.169.254 {link_local} for http://169.254.169.254/after-307",
         f"blocked: 169.254.169.254 {link_local} for http://169.254.169.254/meta-refresh",
         "blocked: 10.0.0.5 (private-use 10.0.0.0/8) for http://10.0.0.5/js-redirect",
         f"blocked: rebind.test resolves to 127.0.0.2 {loopback} for http://rebind.test:{port}/rebind-fetch",
@@ -230,13 +240,16 @@ def expected_refusals(port: int) -> list[str]:
 async def test_no_page_reaches_a_denied_address(chromium: Chromium, stage: Stage) -> None:
     expected = expected_refusals(stage.port)
     async with chromium.run(60) as run:
+        # The browser, its network service and the other utilities are up by now; renderers
+        # come later, and have no network of their own.
+        wires = [Tripwire(pid, interval=0.01).start() for pid in process.members(run.pid)]
 
         async def visit(path: str, host: str = "127.0.0.1") -> None:
             page = await run.page()
             with contextlib.suppress(Exception):  # a redirect to a refused address fails the navigation
                 await page.goto(stage.url(path, host), wait_until="load", timeout=20_000)
 
-        visits = [visit(path) for path in ("/embeds", "/redirect", "/meta", "/js")]
+        visits = [visit(path) for path in ("/embeds", *REDIRECTS, "/meta", "/js")]
         await asyncio.gather(*visits, visit("/rebind", "rebind.test"))
         await wait_for(
             lambda: all(line in run.refusals for line in expected),
@@ -246,7 +259,11 @@ async def test_no_page_reaches_a_denied_address(chromium: Chromium, stage: Stage
             ),
         )
         refusals = list(run.refusals)
+        for wire in wires:
+            wire.stop()
     assert stage.canaries.hits == []
+    assert [str(hit) for wire in wires for hit in wire.hits] == []
+    assert all(wire.scans for wire in wires)
     assert "/via-localhost" not in stage.paths  # Chromium did not answer *.localhost itself
     assert stage.dns.protocol.lookups("rebind.test") >= 2  # judged afresh: the second answer refused
     unexpected = [line for line in refusals if line not in expected]

@@ -10,7 +10,6 @@ process group per run).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -19,7 +18,8 @@ from monitor.browser.chromium import DEFAULT_EXECUTABLE
 
 needs_chromium = pytest.mark.skipif(
     not os.access(DEFAULT_EXECUTABLE, os.X_OK),
-    reason=f"Debian's chromium is not installed at {DEFAULT_EXECUTABLE} (`make test-tools` installs it)",
+    reason=f"Debian's chromium is not installed at {DEFAULT_EXECUTABLE}"
+    " (`make test` installs it: scripts/browser.sh ensure)",
 )
 
 
@@ -31,10 +31,3 @@ def marked(marker: str) -> list[int]:
 def group_alive(pgid: int) -> list[int]:
     """The live processes of a process group, read from /proc."""
     return process.members(pgid)
-
-
-def profiles() -> set[Path]:
-    """The browser runs' temporary folders that exist now."""
-    import tempfile
-
-    return set(Path(tempfile.gettempdir()).glob("monitor-browser-*"))

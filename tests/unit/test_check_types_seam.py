@@ -27,6 +27,7 @@ ELSEWHERE = frozenset(
         ("monitor/api/openapi.py", "http"),  # the OpenAPI security scheme's type
         ("monitor/config.py", "http"),  # a URL scheme
         ("monitor/net/policy.py", "http"),  # a URL scheme
+        ("monitor/net/proxy_wire.py", "http"),  # a URL scheme (an absolute-form request)
         ("monitor/net/target.py", "tls"),  # a URL scheme's transport
         ("monitor/channels/email.py", "tls"),  # an SMTP server's security setting
         ("monitor/channels/smtp.py", "tls"),

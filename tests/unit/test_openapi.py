@@ -199,6 +199,7 @@ KINDS = {
     "header": "Header",
     "response_time": "ResponseTime",
     "security_headers": "SecurityHeaders",
+    "seo": "Seo",
 }
 
 

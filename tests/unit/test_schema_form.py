@@ -25,6 +25,7 @@ REQUIRED = {
     "ping": {"host": "example.com"},
     "tcp": {"host": "example.com", "port": "25"},
     "tls": {"host": "example.com"},
+    "browser": {"url": "https://example.com/"},
 }
 
 

@@ -173,8 +173,22 @@ def _typed_create(check: Check) -> type[BaseModel]:
         # The default type may be left out of the body.
         type=(Literal[check.kind], check.kind if check.default else ...),  # type: ignore[arg-type]
         confirm_after=(StrictInt, Field(check.confirm_after, ge=1, le=10)),
+        **_own_defaults(check),
     )
     return model
+
+
+def _own_defaults(check: Check) -> dict[str, Any]:
+    """A type's own defaults of the common fields: ``timeout_seconds`` where it declares one
+    (``Check.default_timeout_seconds``), ``interval_seconds`` no shorter than its minimum."""
+    fields: dict[str, Any] = {}
+    if check.min_interval_seconds > 60:
+        fields["interval_seconds"] = (Number, check.min_interval_seconds)
+    default = check.default_timeout_seconds
+    if default is not None:
+        doc = f"at most interval_seconds; default {default:g}, or interval_seconds when that is shorter"
+        fields["timeout_seconds"] = (Number, Field(default, gt=0, le=MAX_TIMEOUT_SECONDS, description=doc))
+    return fields
 
 
 def _unlocated(check: Check) -> dict[str, Any]:
