@@ -165,6 +165,11 @@ class Settings(BaseModel):
     retention_days: int = Field(90, ge=1)
     # Rows of the audit log older than this are swept by the scheduler, hourly.
     audit_retention_days: int = Field(365, ge=1)
+    # Browser checks' screenshots (monitor/visual/store.py): the one of each outage's start is
+    # deleted after this many days (a monitor's latest and its baseline stay); the largest PNG
+    # kept (a larger one is not stored; sql/026 caps a row at 8 MiB).
+    screenshot_retention_days: int = Field(30, ge=1)
+    screenshot_max_bytes: int = Field(2 * 1024 * 1024, ge=64 * 1024, le=8 * 1024 * 1024)
     log_format: Literal["json", "console"] = "json"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     shutdown_timeout_seconds: float = Field(10.0, gt=0)

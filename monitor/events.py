@@ -73,7 +73,8 @@ class Event:
     # 1, 2, 3... per monitor, in the order of its changes (None: a test message, or version < 3).
     seq: int | None = None
     # The kind's own figures (version 4): "covers" and "note" (down, up), "reminder" and
-    # "reminder_max" (remind), "acknowledged_by" and "note" (acknowledged), "reason" (degraded,
+    # "reminder_max" (remind), "acknowledged_by" and "note" (acknowledged), "screenshot" (down:
+    # the dashboard page of a browser check's screenshots), "reason" (degraded,
     # connectivity_lost), "changes" and "window_minutes" (flapping), "status" (flapping_end),
     # "window" and "until" (maintenance_*).
     details: dict[str, Any] = field(default_factory=dict)

@@ -26,6 +26,7 @@ from monitor.api import (
     openapi,
     pings,
     public,
+    screenshots,
     sessions,
     sso,
     status_pages,
@@ -201,8 +202,8 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
-    routed = (monitors, history, channels, keys, members, maintenance, summary, status_pages, pings, sessions,
-              invitations, first_run, openapi)  # fmt: skip
+    routed = (monitors, history, screenshots, channels, keys, members, maintenance, summary, status_pages,
+              pings, sessions, invitations, first_run, openapi)  # fmt: skip
     for module in routed:
         module.add_routes(app.router)
     sso.setup(app)

@@ -37,6 +37,7 @@ from monitor.domain.schemas import maintenance as maint
 from monitor.domain.schemas import members as people
 from monitor.domain.schemas import monitor_answers as shown
 from monitor.domain.schemas import monitors as schemas
+from monitor.domain.schemas import screenshots as shots
 from monitor.domain.schemas import status_pages as pages
 from monitor.domain.schemas import summary as glance
 from monitor.domain.schemas import trials
@@ -69,6 +70,8 @@ MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     (people.AuditList, "serialization"),
     *openapi_signin.MODELS,
     *openapi_setup.MODELS,
+    (shots.MaskList, "validation"), (shots.Screenshot, "serialization"),
+    (shots.ScreenshotList, "serialization"),
 ]  # fmt: skip
 
 
@@ -354,6 +357,9 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     from monitor.api.openapi_incidents import add_incidents  # it builds on this module's parts
 
     add_incidents(b)
+    from monitor.api.openapi_screenshots import add_screenshots  # it builds on this module's parts
+
+    add_screenshots(b)
     b.add("get", "/api/v1/monitors/{id}/uptime", "getUptime",
           "Uptime over one window, several windows, or from/to (paused time excluded)", tag="history",
           ok={200: _json({"anyOf": [r["Uptime"], r["UptimeWindows"]]},

@@ -148,6 +148,9 @@ def _extras(event: Event) -> tuple[Line, ...]:
         lines.append(Line("Also affects", (_covers(covers),)))
     if event.details.get("note"):
         lines.append(Line(None, (_detail(event, "note"),)))
+    shot = event.details.get("screenshot")
+    if isinstance(shot, str) and shot.startswith(("https://", "http://")):
+        lines.append(Line("Screenshot", (clip(shot, 2048),)))
     return tuple(lines)
 
 

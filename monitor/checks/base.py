@@ -118,6 +118,8 @@ class Check:
     # The default of ``timeout_seconds`` for the type where the common one (10 s) is too short
     # (a browser journey's Chromium alone takes a second to start); None: the common one.
     default_timeout_seconds: ClassVar[float | None] = None
+    # Whether its checks keep screenshots (``monitor/visual/store.py``): the dashboard shows them.
+    screenshots: ClassVar[bool] = False
 
     def target(self, settings: Any) -> str:
         """What ``monitors.url`` holds for these validated ``Settings``: a URL-like name of the

@@ -16,8 +16,11 @@ when the vetting proxy refused the document itself). ``details.steps`` holds eve
 the page load first (entry 0), with ``ok`` (null: not run), ``duration_ms`` and ``error``;
 ``details.refusals`` what the proxy refused during the run (a subresource refused is no
 failure by itself: a page that still passes its steps is up). A screenshot of the failure,
-and of the end where the monitor keeps screenshots, goes to ``ctx.screenshots`` (a
-:class:`ScreenshotStore`; what it says it kept is ``details.screenshot``).
+and of the end where the monitor keeps screenshots (``visual.compare``), goes to
+``ctx.screenshots`` (``monitor.visual.ScreenshotKeeper``; what it kept is
+``details.screenshot``): a passing run whose page changed past the threshold is down with the
+visual verdict as its cause ("page changed 23.4 % (threshold 5 %)"), or degraded
+(``details.degraded``), as ``visual.severity`` says.
 
 Time: ``timeout_seconds`` (default 60 s for the type) bounds the whole run, Chromium's start
 included (``Browser.run`` kills it past that); each step waits at most its own
@@ -32,7 +35,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,6 +57,7 @@ from monitor.checks.heavy import HeavyCheck
 from monitor.models import CheckResult, Failure, MonitorSpec
 from monitor.net.client import clip_error
 from monitor.net.policy import parse_target_url
+from monitor.visual import ScreenshotKeeper, verdict_of
 
 KIND = "browser"
 # Kept of the journey's time for the screenshot of its end (Chromium takes ~0.1-0.3 s).
@@ -62,21 +66,6 @@ RESERVE_SECONDS = 1.5
 # gives up on it (the launcher kills it at the timeout).
 GRACE_SECONDS = 5.0
 DEFAULT_TIMEOUT_SECONDS = 60.0
-
-
-class ScreenshotStore(Protocol):
-    """What a browser check asks of ``CheckContext.screenshots`` (the visual checks' store)."""
-
-    def keeps(self, monitor: MonitorSpec) -> bool:
-        """Whether the monitor keeps a screenshot of every run (a failure's is always offered)."""
-        ...
-
-    async def keep(
-        self, monitor: MonitorSpec, png: bytes, *, at: datetime, failed: bool
-    ) -> dict[str, Any] | None:
-        """Keep the run's screenshot (taken at the failure when ``failed``); what the result's
-        ``details.screenshot`` says of it (its id, say), or None when nothing was kept."""
-        ...
 
 
 class StepOutcome(BaseModel):
@@ -95,7 +84,10 @@ class BrowserDetails(ResultDetails):
     failed_step: int | None = Field(None, description="the failing step's number (0: the start page)")
     final_url: str | None = Field(None, description="the page's URL when the journey ended")
     refusals: list[str] | None = Field(None, description="connections the vetting proxy refused in the run")
-    screenshot: dict[str, Any] | None = Field(None, description="the screenshot kept of the run, if any")
+    screenshot: dict[str, Any] | None = Field(
+        None, description="the screenshot kept of the run, and its comparison with the baseline"
+    )
+    degraded: str | None = Field(None, description="why the run is degraded: the page changed")
 
 
 @dataclass(frozen=True)
@@ -119,6 +111,7 @@ class BrowserCheck(HeavyCheck):
     secrets: ClassVar[frozenset[str]] = frozenset({"steps"})
     Details: ClassVar[type[ResultDetails] | None] = BrowserDetails
     default_timeout_seconds: ClassVar[float | None] = DEFAULT_TIMEOUT_SECONDS
+    screenshots: ClassVar[bool] = True
 
     def target(self, settings: BrowserSettings) -> str:
         return settings.url
@@ -273,6 +266,11 @@ class Journey:
             details["refusals"] = refusals[:REFUSALS_KEPT]
         if self.screenshot is not None:
             details["screenshot"] = self.screenshot
+            changed, degraded = verdict_of(self.screenshot)
+            if error is None and changed is not None:
+                error, failure = clip_error(changed, 500), Failure.ASSERTION
+            if degraded is not None:
+                details["degraded"] = clip_error(degraded, 500)
         return CheckResult(
             monitor_id=monitor.id,
             time=started,
@@ -303,7 +301,7 @@ def _failed(monitor: MonitorSpec, started: datetime, error: str, failure: Failur
 
 def _keeps(ctx: CheckContext, monitor: MonitorSpec) -> bool:
     """Whether the monitor keeps a screenshot of every run, not only of a failure."""
-    store: ScreenshotStore = ctx.screenshots
+    store: ScreenshotKeeper = ctx.screenshots
     try:
         return bool(store.keeps(monitor))
     except Exception:  # a store that cannot say: the failure's screenshot only
@@ -314,10 +312,10 @@ async def _screenshot(
     ctx: CheckContext, monitor: MonitorSpec, started: datetime, page: Any, ok: bool
 ) -> dict[str, Any] | None:
     """The page as it is, handed to the screenshot store; what it says of it, for details."""
-    store: ScreenshotStore = ctx.screenshots
+    store: ScreenshotKeeper = ctx.screenshots
     try:
         png = await page.screenshot(type="png", timeout=RESERVE_SECONDS * 1000)
         kept = await store.keep(monitor, png, at=started, failed=not ok)
     except Exception:  # a page gone, too slow to paint, a store away: no screenshot, the cause stands
         return None
-    return kept if isinstance(kept, dict) else None
+    return dict(kept) if isinstance(kept, dict) else None

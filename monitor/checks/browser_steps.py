@@ -31,6 +31,7 @@ from pydantic import (
 from monitor.checks.http_settings import Url
 from monitor.checks.observed import compile_regex
 from monitor.checks.wording import clip, printable
+from monitor.visual import VisualSettings
 
 MAX_STEPS = 30
 MAX_SELECTOR = 500
@@ -236,6 +237,10 @@ class BrowserSettings(BaseModel):
     viewport: Viewport = Field(
         default_factory=lambda: Viewport(width=1280, height=800),
         description="the window's size in CSS pixels",
+    )
+    visual: VisualSettings = Field(
+        default_factory=lambda: VisualSettings(),
+        description="compare each run's screenshot with the accepted baseline (monitor/visual)",
     )
 
 

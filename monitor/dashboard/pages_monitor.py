@@ -1,9 +1,10 @@
 """A monitor's page, ``/monitors/{id}``: its state, response times over a chosen range (a chart
 drawn by ``static/chart.js`` from ``chart.json``, and without JavaScript a line and a table of
 the same figures), its 90 days as the status pages' bars, incidents (with the open one's
-**Acknowledge** form for editors), the last run's steps where its checks run some (a browser
-journey: each step's outcome and time, the failing one's error), the latest checks with their
-details, the maintenance that applies and its badges to copy.
+**Acknowledge** form for editors, and the screenshot of its start for a browser monitor; the
+latest one links to ``/monitors/{id}/screenshots``), the last run's steps where its checks run
+some (a browser journey: each step's outcome and time, the failing one's error), the latest
+checks with their details, the maintenance that applies and its badges to copy.
 
 Every figure comes from the domain layer: ``monitors.get`` (with its maintenance and location
 views), ``charts`` (the range's response times, the days), ``history`` (uptime, incidents,
@@ -17,11 +18,12 @@ from typing import Any
 
 from aiohttp import web
 
+from monitor.checks import REGISTRY
 from monitor.dashboard import render
 from monitor.dashboard.forms import Form, failed
 from monitor.dashboard.views import page
 from monitor.dashboard.web import Viewer, back, deps, form_data, headers, path_id
-from monitor.domain import charts, history, incidents, monitors
+from monitor.domain import charts, history, incidents, monitors, screenshots
 from monitor.domain.errors import DomainError
 from monitor.status.render import bars
 from monitor.status.view import WINDOWS, level
@@ -125,6 +127,9 @@ async def context(request: web.Request, viewer: Viewer, monitor_id: int) -> dict
         d, actor, monitor_id, limit=CHECKS_PAGE, cursor=query.get("cursor") or None, checked_from=location
     )
     maintenance = monitor.get("maintenance", [])
+    # Browser monitors' screenshots (the latest, and each outage's with its incident).
+    shooting = REGISTRY.get(monitor["type"]).screenshots
+    shots = (await screenshots.listing(d, actor, monitor_id))["screenshots"] if shooting else []
     badge = monitor["badge_url"]
     badge_images = [("status", "State", f"{badge}/status.svg")]
     badge_images += [(f"uptime-{w}", f"Uptime over {w}", f"{badge}/uptime/{w}.svg") for w in ("24h", "30d")]
@@ -159,6 +164,10 @@ async def context(request: web.Request, viewer: Viewer, monitor_id: int) -> dict
         "can_ack": can_acknowledge(viewer),
         "ack_form": Form(),
         "ack_for": None,
+        "shooting": shooting,
+        "shots": shots,
+        "latest_shot": next((x for x in shots if x["role"] == "latest"), None),
+        "incident_shots": {x["incident_id"]: x for x in shots if x["incident_id"] is not None},
     }
 
 

@@ -15,6 +15,7 @@ from monitor.dashboard import (
     pages_monitor_forms,
     pages_overview,
     pages_profile,
+    pages_screenshots,
     pages_setup,
     pages_signin,
     pages_status_pages,
@@ -37,6 +38,7 @@ AREAS = (
     pages_overview,
     pages_monitor,
     pages_monitor_forms,
+    pages_screenshots,
 )
 
 

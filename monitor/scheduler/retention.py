@@ -7,6 +7,8 @@ there the scheduler calls ``drop_chunks`` itself, hourly.
 The audit log (sql/021) is an ordinary table: every scheduler deletes its rows older than
 ``MONITOR_AUDIT_RETENTION_DAYS`` hourly, in batches (a first sweep after a long stop may find
 many), whatever the edition; two schedulers sweeping at once delete disjoint rows or nothing.
+Browser checks' screenshots of an outage's start (sql/026) go the same way after
+``MONITOR_SCREENSHOT_RETENTION_DAYS`` (``visual/store.py``: ``sweep``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Literal
 import asyncpg
 
 from monitor import logging as mlog
+from monitor.visual import store as screenshots
 
 log = mlog.get(__name__)
 
@@ -106,4 +109,16 @@ async def run_audit_timer(pool: asyncpg.Pool, days: int, period: timedelta = TIM
                 log.info("retention.audit_swept", rows=swept, days=days)
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
             log.warning("retention.audit_sweep_failed", error=str(exc) or type(exc).__name__)
+        await asyncio.sleep(period.total_seconds())
+
+
+async def run_screenshot_timer(pool: asyncpg.Pool, days: int, period: timedelta = TIMER_PERIOD) -> None:
+    """Sweep old outage screenshots now and then every ``period``; failures are retried next time."""
+    while True:
+        try:
+            swept = await screenshots.sweep(pool, days)
+            if swept:
+                log.info("retention.screenshots_swept", rows=swept, days=days)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+            log.warning("retention.screenshot_sweep_failed", error=str(exc) or type(exc).__name__)
         await asyncio.sleep(period.total_seconds())

@@ -194,6 +194,9 @@ class Scheduler:
         if mode == "timer":
             self._spawn(retention.run_timer(self._pool, s.retention_days), "retention")
         self._spawn(retention.run_audit_timer(self._pool, s.audit_retention_days), "audit-retention")
+        self._spawn(
+            retention.run_screenshot_timer(self._pool, s.screenshot_retention_days), "screenshot-retention"
+        )
         self.writer.start()
         self.relay.start()
         await self.calendar.load(self._pool)

@@ -188,6 +188,10 @@ async def _write_alert(conn: asyncpg.Connection, pending: Pending, alert: Alert,
             covers = [r["name"] for r in await conn.fetch(DEPENDANTS, spec.id)]
             if covers:
                 details["covers"] = covers
+            # A browser check's screenshot page (visual/store.py): the alert links to it.
+            shot = (result.details or {}).get("screenshot")
+            if isinstance(shot, dict) and isinstance(shot.get("url"), str):
+                details["screenshot"] = shot["url"]
         else:
             if told is None or told["kind"] != "down":
                 return  # the down was never told: its end or reminders are no news

@@ -27,10 +27,18 @@ from support.status_data import add_incident
 from monitor.dashboard import routes
 from monitor.domain import channels, keys, maintenance, status_pages
 from monitor.domain.context import Actor, Deps
+from monitor.models import MonitorSpec
+from monitor.visual import VisualSettings
+from monitor.visual.store import ScreenshotStore
 from monitor.web.keys import DEPS
 
 PASSWORD = "Dashboard-Roles-9c2d5e"
 MONITORS = "SELECT md5(string_agg(t::text, ',')) FROM (SELECT * FROM monitors ORDER BY id) t"
+# A 1x1 white PNG: a screenshot for the routes that name one.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108020000009077"
+    "53de0000000c4944415478da63f8ffff3f0005fe02fea7d6a4c80000000049454e44ae426082"
+)
 OWN = re.compile(r"^/(signin|signout|account|theme|setup|profile)(/|$)")
 
 
@@ -60,7 +68,9 @@ def test_the_table_covers_every_area() -> None:
     paths = write_routes()
     for wanted in ("/monitors/new", "/monitors/bulk", "/channels/new", "/keys", "/maintenance/new",
                    "/members/invite", "/status-pages/new",
-                   "/monitors/{id}/incidents/{incident_id}/acknowledge"):  # fmt: skip
+                   "/monitors/{id}/incidents/{incident_id}/acknowledge",
+                   "/monitors/{id}/screenshots/{sid}/baseline",
+                   "/monitors/{id}/screenshots/masks"):  # fmt: skip
         assert wanted in paths, paths
 
 
@@ -92,9 +102,12 @@ async def test_every_write_route_refuses_a_reader(
     page = await status_pages.create(
         deps, owner, {"slug": "ops", "title": "Ops", "groups": groups}, base="http://127.0.0.1"
     )
+    shot = await ScreenshotStore(deps.pool).keep(
+        MonitorSpec.from_row(monitor), PNG, at=now, failed=False, visual=VisualSettings(compare=True)
+    )
     ids = {
         "id": monitor["id"], "incident_id": incident, "channel_id": channel["id"], "key_id": key["id"],
-        "window_id": window["id"], "page_id": page["id"], "user_id": owner_id,
+        "window_id": window["id"], "page_id": page["id"], "user_id": owner_id, "sid": shot["id"],
     }  # fmt: skip
     before = await db.fetchval(MONITORS)
 
@@ -120,6 +133,8 @@ async def test_every_write_route_refuses_a_reader(
     assert await db.fetchval("SELECT count(*) FROM channels WHERE account_id = $1", account) == 1
     assert await db.fetchval("SELECT count(*) FROM status_pages WHERE account_id = $1", account) == 1
     assert await db.fetchval("SELECT role FROM memberships WHERE user_id = $1", owner_id) == "owner"
+    assert await db.fetchval("SELECT count(*) FROM screenshots WHERE accepted_at IS NOT NULL") == 0
+    assert await db.fetchval("SELECT masks FROM screenshots WHERE role = 'baseline'") == []
 
 
 def all_routes() -> list[tuple[str, str]]:

@@ -222,6 +222,22 @@ def test_a_down_names_the_monitors_it_covers(covers: list[str], shown: str) -> N
     assert sentences[2:] == [shown, "Alert held while maintenance window 'Nightly' was open"]
 
 
+@pytest.mark.parametrize(
+    ("screenshot", "shown"),
+    [
+        (
+            "https://monitor.example/monitors/7/screenshots#outages",
+            ["Screenshot: https://monitor.example/monitors/7/screenshots#outages"],
+        ),
+        ("javascript:alert(1)", []),  # only a web address is a link
+        (None, []),
+    ],
+)
+def test_a_down_links_to_a_browser_monitor_s_screenshots(screenshot: str | None, shown: list[str]) -> None:
+    said = notice(event("down", details={"screenshot": screenshot} if screenshot else {}))
+    assert [plain(line.sentence()) for line in said.lines][2:] == shown
+
+
 def test_an_acknowledgement_is_an_outage_s_news_in_short() -> None:
     said = notice(event("acknowledged"))
     assert plain(said.brief) == "Shop acknowledged by Ada Lovelace: failing over the database"

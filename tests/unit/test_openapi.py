@@ -21,6 +21,7 @@ from monitor.domain.schemas import incidents as schemas_incidents
 from monitor.domain.schemas import maintenance as schemas_maintenance
 from monitor.domain.schemas import members as schemas_members
 from monitor.domain.schemas import monitors as schemas
+from monitor.domain.schemas import screenshots as schemas_screenshots
 from monitor.domain.schemas import signin as signin_schemas
 from monitor.domain.schemas import status_pages as schemas_status
 from monitor.domain.schemas.first_run import FirstOwner
@@ -59,6 +60,7 @@ BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.Monit
           "StatusPagePatch": schemas_status.StatusPagePatch,
           "MemberAdd": schemas_members.MemberAdd, "MemberPatch": schemas_members.MemberPatch,
           "IncidentAcknowledge": schemas_incidents.IncidentAcknowledge,
+          "MaskList": schemas_screenshots.MaskList,
           **{m.__name__: m for m in (signin_schemas.SignIn, signin_schemas.TotpConfirm,
                                      signin_schemas.TotpDisable, signin_schemas.PasswordChange,
                                      signin_schemas.InvitationCreate, signin_schemas.InvitationAccept,
