@@ -112,6 +112,9 @@ async def test_a_worker_killed_mid_run_has_its_job_taken_over_and_the_down_told_
     assert taken["kind"] == "browser"
     downs = await db.fetchval("SELECT count(*) FROM outbox WHERE monitor_id = $1 AND kind = 'down'", mid)
     assert downs == 1
+    # The failure's screenshot went to the worker's store (monitor/visual/store.py).
+    shots = await db.fetch("SELECT role, failed FROM screenshots WHERE monitor_id = $1", mid)
+    assert shots and all(s["failed"] for s in shots), shots
 
 
 async def test_without_a_worker_each_tick_is_written_not_run_and_nothing_is_told(
