@@ -16,7 +16,8 @@ DEAD_MAXLEN = 100_000
 # (their idle time set past any claim threshold): the others read it every second and
 # reclaim at once, instead of waiting out MONITOR_ALERT_CLAIM_IDLE_SECONDS.
 HANDBACK_KEY = "monitor:alerter:handback"
-# The idle time (ms) given to handed-back entries: longer than any claim threshold.
+# The idle time (ms) given to handed-back entries (an alerter's, a worker's jobs at a stop):
+# longer than any claim threshold.
 HANDBACK_IDLE_MS = 365 * 24 * 3600 * 1000
 # Field of a stream entry that holds the event as JSON.
 EVENT_FIELD = "event"

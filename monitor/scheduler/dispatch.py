@@ -25,6 +25,7 @@ import asyncio
 import json
 import secrets
 import time
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -122,7 +123,11 @@ class Dispatcher:
                     maxlen=self._maxlen,
                     approximate=True,
                 )
-                return await asyncio.shield(future)
+                result = await asyncio.shield(future)
+            if result.monitor_id != monitor.id or result.time != started:
+                # The tick's result whatever the worker stamped it with: one row per tick.
+                result = replace(result, monitor_id=monitor.id, time=started)
+            return result
         except RedisError as exc:
             return not_run(
                 monitor, started, f"not run: Redis is unreachable ({_error(exc)}); no worker was asked"

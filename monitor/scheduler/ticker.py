@@ -292,6 +292,10 @@ async def check(spec: MonitorSpec, shared: TickerShared, due_wall: float) -> Non
     # Where it was checked from: kept unless it is the default location of a monitor that names
     # none (most installations: an empty column).
     checked_from = location if spec.locations or location != "default" else None
-    vouching = conclude(spec, result, at, judging, started, round(lateness * 1000, 3), checked_from)
+    # A heavy check ran on a worker's network, which says nothing of this scheduler's: the
+    # connectivity guard neither counts it nor is asked about it (no ``started``).
+    vouching = conclude(
+        spec, result, at, judging, None if heavy else started, round(lateness * 1000, 3), checked_from
+    )
     if vouching is not None:
         await vouching

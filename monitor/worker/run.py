@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import Any
 
+import asyncpg
+
+from monitor import db
 from monitor import logging as mlog
 from monitor.browser.chromium import Chromium
 from monitor.checks import Registry
@@ -17,6 +19,7 @@ from monitor.checks.tools import CheckTools
 from monitor.config import Settings
 from monitor.models import CheckResult, Failure
 from monitor.secrets import SecretBox
+from monitor.visual.store import ScreenshotStore
 from monitor.worker.jobs import Job, cut_short, not_run
 
 log = mlog.get(__name__)
@@ -62,14 +65,15 @@ def default_browser(settings: Settings, tools: CheckTools) -> Chromium:
     return Chromium(tools.resolver, memory_mb=settings.worker_memory_mb)
 
 
-async def default_screenshots(settings: Settings) -> Any:
+async def default_screenshots(settings: Settings) -> tuple[ScreenshotStore | None, asyncpg.Pool | None]:
     """The store browser checks keep their screenshots in and find their baselines in
-    (``CheckContext.screenshots``): None until the visual checks' store exists. Plug it in here
-    (it may need the database: open its pool here, close it with ``close_screenshots``)."""
-    return None
-
-
-async def close_screenshots(store: Any) -> None:
-    close = getattr(store, "close", None)
-    if close is not None:
-        await close()
+    (``CheckContext.screenshots``: ``monitor/visual/store.py``, on the database), and the pool it
+    holds (closed with the worker); (None, None) without MONITOR_DATABASE_URL: the checks run,
+    keeping no screenshot. The pool opens connections on demand, so a database away at start
+    does not stop the worker; a store that fails leaves the check's own verdict standing."""
+    if settings.database_url is None:
+        log.warning("worker.no_screenshot_store", hint="MONITOR_DATABASE_URL unset: no screenshots kept")
+        return None, None
+    pool = await db.create_pool(settings.dsn, min_size=0, max_size=2)
+    store = ScreenshotStore(pool, max_bytes=settings.screenshot_max_bytes, public_url=settings.public_url)
+    return store, pool

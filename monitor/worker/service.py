@@ -12,9 +12,10 @@ is what ``monitor cluster status`` lists.
 Its checks get a ``CheckContext`` of their own, built as the scheduler builds its own
 (``checks/tools.py``: the same address policy and guarded session) with ``browser`` set to a
 Chromium launcher (``monitor/browser/chromium.py``, each run under ``MONITOR_WORKER_MEMORY_MB``)
-and ``screenshots`` to the store the visual checks keep theirs in (:func:`default_screenshots`,
-the one place it plugs in). The worker needs Redis and the secret key (to open the sealed
-secrets of a job's row), not the database.
+and ``screenshots`` to the store browser checks keep theirs in (``monitor/visual/store.py``,
+on the database: :func:`run.default_screenshots`). The worker needs Redis and the secret key
+(to open the sealed secrets of a job's row); the database only for the screenshots (without
+MONITOR_DATABASE_URL the checks run and keep none).
 
 A stop has two phases (``lifecycle.serve``): ``drain`` stops reading and waits for the jobs in
 hand; what is still running when the shutdown timeout ends is cancelled in ``close`` and handed
@@ -31,6 +32,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+import asyncpg
 import redis.asyncio as aioredis
 from aiohttp import web
 from redis.exceptions import RedisError, ResponseError
@@ -49,7 +51,7 @@ from monitor.worker.jobs import Job, JobError, budget, not_run
 from monitor.worker.metrics import WorkerMetrics
 from monitor.worker.presence import Presence
 from monitor.worker.queue import Entry, WorkQueue
-from monitor.worker.run import close_screenshots, default_browser, default_screenshots, execute
+from monitor.worker.run import default_browser, default_screenshots, execute
 
 log = mlog.get(__name__)
 
@@ -105,6 +107,7 @@ class Worker:
         self._queue: WorkQueue | None = None
         self._presence: Presence | None = None
         self._probes: web.AppRunner | None = None
+        self._pool: asyncpg.Pool | None = None  # the screenshot store's
         self.answered = 0
 
     @property
@@ -123,7 +126,7 @@ class Worker:
         browser = default_browser(s, tools) if self._browser is DEFAULT else self._browser
         self._browser = browser
         if self._screenshots is DEFAULT:
-            self._screenshots = await default_screenshots(s)
+            self._screenshots, self._pool = await default_screenshots(s)
         self._ctx = replace(tools.ctx, browser=browser, screenshots=self._screenshots)
         if browser is None:
             log.warning("worker.no_browser", hint="heavy checks that need a browser fail")
@@ -177,7 +180,7 @@ class Worker:
         if in_hand and self._queue is not None:
             try:
                 await self._queue.hand_back(in_hand)
-                log.info("worker.handed_back", jobs=len(in_hand))
+                log.info("worker.handed_back", jobs=len(in_hand), answered_before=self.answered)
             except RedisError as exc:
                 log.warning(
                     "worker.hand_back_failed", jobs=len(in_hand), error=str(exc) or type(exc).__name__
@@ -194,14 +197,13 @@ class Worker:
             await self._probes.cleanup()
         if self._browser is not None and hasattr(self._browser, "close"):
             await self._browser.close()
-        if self._screenshots is not DEFAULT:
-            await close_screenshots(self._screenshots)
+        if self._pool is not None:
+            await self._pool.close()
         await self.registry.close()
         if self._tools is not None:
             await self._tools.close()
         if self._redis is not None and self._owns_redis:
             await self._redis.aclose()
-        log.info("worker.summary", worker_id=self.id, answered=self.answered, handed_back=len(in_hand))
 
     # -- the loops -------------------------------------------------------------------
 

@@ -21,14 +21,16 @@ from aiohttp import web
 from support import FakeTelegram, ProcessFactory, wait_for
 from support.alerts import delivered_alerts
 from support.browser_run import needs_chromium
+from support.skips import PREFIX
 
 from monitor.checks import REGISTRY
 
 pytestmark = [
     pytest.mark.e2e,
     needs_chromium,
+    # Stands under make test until the journeys' branch (type: browser) is merged: no install brings it.
     pytest.mark.skipif(
-        "browser" not in REGISTRY.kinds, reason="needs the browser check type (issue 30, journeys)"
+        "browser" not in REGISTRY.kinds, reason=PREFIX + "needs the browser check type (journeys)"
     ),
     pytest.mark.timeout(120),
 ]
@@ -110,3 +112,31 @@ async def test_a_worker_killed_mid_run_has_its_job_taken_over_and_the_down_told_
     assert taken["kind"] == "browser"
     downs = await db.fetchval("SELECT count(*) FROM outbox WHERE monitor_id = $1 AND kind = 'down'", mid)
     assert downs == 1
+    # The failure's screenshot went to the worker's store (monitor/visual/store.py).
+    shots = await db.fetch("SELECT role, failed FROM screenshots WHERE monitor_id = $1", mid)
+    assert shots and all(s["failed"] for s in shots), shots
+
+
+async def test_without_a_worker_each_tick_is_written_not_run_and_nothing_is_told(
+    db: asyncpg.Connection, monitor_factory, page: HeldPage, procs: ProcessFactory
+) -> None:
+    check = REGISTRY.get("browser")
+    settings, _secrets = check.to_stored(check.Settings.model_validate({"url": page.url, "steps": []}))
+    monitor = await monitor_factory(
+        name="no-worker", type="browser", url=page.url, settings=settings,
+        interval_seconds=20, timeout_seconds=5, confirm_after=1,
+    )  # fmt: skip
+    mid = monitor["id"]
+    await procs.start("scheduler")
+
+    async def written() -> list[asyncpg.Record]:
+        return await db.fetch("SELECT time, ok, error FROM checks WHERE monitor_id = $1", mid)
+
+    (row,) = await wait_for(written, timeout=45, message="the tick written")
+    assert row["ok"] is False and row["error"].startswith("not run: no worker took it within 8 s"), row
+    state = await db.fetchrow(
+        "SELECT status, consecutive_failures FROM monitor_state WHERE monitor_id = $1", mid
+    )
+    assert (state["status"], state["consecutive_failures"]) == ("unknown", 0), state
+    assert await db.fetchval("SELECT count(*) FROM outbox WHERE monitor_id = $1", mid) == 0
+    assert page.hits == 0

@@ -181,7 +181,7 @@ async def test_without_a_worker_the_check_is_not_run_on_time(
     assert result.failure is Failure.NOT_RUN and not result.ok, result
     assert result.error is not None, result
     assert result.error.startswith("not run: no worker took it within 4 s"), result
-    assert 1.0 + keys.WORK_REPLY_MARGIN_SECONDS - 0.5 < took < 1.0 + keys.WORK_REPLY_MARGIN_SECONDS + 1.0
+    assert 1.0 + keys.WORK_REPLY_MARGIN_SECONDS - 0.5 < took < 1.0 + keys.WORK_REPLY_MARGIN_SECONDS + 2.0
     handed: list[tuple[CheckResult, Judged]] = []
     found = judging(handed)
     conclude(spec, result, at, found)
@@ -233,8 +233,8 @@ async def test_a_dead_workers_job_is_taken_over_and_answered_once(
     result = await asyncio.wait_for(waiting, 10)
     assert result.ok and result.failure is None and result.time == at, result
     assert second.metrics.taken_over._value.get() == 1
+    await wait_for(lambda: second.answered == 1, timeout=5)
     await wait_for(lambda: _depth_is(redis, (0, 0)), timeout=2)
-    assert second.answered == 1
 
 
 async def test_a_dead_workers_job_with_too_little_time_left_is_not_run(
@@ -369,3 +369,26 @@ async def test_a_trial_of_a_heavy_monitor_goes_to_a_worker(
         assert Slow.started == [("trial", 5.0)]
     finally:
         del REGISTRY._checks[Slow.kind]
+
+
+async def test_the_cluster_status_shows_the_queue_and_the_workers(
+    dispatcher: Dispatcher, workers: Start, redis: aioredis.Redis
+) -> None:
+    from monitor.worker.status import QueueStatus, heavy_status
+
+    spec, row = monitor(1, "home", 20.0)
+    dispatcher.rows[spec.id] = row
+    waiting = asyncio.create_task(dispatcher(spec, datetime.now(UTC)))
+    await wait_for(lambda: _depth_is(redis, (1, 0)), timeout=5, message="one job waiting, none running")
+    found, queues = await heavy_status(redis, ["slow"])
+    assert found == [] and queues == [QueueStatus("slow", 1, 0)]
+    worker = await workers()
+    await wait_for(lambda: _depth_is(redis, (0, 1)), timeout=5, message="the job running")
+
+    async def listed() -> bool:
+        found, _ = await heavy_status(redis, ["slow"])
+        return [(w.id, w.kinds, w.running) for w in found] == [(worker.id, "slow", "1/2")]
+
+    await wait_for(listed, timeout=10, message="the worker listed with its job")
+    Slow.gates["home"].set()
+    assert (await asyncio.wait_for(waiting, 10)).ok

@@ -70,3 +70,39 @@ async def test_a_heavy_tick_waits_without_a_slot_and_is_judged(heavy_type: None)
 def test_only_the_heavy_types_are_heavy() -> None:
     kinds: dict[str, Any] = {k: REGISTRY.get(k).heavy for k in REGISTRY.kinds}
     assert not any(heavy for kind, heavy in kinds.items() if kind in {"http", "tcp", "tls", "dns", "ping"})
+
+
+class Guard:
+    """The connectivity guard as judging asks it: what it was told, and always connected."""
+
+    outage = None
+
+    def __init__(self) -> None:
+        self.told: list[int] = []
+
+    def record(self, monitor_id: int, answered: bool, at: float) -> None:
+        self.told.append(monitor_id)
+
+    async def cut_off(self, now: float) -> str | None:
+        raise AssertionError("a heavy check's failure says nothing of the scheduler's network")
+
+
+async def test_a_heavy_failure_is_not_the_schedulers_network(heavy_type: None) -> None:
+    async def dispatch(monitor: MonitorSpec, started: datetime) -> CheckResult:
+        return CheckResult(monitor.id, started, ok=False, error="timed out", failure=Failure.TIMEOUT)
+
+    guard = Guard()
+    handed: list[tuple[CheckResult, Judged]] = []
+    shared = ticker.TickerShared(
+        ctx=CheckContext(session=None, policy=None, dispatch=dispatch),  # type: ignore[arg-type]
+        metrics=SchedulerMetrics(),
+        limit=Slots(1),
+        judging=Judging(
+            lambda _s, got, judged: handed.append((got, judged)),
+            SchedulerMetrics(),
+            guard=guard,  # type: ignore[arg-type]
+        ),
+    )
+    await ticker.check(spec(), shared, time.time())
+    ((_, judged),) = handed
+    assert guard.told == [] and [c.kind for c in judged.changes] == ["down"]
