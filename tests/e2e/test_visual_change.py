@@ -50,7 +50,9 @@ class Site:
         self.url = ""
 
     async def home(self, request: web.Request) -> web.Response:
-        return web.Response(text=PAGE.format(banner="" if self.deployed else BANNER), content_type="text/html")
+        return web.Response(
+            text=PAGE.format(banner="" if self.deployed else BANNER), content_type="text/html"
+        )
 
 
 @pytest.fixture
@@ -86,9 +88,7 @@ async def test_a_changed_layout_goes_down_and_an_unchanged_page_does_not(
     await procs.start("worker", env=public)
 
     async def shots_of_passing_runs() -> list[asyncpg.Record] | None:
-        rows = await db.fetch(
-            "SELECT details FROM checks WHERE monitor_id = $1 AND ok ORDER BY time", mid
-        )
+        rows = await db.fetch("SELECT details FROM checks WHERE monitor_id = $1 AND ok ORDER BY time", mid)
         return rows if len(rows) >= 2 else None
 
     # The first run's screenshot is the baseline; the same page again changes nothing.
