@@ -6,9 +6,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-import asyncpg
-
-from monitor import db
 from monitor import logging as mlog
 from monitor.browser.chromium import Chromium
 from monitor.checks import Registry
@@ -65,15 +62,13 @@ def default_browser(settings: Settings, tools: CheckTools) -> Chromium:
     return Chromium(tools.resolver, memory_mb=settings.worker_memory_mb)
 
 
-async def default_screenshots(settings: Settings) -> tuple[ScreenshotStore | None, asyncpg.Pool | None]:
+async def default_screenshots(settings: Settings) -> ScreenshotStore | None:
     """The store browser checks keep their screenshots in and find their baselines in
-    (``CheckContext.screenshots``: ``monitor/visual/store.py``, on the database), and the pool it
-    holds (closed with the worker); (None, None) without MONITOR_DATABASE_URL: the checks run,
-    keeping no screenshot. The pool opens connections on demand, so a database away at start
-    does not stop the worker; a store that fails leaves the check's own verdict standing."""
+    (``CheckContext.screenshots``: ``monitor/visual/store.py``, on a small pool of its own,
+    closed with the worker); None without MONITOR_DATABASE_URL: the checks run, keeping no
+    screenshot. The pool opens connections on demand, so a database away at start does not stop
+    the worker; a store that fails leaves the check's own verdict standing."""
     if settings.database_url is None:
         log.warning("worker.no_screenshot_store", hint="MONITOR_DATABASE_URL unset: no screenshots kept")
-        return None, None
-    pool = await db.create_pool(settings.dsn, min_size=0, max_size=2)
-    store = ScreenshotStore(pool, max_bytes=settings.screenshot_max_bytes, public_url=settings.public_url)
-    return store, pool
+        return None
+    return await ScreenshotStore.open(settings)

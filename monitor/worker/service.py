@@ -32,7 +32,6 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-import asyncpg
 import redis.asyncio as aioredis
 from aiohttp import web
 from redis.exceptions import RedisError, ResponseError
@@ -47,6 +46,7 @@ from monitor.config import Settings
 from monitor.health import ping_redis, watch_loop
 from monitor.models import CheckResult, Failure
 from monitor.secrets import SecretBox
+from monitor.visual.store import ScreenshotStore
 from monitor.worker.jobs import Job, JobError, budget, not_run
 from monitor.worker.metrics import WorkerMetrics
 from monitor.worker.presence import Presence
@@ -107,7 +107,7 @@ class Worker:
         self._queue: WorkQueue | None = None
         self._presence: Presence | None = None
         self._probes: web.AppRunner | None = None
-        self._pool: asyncpg.Pool | None = None  # the screenshot store's
+        self._store: ScreenshotStore | None = None  # the one this worker opened
         self.answered = 0
 
     @property
@@ -126,7 +126,7 @@ class Worker:
         browser = default_browser(s, tools) if self._browser is DEFAULT else self._browser
         self._browser = browser
         if self._screenshots is DEFAULT:
-            self._screenshots, self._pool = await default_screenshots(s)
+            self._screenshots = self._store = await default_screenshots(s)
         self._ctx = replace(tools.ctx, browser=browser, screenshots=self._screenshots)
         if browser is None:
             log.warning("worker.no_browser", hint="heavy checks that need a browser fail")
@@ -197,8 +197,8 @@ class Worker:
             await self._probes.cleanup()
         if self._browser is not None and hasattr(self._browser, "close"):
             await self._browser.close()
-        if self._pool is not None:
-            await self._pool.close()
+        if self._store is not None:
+            await self._store.close()
         await self.registry.close()
         if self._tools is not None:
             await self._tools.close()
