@@ -14,6 +14,7 @@ an object comes after the ones who may only be refused.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import Any
 import aiohttp
 import asyncpg
 import pytest
+from PIL import Image
 from support import ApiClient, MonitorProcess
 from support.api import ApiResponse
 from support.db import ensure_account
@@ -37,9 +39,11 @@ TARGET = "http://127.0.0.1:9/"
 # operationId -> (resource, operation) of roles.RULES.
 RULE_OF: dict[str, tuple[str, str]] = {
     **{op: ("monitors", "read") for op in ("listMonitors", "getMonitor", "listChecks", "listIncidents",
-                                           "getUptime", "getStats", "getSummary")},
+                                           "getUptime", "getStats", "getSummary", "listScreenshots",
+                                           "getScreenshot")},
     **{op: ("monitors", "write") for op in ("createMonitor", "updateMonitor", "deleteMonitor",
-                                            "rotateBadgeToken", "testMonitor")},
+                                            "rotateBadgeToken", "testMonitor", "acceptBaseline",
+                                            "setScreenshotMasks")},
     **{op: ("channels", "read") for op in ("listChannels", "getChannel")},
     **{op: ("channels", "write") for op in ("createChannel", "updateChannel", "deleteChannel",
                                             "testChannel")},
@@ -77,7 +81,9 @@ class Member:
         if method not in ("GET", "HEAD"):
             headers["X-CSRF-Token"] = str(b.csrf)
         async with b.http.request(method, b.base_url + path, json=json, headers=headers) as response:
-            return ApiResponse(method, path, response.status, dict(response.headers), await response.text())
+            return ApiResponse(
+                method, path, response.status, dict(response.headers), await response.text(errors="replace")
+            )
 
 
 Caller = ApiClient | Member
@@ -157,8 +163,17 @@ async def world(api_server: MonitorProcess, db: asyncpg.Connection) -> AsyncIter
         incident = await db.fetchval(
             "INSERT INTO incidents (monitor_id, started_at) VALUES ($1, now()) RETURNING id", monitor["id"]
         )
+        # A screenshot of the monitor, for the operations on one.
+        png = io.BytesIO()
+        Image.new("RGB", (4, 4), "white").save(png, "PNG")
+        shot = await db.fetchval(
+            "INSERT INTO screenshots (monitor_id, role, taken_at, width, height, png)"
+            " VALUES ($1, 'latest', now(), 4, 4, $2) RETURNING id",
+            monitor["id"],
+            png.getvalue(),
+        )
         ids = {"monitor": monitor["id"], "channel": channel, "window": window, "page": page, "key": victim.id,
-               "member": member, "incident": incident}  # fmt: skip
+               "member": member, "incident": incident, "screenshot": shot}  # fmt: skip
         yield World(callers, ids)
     finally:
         for client in clients.values():
@@ -195,6 +210,7 @@ async def test_every_operation_answers_each_role_as_its_rule_says(world: World) 
         segment = path.split("/")[3]
         url = path.replace("{id}", str(world.ids[ID_OF[segment]])) if "{id}" in path else path
         url = url.replace("{incident_id}", str(world.ids["incident"]))
+        url = url.replace("{sid}", str(world.ids["screenshot"]))
         body = _body(operation)
         for name, client in world.callers.items():
             kwargs = {} if body is None else {"json": body}

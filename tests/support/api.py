@@ -99,7 +99,7 @@ class ApiClient:
             kwargs["data"] = data
             kwargs["headers"].setdefault("Content-Type", "application/json")
         async with self.session.request(method, self.base_url + path, **kwargs) as resp:
-            text = await resp.text()
+            text = await resp.text(errors="replace")  # an image (a screenshot) too
             response = ApiResponse(method, path, resp.status, dict(resp.headers), text)
         self.responses.append(response)
         if response.status == 500 and not allow_500:
