@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import io
 import os
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ from typing import Any
 import aiohttp
 import asyncpg
 import pytest
+from PIL import Image
 from support import MonitorProcess, ensure_account
 from support.people import COOKIE, make_password, make_user
 
@@ -54,11 +56,12 @@ def generated(api_server: MonitorProcess, tmp_path_factory: pytest.TempPathFacto
 
     document.write_bytes(asyncio.run(fetch()))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
-    # The generator knows no SVG, ICO or Atom: a user's client reads those answers as bytes.
+    # The generator knows no SVG, ICO, PNG or Atom: a user's client reads those answers as bytes.
     config = root / "config.yaml"
     config.write_text(
         "content_type_overrides:\n  image/svg+xml: application/octet-stream\n"
-        "  image/x-icon: application/octet-stream\n  application/atom+xml: application/octet-stream\n"
+        "  image/x-icon: application/octet-stream\n  image/png: application/octet-stream\n"
+        "  application/atom+xml: application/octet-stream\n"
     )
     done = subprocess.run(
         [GENERATOR, "generate", "--path", str(document), "--output-path", str(root / "monitor_client"),
@@ -119,6 +122,20 @@ async def test_every_operation_through_the_generated_client(
         assert acked.acknowledged_note == "on it"
         assert isinstance(await call("history.get_uptime", monitor.id), models.Uptime)
         assert isinstance(await call("history.get_stats", monitor.id), models.Stats)
+        # A screenshot as a worker's browser check keeps one.
+        png = io.BytesIO()
+        Image.new("RGB", (8, 8), "white").save(png, "PNG")
+        shot = await db.fetchval(
+            "INSERT INTO screenshots (monitor_id, role, taken_at, width, height, png)"
+            " VALUES ($1, 'latest', now(), 8, 8, $2) RETURNING id",
+            monitor.id,
+            png.getvalue(),
+        )
+        assert await call("history.list_screenshots", monitor.id) is not None
+        await call("history.get_screenshot", monitor.id, shot)
+        assert await call("history.accept_baseline", monitor.id, shot) is not None
+        masks = models.MaskList(masks=[models.Mask(x=0, y=0, width=4, height=4)])
+        assert await call("history.set_screenshot_masks", monitor.id, body=masks) is not None
         await call("monitors.delete_monitor", monitor.id, status=204)
 
         # ChannelCreate is a union on `kind`: the generator makes one model per kind.
