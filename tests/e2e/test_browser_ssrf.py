@@ -35,7 +35,7 @@ pytestmark = [
         importlib.util.find_spec("monitor.worker") is None,
         reason="needs `monitor worker` (issue 30, the heavy-check queue)",
     ),
-    pytest.mark.timeout(120),
+    pytest.mark.timeout(180),
 ]
 CANARIES = ("127.0.0.2", "127.0.0.3")
 ONLY_THE_PAGE = {"MONITOR_ALLOW_CIDRS": "127.0.0.1/32"}
@@ -117,10 +117,11 @@ async def test_no_canary_is_reached_through_a_browser_check_and_each_refusal_is_
     ids = {}
     for name, url in (("embeds", f"{site}/"), ("redirected", f"{site}/away")):
         settings, _ = check.to_stored(check.Settings.model_validate({"url": url, "steps": []}))
-        # Written straight to the tables: the type's 300 s minimum interval would make the test wait.
+        # Written straight to the tables: the type's 300 s minimum interval would make the test wait
+        # (a timeout with room for a first run on a loaded machine: Chromium and Playwright start).
         monitor = await monitor_factory(
             name=name, type="browser", url=url, settings=settings,
-            interval_seconds=10, timeout_seconds=9, confirm_after=1,
+            interval_seconds=20, timeout_seconds=18, confirm_after=1,
         )  # fmt: skip
         ids[name] = monitor["id"]
     await procs.start("scheduler", env=ONLY_THE_PAGE)
@@ -131,8 +132,8 @@ async def test_no_canary_is_reached_through_a_browser_check_and_each_refusal_is_
             "SELECT ok, error, details FROM checks WHERE monitor_id = $1 ORDER BY time LIMIT 1", mid
         )
 
-    embeds = await wait_for(lambda: first(ids["embeds"]), timeout=60, message="a check of the embedding page")
-    redirected = await wait_for(lambda: first(ids["redirected"]), timeout=60, message="a redirect check")
+    embeds = await wait_for(lambda: first(ids["embeds"]), timeout=90, message="a check of the embedding page")
+    redirected = await wait_for(lambda: first(ids["redirected"]), timeout=90, message="a redirect check")
 
     # The page served its visitors: up, with what it tried to reach refused and named.
     assert embeds["ok"], embeds["error"]

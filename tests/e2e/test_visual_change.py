@@ -31,7 +31,7 @@ pytestmark = [
         importlib.util.find_spec("monitor.worker") is None,
         reason="needs `monitor worker` (issue 30, the heavy-check queue)",
     ),
-    pytest.mark.timeout(150),
+    pytest.mark.timeout(200),
 ]
 CHAT = "7332"
 PUBLIC = "http://monitor.example.test"
@@ -76,10 +76,11 @@ async def test_a_changed_layout_goes_down_and_an_unchanged_page_does_not(
     check = REGISTRY.get("browser")
     body = {"url": site.url, "steps": [], "visual": {"compare": True, "threshold_percent": 5}}
     settings, _ = check.to_stored(check.Settings.model_validate(body))
-    # Written straight to the tables: the type's 300 s minimum interval would make the test wait.
+    # Written straight to the tables: the type's 300 s minimum interval would make the test wait
+    # (a timeout with room for a first run on a loaded machine: Chromium and Playwright start).
     monitor = await monitor_factory(
         name="shop-look", type="browser", url=site.url, settings=settings,
-        interval_seconds=10, timeout_seconds=9, confirm_after=1, telegram_chat_id=CHAT,
+        interval_seconds=15, timeout_seconds=14, confirm_after=1, telegram_chat_id=CHAT,
     )  # fmt: skip
     mid = monitor["id"]
     public = {"MONITOR_PUBLIC_URL": PUBLIC}
@@ -92,14 +93,14 @@ async def test_a_changed_layout_goes_down_and_an_unchanged_page_does_not(
         return rows if len(rows) >= 2 else None
 
     # The first run's screenshot is the baseline; the same page again changes nothing.
-    passing = await wait_for(shots_of_passing_runs, timeout=60, message="two passing runs")
+    passing = await wait_for(shots_of_passing_runs, timeout=90, message="two passing runs")
     first, second = (r["details"]["screenshot"] for r in passing[:2])
     assert first["became_baseline"], first
     assert second["diff_percent"] == 0 and not second["changed"], second
     assert fake_telegram.messages == [], fake_telegram.describe()
 
     site.deployed = True
-    await fake_telegram.wait_messages(1, timeout=60)
+    await fake_telegram.wait_messages(1, timeout=90)
     alerts = [(a.name, a.kind) for a in delivered_alerts(fake_telegram)]
     assert alerts == [("shop-look", "DOWN")], fake_telegram.describe()
     down = await db.fetchrow(
