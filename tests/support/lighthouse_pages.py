@@ -40,7 +40,8 @@ FAST = HEAD.format(title="Fast", description='<meta name="description" content="
     "<h1>A fast page</h1><p>Its largest element is this paragraph, here with the document.</p></body></html>"
 )
 SLOW = HEAD.format(title="Slow", description="") + (
-    '<h1>A slow page</h1><p>Its largest element arrives late.</p><img src="/hero.png" width="400" height="300">'
+    "<h1>A slow page</h1><p>Its largest element arrives late.</p>"
+    '<img src="/hero.png" width="400" height="300">'
     "</body></html>"
 )
 MISSING = HEAD.format(title="Not found", description="") + "<h1>Not found</h1></body></html>"

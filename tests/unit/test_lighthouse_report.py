@@ -79,7 +79,8 @@ def test_a_404_is_a_runtime_error_with_its_status() -> None:
         ([("seo", ">", 0.82, "degraded")], True, None, "seo 0.82 <= 0.82"),
         ([("tbt_ms", ">=", 200, "down")], False, "tbt_ms 1 < 200", None),
         (
-            [("lcp_ms", "<=", 2500, "degraded"), ("fcp_ms", "<=", 1800, "down"), ("speed_index_ms", "<=", 3400, "down")],
+            [("lcp_ms", "<=", 2500, "degraded"), ("fcp_ms", "<=", 1800, "down"),
+             ("speed_index_ms", "<=", 3400, "down")],
             False, "fcp_ms 2638 > 1800; speed_index_ms 6551 > 3400", None,
         ),
         ([("accessibility", ">=", 0.9, "degraded"), ("best_practices", ">=", 0.9, "degraded")], True, None,
@@ -102,11 +103,14 @@ def test_an_assertion_on_a_figure_lighthouse_did_not_measure_fails() -> None:
     assert (verdict.ok, verdict.degraded) == (True, "lcp_ms: Lighthouse measured none")
 
 
+ANSWERED_404 = "answered 404 (Lighthouse: ERRORED_DOCUMENT_REQUEST)"
+
+
 @pytest.mark.parametrize(
     ("refusals", "error"),
     [
-        ([], "answered 404 (Lighthouse: ERRORED_DOCUMENT_REQUEST)"),
-        (["blocked: 10.0.0.9 (private-use 10.0.0.0/8) for img.example"], "answered 404 (Lighthouse: ERRORED_DOCUMENT_REQUEST)"),
+        ([], ANSWERED_404),
+        (["blocked: 10.0.0.9 (private-use 10.0.0.0/8) for img.example"], ANSWERED_404),
         (["blocked: 127.0.0.1 (loopback 127.0.0.0/8)"], "blocked: 127.0.0.1 (loopback 127.0.0.0/8)"),
     ],
 )  # fmt: skip
@@ -131,6 +135,13 @@ def test_what_is_not_a_report(written: Any) -> None:
 # -- the type's settings and result ------------------------------------------------------------
 
 
+SITE: dict[str, Any] = {"url": "https://example.com/"}
+
+
+def A(metric: str, op: str, value: float, **more: Any) -> dict[str, Any]:
+    return {"metric": metric, "op": op, "value": value, **more}
+
+
 def invalid(body: dict[str, Any]) -> str | None:
     with pytest.raises(ValidationError) as caught:
         PageSpeedSettings.model_validate(body)
@@ -142,18 +153,15 @@ def invalid(body: dict[str, Any]) -> str | None:
     [
         ({}, "url"),
         ({"url": "ftp://example.com/"}, "url"),
-        ({"url": "https://example.com/", "profile": "tablet"}, "profile"),
-        ({"url": "https://example.com/", "categories": []}, "categories"),
-        ({"url": "https://example.com/", "categories": ["pwa"]}, "categories.0"),
-        ({"url": "https://example.com/", "assertions": [{"metric": "lcp_ms", "op": "<=", "value": 1},
-                                                         {"metric": "inp_ms", "op": "<=", "value": 1}]}, "assertions.1.metric"),
-        ({"url": "https://example.com/", "assertions": [{"metric": "lcp_ms", "op": "==", "value": 1}]}, "assertions.0.op"),
-        ({"url": "https://example.com/", "assertions": [{"metric": "performance", "op": ">=", "value": 80}]},
-         "assertions.0.value"),
-        ({"url": "https://example.com/", "assertions": [{"metric": "cls", "op": "<", "value": -1}]}, "assertions.0.value"),
-        ({"url": "https://example.com/", "assertions": [{"metric": "cls", "op": "<", "value": 0.1, "severity": "warn"}]},
-         "assertions.0.severity"),
-        ({"url": "https://example.com/", "screenshots": True}, "screenshots"),
+        (SITE | {"profile": "tablet"}, "profile"),
+        (SITE | {"categories": []}, "categories"),
+        (SITE | {"categories": ["pwa"]}, "categories.0"),
+        (SITE | {"assertions": [A("lcp_ms", "<=", 1), A("inp_ms", "<=", 1)]}, "assertions.1.metric"),
+        (SITE | {"assertions": [A("lcp_ms", "==", 1)]}, "assertions.0.op"),
+        (SITE | {"assertions": [A("performance", ">=", 80)]}, "assertions.0.value"),
+        (SITE | {"assertions": [A("cls", "<", -1)]}, "assertions.0.value"),
+        (SITE | {"assertions": [A("cls", "<", 0.1, severity="warn")]}, "assertions.0.severity"),
+        (SITE | {"screenshots": True}, "screenshots"),
     ],
 )  # fmt: skip
 def test_invalid_settings_name_their_field(body: dict[str, Any], field: str) -> None:
