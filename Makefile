@@ -34,13 +34,14 @@ export MONITOR_DATABASE_URL="$${keep_db:-$$MONITOR_DATABASE_URL}" \
        MONITOR_REDIS_URL="$${keep_redis:-$$MONITOR_REDIS_URL}"
 endef
 
-.PHONY: help venv vendor services services-down status migrate run lint test test-tools bench nginx dist
+.PHONY: help venv vendor services services-down status migrate run lint test test-tools bench nginx dist browser-tools
 
 help:
 	@echo 'make run            start api, scheduler, alerter and worker (honcho, Ctrl-C stops them)'
 	@echo 'make test           migrations + ruff + mypy + pytest (three streams side by side: e2e, slow, rest; PYTEST_ARGS=... runs one pytest)'
 	@echo 'make lint           ruff check, ruff format --check, mypy'
 	@echo 'make test-tools     what tests run besides the services: iproute2, redis-server, the PostgreSQL root'
+	@echo 'make browser-tools  what heavy checks run: Debian chromium (scripts/browser.sh) and the pinned Lighthouse CLI (tools/lighthouse)'
 	@echo 'make migrate        apply sql/ migrations to the run database'
 	@echo 'make bench          python -m bench.$$BENCH (scheduler; or pings, api, alerter...) $$BENCH_ARGS against the run services'
 	@echo 'make dist           build the sdist and the wheel (migrations included) into dist/'
@@ -87,7 +88,7 @@ migrate: venv services
 # scripts/run.py runs honcho so that a clean Ctrl-C ends make with status 0 (its docstring: why).
 # Before the processes start: the dashboard's address and, on a fresh installation, the link that
 # makes its first owner (monitor setup-url; the api's log prints one too).
-run: venv vendor services migrate
+run: venv vendor services migrate browser-tools
 	@$(call load_env,run); \
 	$(BIN)/monitor setup-url || true; \
 	export MONITOR_LOG_FORMAT="$${MONITOR_LOG_FORMAT:-console}"; \
@@ -119,8 +120,7 @@ test-tools:
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q iproute2; }
 	@$(SERVICES) tools
 
-test: venv vendor services nginx test-tools
-	@bash scripts/browser.sh ensure
+test: venv vendor services nginx test-tools browser-tools
 	@$(call load_env,test); \
 	echo "monitor migrate (test database)"; \
 	$(BIN)/monitor migrate
@@ -128,8 +128,28 @@ test: venv vendor services nginx test-tools
 	@$(call load_env,test); \
 	bash scripts/test.sh $(PYTEST_ARGS)
 
+# What the workers' heavy checks run: Debian's chromium (scripts/browser.sh ensure: a few ms when
+# it is there) and the Lighthouse CLI of page-speed checks, pinned by tools/lighthouse/package.json
+# and package-lock.json (exact versions and integrity hashes) and installed by `npm ci` into the
+# gitignored tools/lighthouse/node_modules (monitor/browser/lighthouse.py finds it there). npm
+# writes node_modules/.package-lock.json: newer than the lock means installed, nothing to do.
+LIGHTHOUSE_DIR := tools/lighthouse
+LIGHTHOUSE_STAMP := $(LIGHTHOUSE_DIR)/node_modules/.package-lock.json
+
+browser-tools: $(LIGHTHOUSE_STAMP)
+	@bash scripts/browser.sh ensure
+
+$(LIGHTHOUSE_STAMP): $(LIGHTHOUSE_DIR)/package.json $(LIGHTHOUSE_DIR)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { \
+	    echo 'installing nodejs and npm (apt-get)'; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm; }
+	@echo 'npm ci (tools/lighthouse: lighthouse, pinned)'
+	@cd $(LIGHTHOUSE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
 # pings and status drive the api with wrk (Debian's package), installed here when missing.
-bench: venv vendor services nginx
+bench: venv vendor services nginx browser-tools
 	@if { [ "$(BENCH)" = pings ] || [ "$(BENCH)" = status ]; } && ! command -v wrk >/dev/null 2>&1; then \
 	    echo 'installing wrk (apt-get)'; \
 	    DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk; \

@@ -280,6 +280,10 @@ class Settings(BaseModel):
     worker_concurrency: int = Field(2, ge=1, le=64)
     worker_memory_mb: int = Field(1024, ge=128, le=65536)
     worker_claim_idle_seconds: float = Field(15.0, ge=1, le=3600)
+    # The Lighthouse CLI of page-speed checks (checks/pagespeed.py): its path (cli/index.js, or
+    # npm's `lighthouse` link); unset, the pinned install of `make browser-tools`
+    # (tools/lighthouse), else `lighthouse` on PATH (`npm i -g -E lighthouse@12.2.3`).
+    lighthouse_path: str | None = Field(None, min_length=1, max_length=4096)
     # Whether the checker itself is cut off (monitor/scheduler/connectivity.py): reference targets
     # (http(s) URLs, or host:port for a TCP connect); without them, the share of monitors failing
     # in the window, judged once at least min_monitors were checked in it.

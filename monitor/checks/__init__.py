@@ -7,6 +7,7 @@ from monitor.checks.browser import BrowserCheck
 from monitor.checks.dns import DnsCheck
 from monitor.checks.heartbeat import HeartbeatCheck
 from monitor.checks.http import HttpCheck
+from monitor.checks.pagespeed import PageSpeedCheck
 from monitor.checks.ping import PingCheck
 from monitor.checks.tcp import TcpCheck
 from monitor.checks.tls import TlsCheck
@@ -19,5 +20,6 @@ REGISTRY.register(DnsCheck)
 REGISTRY.register(TcpCheck)
 REGISTRY.register(TlsCheck)
 REGISTRY.register(BrowserCheck)
+REGISTRY.register(PageSpeedCheck)
 
 __all__ = ["REGISTRY", "Check", "CheckContext"]

@@ -60,6 +60,9 @@ class CheckContext:
     browser: Browser | None = None
     # A worker's: where a browser check keeps its screenshots and finds its baseline.
     screenshots: Any = None
+    # A worker's MONITOR_LIGHTHOUSE_PATH: the Lighthouse CLI page-speed checks run (None: the
+    # pinned install of ``make browser-tools``, else ``lighthouse`` on PATH).
+    lighthouse: str | None = None
 
 
 def dial_failure(exc: DialError) -> Failure:

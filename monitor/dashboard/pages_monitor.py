@@ -4,7 +4,9 @@ the same figures), its 90 days as the status pages' bars, incidents (with the op
 **Acknowledge** form for editors, and the screenshot of its start for a browser monitor; the
 latest one links to ``/monitors/{id}/screenshots``), the last run's steps where its checks run
 some (a browser journey: each step's outcome and time, the failing one's error), the latest
-checks with their details, the maintenance that applies and its badges to copy.
+page-speed result where its checks are Lighthouse runs (scores, metrics with the bounds asserted
+on them, the top failed audits, what the vetting proxy refused), the latest checks with their
+details, the maintenance that applies and its badges to copy.
 
 Every figure comes from the domain layer: ``monitors.get`` (with its maintenance and location
 views), ``charts`` (the range's response times, the days), ``history`` (uptime, incidents,
@@ -84,6 +86,43 @@ def journey_of(checks: list[dict[str, Any]]) -> dict[str, Any] | None:
             "refusals": details.get("refusals") or []}  # fmt: skip
 
 
+# A page-speed result's figures as the page names them, with their units.
+PAGESPEED_METRICS = (
+    ("lcp_ms", "Largest Contentful Paint", "ms"),
+    ("cls", "Cumulative Layout Shift", ""),
+    ("tbt_ms", "Total Blocking Time", "ms"),
+    ("fcp_ms", "First Contentful Paint", "ms"),
+    ("speed_index_ms", "Speed Index", "ms"),
+    ("ttfb_ms", "Server response time", "ms"),
+)
+PAGESPEED_SCORES = (("performance", "Performance"), ("accessibility", "Accessibility"),
+                    ("best_practices", "Best practices"), ("seo", "SEO"))  # fmt: skip
+
+
+def pagespeed_of(checks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The newest check's Lighthouse figures, when it has some (a page-speed check's details):
+    each score and metric with the bounds its assertions set and whether they held."""
+    details = (checks[0].get("details") or {}) if checks else {}
+    if "lighthouse_version" not in details:
+        return None
+    outcomes = [o for o in details.get("assertions") or [] if isinstance(o, dict)]
+
+    def bounds(name: str) -> list[dict[str, Any]]:
+        return [o for o in outcomes if str(o.get("assertion", "")).split(" ", 1)[0] == name]
+
+    scores = details.get("scores") or {}
+    metrics = details.get("metrics") or {}
+    return {"time": checks[0]["time"], "ok": checks[0]["ok"], "error": checks[0].get("error"),
+            "degraded": details.get("degraded"), "profile": details.get("profile"),
+            "version": details.get("lighthouse_version"), "runtime_error": details.get("runtime_error"),
+            "scores": [{"name": n, "label": label, "value": scores[n], "bounds": bounds(n)}
+                       for n, label in PAGESPEED_SCORES if n in scores],
+            "metrics": [{"name": n, "label": label, "unit": unit, "value": metrics.get(n),
+                         "bounds": bounds(n)} for n, label, unit in PAGESPEED_METRICS if n in metrics],
+            "audits": [a for a in details.get("failed_audits") or [] if isinstance(a, dict)],
+            "warnings": details.get("warnings") or [], "refusals": details.get("refusals") or []}  # fmt: skip
+
+
 def summary(items: list[dict[str, Any]]) -> dict[str, Any]:
     """The range at a glance: checks, share up, the average of the successful checks (weighted
     by each bucket's), the lowest min and the highest p95 and max."""
@@ -158,6 +197,7 @@ async def context(request: web.Request, viewer: Viewer, monitor_id: int) -> dict
         "checks_next": found_checks["next_cursor"],
         "checks_paged": bool(query.get("cursor")),
         "journey": None if query.get("cursor") or location else journey_of(found_checks["items"]),
+        "pagespeed": None if query.get("cursor") or location else pagespeed_of(found_checks["items"]),
         "location": location,
         "badges": badge_images,
         "can_edit": viewer.can("monitors"),

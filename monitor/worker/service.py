@@ -127,7 +127,9 @@ class Worker:
         self._browser = browser
         if self._screenshots is DEFAULT:
             self._screenshots = self._store = await default_screenshots(s)
-        self._ctx = replace(tools.ctx, browser=browser, screenshots=self._screenshots)
+        self._ctx = replace(
+            tools.ctx, browser=browser, screenshots=self._screenshots, lighthouse=s.lighthouse_path
+        )
         if browser is None:
             log.warning("worker.no_browser", hint="heavy checks that need a browser fail")
         if not self.kinds:

@@ -26,6 +26,7 @@ REQUIRED = {
     "tcp": {"host": "example.com", "port": "25"},
     "tls": {"host": "example.com"},
     "browser": {"url": "https://example.com/"},
+    "pagespeed": {"url": "https://example.com/"},
 }
 
 
