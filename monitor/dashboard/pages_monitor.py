@@ -197,7 +197,7 @@ async def context(request: web.Request, viewer: Viewer, monitor_id: int) -> dict
         "checks_next": found_checks["next_cursor"],
         "checks_paged": bool(query.get("cursor")),
         "journey": None if query.get("cursor") or location else journey_of(found_checks["items"]),
-        "pagespeed": None if query.get("cursor") or location else pagespeed_of(found_checks["items"]),
+        "speed_run": None if query.get("cursor") or location else pagespeed_of(found_checks["items"]),
         "location": location,
         "badges": badge_images,
         "can_edit": viewer.can("monitors"),
