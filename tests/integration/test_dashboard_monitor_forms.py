@@ -382,8 +382,13 @@ SAMPLES = {
     "tcp": {"host": "127.0.0.1", "port": "25"},
     "tls": {"host": "127.0.0.1"},
     "browser": {"url": "http://127.0.0.1:9/", "steps.0.action": "click", "steps.0.selector": "#buy"},
-    "pagespeed": {"url": "http://127.0.0.1:9/", "assertions.0.metric": "lcp_ms", "assertions.0.op": "<=",
-                  "assertions.0.value": "2500", "assertions.0.severity": "degraded"},
+    "pagespeed": {
+        "url": "http://127.0.0.1:9/",
+        "assertions.0.metric": "lcp_ms",
+        "assertions.0.op": "<=",
+        "assertions.0.value": "2500",
+        "assertions.0.severity": "degraded",
+    },
 }
 
 
