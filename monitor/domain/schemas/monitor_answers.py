@@ -103,7 +103,14 @@ def _typed_fields() -> dict[str, Any]:
     annotations: dict[str, Any] = {}
     for check in (c for c in checks if c.Shown is None):
         for name, info in check.Settings.model_fields.items():
-            if name in _MonitorBase.model_fields or name in shown:
+            if name in _MonitorBase.model_fields:
+                continue
+            if name in shown:
+                # A field of a type with Shown (http's assertions) that another type has too, of
+                # another type (pagespeed's assertions): either one.
+                known: Any = shown[name][0]
+                if known != info.annotation:
+                    shown[name] = (known | info.annotation, shown[name][1])
                 continue
             # Two types with a field of one name but different types: documented loosely.
             annotation = annotations.setdefault(name, info.annotation)
