@@ -9,7 +9,6 @@ worker only sealed in the job's row and appears in no row, log line or message.
 from __future__ import annotations
 
 import html
-import importlib.util
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -26,10 +25,6 @@ from monitor.secrets import SecretBox, seal_monitor_secrets
 pytestmark = [
     pytest.mark.e2e,
     needs_chromium,
-    pytest.mark.skipif(
-        importlib.util.find_spec("monitor.worker") is None,
-        reason="needs `monitor worker` (issue 30, the heavy-check queue)",
-    ),
     pytest.mark.timeout(200),
 ]
 CHAT = "7331"

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -31,10 +30,6 @@ from monitor.checks import REGISTRY
 pytestmark = [
     pytest.mark.e2e,
     needs_chromium,
-    pytest.mark.skipif(
-        importlib.util.find_spec("monitor.worker") is None,
-        reason="needs `monitor worker` (issue 30, the heavy-check queue)",
-    ),
     pytest.mark.timeout(180),
 ]
 CANARIES = ("127.0.0.2", "127.0.0.3")

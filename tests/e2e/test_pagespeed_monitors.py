@@ -17,7 +17,6 @@ monitor: about 15 s each here, two at a time (``MONITOR_WORKER_CONCURRENCY``).
 from __future__ import annotations
 
 import html
-import importlib.util
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -35,10 +34,6 @@ pytestmark = [
     needs_chromium,
     pytest.mark.skipif(
         find_cli() is None, reason="the Lighthouse CLI is not installed (`make browser-tools`)"
-    ),
-    pytest.mark.skipif(
-        importlib.util.find_spec("monitor.worker") is None,
-        reason="needs `monitor worker` (issue 30, the heavy-check queue)",
     ),
     pytest.mark.timeout(240),
 ]

@@ -12,7 +12,6 @@ store's own cases; this is the path a user sees.
 from __future__ import annotations
 
 import html
-import importlib.util
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -27,10 +26,6 @@ from monitor.checks import REGISTRY
 pytestmark = [
     pytest.mark.e2e,
     needs_chromium,
-    pytest.mark.skipif(
-        importlib.util.find_spec("monitor.worker") is None,
-        reason="needs `monitor worker` (issue 30, the heavy-check queue)",
-    ),
     pytest.mark.timeout(200),
 ]
 CHAT = "7332"
