@@ -21,17 +21,12 @@ from aiohttp import web
 from support import FakeTelegram, ProcessFactory, wait_for
 from support.alerts import delivered_alerts
 from support.browser_run import needs_chromium
-from support.skips import PREFIX
 
 from monitor.checks import REGISTRY
 
 pytestmark = [
     pytest.mark.e2e,
     needs_chromium,
-    # Stands under make test until the journeys' branch (type: browser) is merged: no install brings it.
-    pytest.mark.skipif(
-        "browser" not in REGISTRY.kinds, reason=PREFIX + "needs the browser check type (journeys)"
-    ),
     pytest.mark.timeout(120),
 ]
 CHAT = "7330"
