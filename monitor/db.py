@@ -105,6 +105,29 @@ async def answers(pool: asyncpg.Pool, within: float) -> None:
         await conn.fetchval("SELECT 1")
 
 
+async def delete_older(pool: asyncpg.Pool, table: str, clock: str, where: str, days: int, batch: int) -> int:
+    """Delete the rows of ``table`` whose ``clock`` column is more than ``days`` old (and that
+    match ``where``, SQL, or ``"true"``), ``batch`` at a time so that no statement holds many
+    locks or a long transaction: how many went. The retention sweeps' one loop (the audit log,
+    browser checks' onset screenshots). ``table``, ``clock`` and ``where`` are ours, never input."""
+    total = 0
+    while True:
+        deleted = await pool.fetchval(
+            f"""WITH gone AS (
+                   DELETE FROM {table} WHERE id IN (
+                       SELECT id FROM {table}
+                       WHERE ({where}) AND {clock} < now() - make_interval(days => $1)
+                       ORDER BY {clock} LIMIT $2 FOR UPDATE SKIP LOCKED)
+                   RETURNING 1)
+               SELECT count(*) FROM gone""",
+            days,
+            batch,
+        )
+        total += deleted
+        if deleted < batch:
+            return total
+
+
 async def create_pool(
     dsn: str,
     *,

@@ -19,6 +19,7 @@ from typing import Literal
 
 import asyncpg
 
+from monitor import db
 from monitor import logging as mlog
 from monitor.visual import store as screenshots
 
@@ -83,21 +84,7 @@ AUDIT_BATCH = 10_000
 
 async def sweep_audit(pool: asyncpg.Pool, days: int) -> int:
     """Delete the audit rows older than ``days``, ``AUDIT_BATCH`` at a time: how many went."""
-    total = 0
-    while True:
-        deleted = await pool.fetchval(
-            """WITH gone AS (
-                   DELETE FROM audit_log WHERE id IN (
-                       SELECT id FROM audit_log WHERE at < now() - make_interval(days => $1)
-                       ORDER BY at LIMIT $2 FOR UPDATE SKIP LOCKED)
-                   RETURNING 1)
-               SELECT count(*) FROM gone""",
-            days,
-            AUDIT_BATCH,
-        )
-        total += deleted
-        if deleted < AUDIT_BATCH:
-            return total
+    return await db.delete_older(pool, "audit_log", "at", "true", days, AUDIT_BATCH)
 
 
 async def run_audit_timer(pool: asyncpg.Pool, days: int, period: timedelta = TIMER_PERIOD) -> None:

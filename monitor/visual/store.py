@@ -152,19 +152,4 @@ class ScreenshotStore:
 async def sweep(pool: asyncpg.Pool, days: int, batch: int = 1000) -> int:
     """Delete the onset screenshots older than ``days``, ``batch`` at a time: how many went.
     (A screenshot that is also a baseline is its own row, and stays.)"""
-    total = 0
-    while True:
-        deleted = await pool.fetchval(
-            """WITH gone AS (
-                   DELETE FROM screenshots WHERE id IN (
-                       SELECT id FROM screenshots
-                       WHERE role = 'onset' AND taken_at < now() - make_interval(days => $1)
-                       ORDER BY taken_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-                   RETURNING 1)
-               SELECT count(*) FROM gone""",
-            days,
-            batch,
-        )
-        total += deleted
-        if deleted < batch:
-            return total
+    return await db.delete_older(pool, "screenshots", "taken_at", "role = 'onset'", days, batch)
