@@ -211,13 +211,7 @@ def cut_off(spec: MonitorSpec, judged: Judged, reason: str, judging: Judging) ->
     monitor checked from several locations: this location's streak starts again, the others'
     verdicts stand."""
     error = f"unknown: the checker's network is down ({reason})"
-    state = judging.states.get(spec.id, UNKNOWN)
-    located = judged.located
-    if located is None:
-        return replace(judged, state=restart_streak(state), outcome=NOTHING, error=error)
-    here, seen = judging.local.get(spec.id, (UNKNOWN, NOT_SEEN))
-    located = replace(located, state=restart_streak(here), seen=seen, changes=(), cause=None)
-    return replace(judged, state=state, outcome=NOTHING, error=error, located=located)
+    return unknown(spec, judged, error, judging, restart=True)
 
 
 def not_run(spec: MonitorSpec, judged: Judged, error: str | None, judging: Judging) -> Judged:
@@ -225,13 +219,29 @@ def not_run(spec: MonitorSpec, judged: Judged, error: str | None, judging: Judgi
     the checker is cut off, but the streak is not restarted either: the state stays as it was,
     nothing changes, nothing is told, and the error is stored as the result gives it. A monitor
     checked from several locations: this location's state and view stay as they were too."""
+    return unknown(spec, judged, error, judging, restart=False)
+
+
+def unknown(
+    spec: MonitorSpec, judged: Judged, error: str | None, judging: Judging, *, restart: bool
+) -> Judged:
+    """``judged`` made unknown (:func:`cut_off`, :func:`not_run`): nothing changes or is told,
+    the state is read from ``judging`` now (other results may have been judged meanwhile), its
+    streak started again when ``restart``. A monitor checked from several locations: the
+    overall state stands, and so do the other locations' verdicts; this location's state is
+    its own, restarted when ``restart``."""
+    keep = restart_streak if restart else _same
     state = judging.states.get(spec.id, UNKNOWN)
     located = judged.located
     if located is None:
-        return replace(judged, state=state, outcome=NOTHING, error=error)
+        return replace(judged, state=keep(state), outcome=NOTHING, error=error)
     here, seen = judging.local.get(spec.id, (UNKNOWN, NOT_SEEN))
-    located = replace(located, state=here, seen=seen, changes=(), cause=None)
+    located = replace(located, state=keep(here), seen=seen, changes=(), cause=None)
     return replace(judged, state=state, outcome=NOTHING, error=error, located=located)
+
+
+def _same(state: State) -> State:
+    return state
 
 
 def judge(
