@@ -87,7 +87,11 @@ def read(report: Any) -> Report:
     runtime = None
     if isinstance(error, dict) and error.get("code"):
         runtime = (str(error["code"]), clip_error(str(error.get("message") or ""), TEXT_CHARS))
-    metrics = {name: _number(audits.get(audit, {}).get("numericValue")) for name, audit in METRICS.items()}
+    # Rounded as they are kept (0.1 ms, 4 places below 10): the figure a cause names and the one
+    # the details hold are one figure ("lcp_ms 4768 > 2500" beside 4767.5, not 4767.46).
+    metrics = {
+        name: _kept(_number(audits.get(audit, {}).get("numericValue"))) for name, audit in METRICS.items()
+    }
     scores = {name: _number((categories.get(cid) or {}).get("score")) for name, cid in SCORES.items()}
     warnings = [clip_error(str(w), TEXT_CHARS) for w in report.get("runWarnings") or []][:WARNINGS_KEPT]
     return Report(
@@ -107,6 +111,10 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return float(value)
+
+
+def _kept(value: float | None) -> float | None:
+    return None if value is None else round(value, 4 if value < 10 else 1)
 
 
 def _status(report: dict[str, Any], runtime: tuple[str, str] | None) -> int | None:

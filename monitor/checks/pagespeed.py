@@ -251,7 +251,7 @@ def result(
     if report.final_url:
         details["final_url"] = clip_error(report.final_url, 2048)
     if report.runtime_error is None:
-        details["metrics"] = {k: _round(v) for k, v in report.metrics.items()}
+        details["metrics"] = dict(report.metrics)
         run = options.categories
         details["scores"] = {k: v for k, v in report.scores.items() if k.replace("_", "-") in run}
         details["failed_audits"] = report.failed_audits
@@ -289,10 +289,6 @@ def _failure(verdict: lr.Verdict, report: lr.Report, url: str, refusals: list[st
     if report.status_code is None and report.runtime_error and "DOCUMENT_REQUEST" in report.runtime_error[0]:
         return Failure.NETWORK
     return Failure.ASSERTION
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 4 if value < 10 else 1)
 
 
 def _failed(
