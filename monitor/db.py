@@ -14,10 +14,11 @@ met ``ReadOnlySQLTransactionError`` fails like one whose connection dropped and 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -276,3 +277,33 @@ def _version() -> str:
         return importlib.metadata.version("monitor")
     except importlib.metadata.PackageNotFoundError:
         return "(version unknown)"
+
+
+class OneConnection:
+    """A pool's face over one connection already in a transaction: ``acquire()`` lends that
+    connection, and ``conn.transaction()`` inside it is a savepoint. So the domain's operations,
+    each written as its own transaction on a pool, run unchanged as parts of one, all or
+    nothing (``monitor apply``: ``monitor/ascode/applying.py``). Its users must not run two
+    queries at once: one connection answers one at a time."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self._conn = conn
+
+    @contextlib.asynccontextmanager
+    async def acquire(self) -> AsyncIterator[asyncpg.Connection]:
+        yield self._conn
+
+    async def execute(self, query: str, *args: Any) -> str:
+        return await self._conn.execute(query, *args)
+
+    async def executemany(self, query: str, args: Any) -> None:
+        await self._conn.executemany(query, args)
+
+    async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
+        return await self._conn.fetch(query, *args)
+
+    async def fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
+        return await self._conn.fetchrow(query, *args)
+
+    async def fetchval(self, query: str, *args: Any) -> Any:
+        return await self._conn.fetchval(query, *args)

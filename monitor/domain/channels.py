@@ -62,14 +62,21 @@ def render(row: Mapping[str, Any], *, shown: Mapping[str, Any] | None = None) ->
 # -- operations -----------------------------------------------------------------------------------
 
 
-async def create(deps: Deps, actor: Actor, body: Mapping[str, Any]) -> dict[str, Any]:
-    authorize(actor, RESOURCE, "write")
+async def prepare(deps: Deps, body: Mapping[str, Any]) -> Any:
+    """``body`` validated as :func:`create` takes it (422 naming the field) and where it sends
+    vetted (400 ``target_blocked``): nothing written. ``monitor apply`` judges a file with it."""
     try:
         spec: Any = ChannelCreate.model_validate(body).root
     except ValidationError as exc:
         raise (kind_error(exc) or from_validation(exc, ChannelCreate)) from None
+    await _vet(deps, target_hosts(CHANNEL_KINDS[spec.kind], spec.config))
+    return spec
+
+
+async def create(deps: Deps, actor: Actor, body: Mapping[str, Any]) -> dict[str, Any]:
+    authorize(actor, RESOURCE, "write")
+    spec = await prepare(deps, body)
     kind = CHANNEL_KINDS[spec.kind]
-    await _vet(deps, target_hosts(kind, spec.config))
     config, shown = stored(deps.secret_box, kind, config_values(spec.config))
     async with deps.pool.acquire() as conn, conn.transaction():
         new_id = await conn.fetchval(

@@ -72,20 +72,23 @@ def timing(rule: Rule | None, now: datetime) -> dict[str, Any]:
     return {"active_now": current is not None, "current": _span(current), "next": _span(upcoming)}
 
 
+def _shown_schedule(row: Mapping[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(once, recurring) of a window's row (or of ``prepare``'s columns), as answers show them."""
+    if row["kind"] == "once":
+        return {"from": rfc3339(row["starts_at"]), "to": rfc3339(row["ends_at"])}, None
+    return None, {
+        "rrule": row["rrule"],
+        "cron": row["cron"],
+        "duration_minutes": row["duration_seconds"] // 60,
+        "timezone": row["timezone"],
+        "starts_at": row["dtstart"].isoformat(timespec="seconds"),
+    }
+
+
 def render(row: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     """A window as every face shows it (``MaintenanceWindow``), open or not at ``now``."""
     rule = rule_of(row)
-    once = recurring = None
-    if row["kind"] == "once":
-        once = {"from": rfc3339(row["starts_at"]), "to": rfc3339(row["ends_at"])}
-    else:
-        recurring = {
-            "rrule": row["rrule"],
-            "cron": row["cron"],
-            "duration_minutes": row["duration_seconds"] // 60,
-            "timezone": row["timezone"],
-            "starts_at": row["dtstart"].isoformat(timespec="seconds"),
-        }
+    once, recurring = _shown_schedule(row)
     return {
         "id": row["id"],
         "name": row["name"],
@@ -104,10 +107,29 @@ def render(row: Mapping[str, Any], now: datetime) -> dict[str, Any]:
 # -- operations -----------------------------------------------------------------------------------
 
 
+async def prepare(body: Mapping[str, Any]) -> tuple[MaintenanceCreate, dict[str, Any]]:
+    """``body`` validated as :func:`create` takes it and its schedule's columns, checked whole
+    (422 naming the field): nothing written. ``monitor apply`` judges a file with it."""
+    spec = validated(MaintenanceCreate, body)
+    return spec, await _schedule(spec.once, spec.recurring)
+
+
+def as_body(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored window (or ``prepare``'s columns with its name, tags and notify) as the body
+    that makes it: what ``monitor export`` writes and a plan compares."""
+    once, recurring = _shown_schedule(row)
+    body: dict[str, Any] = {"name": row["name"]}
+    if once is not None:
+        body["once"] = once
+    else:
+        body["recurring"] = {k: v for k, v in (recurring or {}).items() if v is not None}
+    return body | {"monitor_ids": list(row.get("monitor_ids") or []), "tags": list(row["tags"]),
+                   "notify": row["notify"]}  # fmt: skip
+
+
 async def create(deps: Deps, actor: Actor, body: Mapping[str, Any]) -> dict[str, Any]:
     authorize(actor, RESOURCE, "write")
-    spec = validated(MaintenanceCreate, body)
-    values = await _schedule(spec.once, spec.recurring)
+    spec, values = await prepare(body)
     monitor_ids, tags = list(dict.fromkeys(spec.monitor_ids)), list(dict.fromkeys(spec.tags))
     async with deps.pool.acquire() as conn, conn.transaction():
         await _targets(conn, actor.account_id, monitor_ids, tags)

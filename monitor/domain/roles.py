@@ -39,6 +39,9 @@ RULES: dict[tuple[str, str], Role] = {
     ("members", "read"): "admin",
     ("members", "write"): "admin",
     ("audit", "read"): "admin",
+    # monitor apply / POST /api/v1/apply; each object it writes is judged by its own rule too.
+    ("config", "write"): "editor",
+    ("config", "read"): "viewer",
 }
 
 _RANK = {role: rank for rank, role in enumerate(ROLES)}

@@ -72,10 +72,9 @@ async def create(
     deps: Deps, actor: Actor, body: Mapping[str, Any], *, base: str, published: Published | None = None
 ) -> dict[str, Any]:
     authorize(actor, RESOURCE, "write")
-    spec = validated(StatusPageCreate, body)
+    spec = prepare(deps, body)
     values: dict[str, Any] = spec.model_dump(include=set(FIELDS) - {"groups"})
     values["groups"] = groups_of(spec.groups)
-    check_domain(spec.domain, deps.settings.public_url)
     account = actor.account_id
     async with deps.pool.acquire() as conn, conn.transaction():
         # Serialise creations of one account, so two at once cannot both slip under the quota.
@@ -193,6 +192,14 @@ async def rotate_badge_token(
 
 
 # -- what the operations check ------------------------------------------------------------------
+
+
+def prepare(deps: Deps, body: Mapping[str, Any]) -> StatusPageCreate:
+    """``body`` validated as :func:`create` takes it (422 naming the field): nothing written.
+    ``monitor apply`` judges a file with it."""
+    spec = validated(StatusPageCreate, body)
+    check_domain(spec.domain, deps.settings.public_url)
+    return spec
 
 
 def groups_of(groups: Sequence[Group]) -> list[dict[str, Any]]:

@@ -5,7 +5,8 @@ Arrows point down only. From the bottom:
 - **ground**: modules that know no process (``config``, ``models``, ``events``, ``db``,
   ``secrets``, ``names``, ``times``, ...), and the plugins and the network guard every process
   shares (``checks/``, ``channels/``, ``net/``);
-- **domain** (``domain/``): what a user may do with a resource, for every face;
+- **domain** (``domain/``, and ``ascode/``, which plans and orders its operations): what a user
+  may do with a resource, for every face;
 - **processes** (``scheduler/``, ``alerter/``, ``worker/``): each on its own, none imports another;
 - **web** (``web/``): what the faces served over HTTP share (the application's resource keys,
   the session cookie);
@@ -40,7 +41,8 @@ ROOT = Path(__file__).resolve().parents[2] / "monitor"
 PROCESSES = frozenset({"scheduler", "alerter", "worker"})
 FACES = frozenset({"api", "status", "dashboard"})
 ENTRY = frozenset({"cli", "__main__"})
-DOMAIN = frozenset({"domain"})
+# ascode: configuration as code plans and orders the domain's operations, for every face.
+DOMAIN = frozenset({"domain", "ascode"})
 WEB = frozenset({"web"})
 # What the domain layer never imports (its operations take plain values, not requests).
 WEB_FRAMEWORKS = frozenset({"aiohttp", "jinja2"})

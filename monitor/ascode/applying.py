@@ -1,0 +1,274 @@
+"""``monitor apply`` and ``POST /api/v1/apply``: judge the files whole, plan, and apply the plan
+in one transaction.
+
+1. Every object is judged before anything is written, by the domain's own ``prepare`` (the
+   API's models, the vetting of targets), references are resolved against the files' keys, and
+   a secret written inline is refused: every problem is reported, each at its file:line:column.
+2. The account's row is locked and the plan made against what is stored now (``state.py``,
+   ``planning.py``), so two applies at once follow one another.
+3. The plan runs through the domain's operations (create, update, delete: the same rules,
+   audit and NOTIFYs as the API's), on one connection in one transaction
+   (``db.OneConnection``): channels first, then monitors (their dependencies once all exist),
+   windows and pages; deletions last, pages first. Any error rolls all of it back and is
+   reported at the object's place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
+
+from monitor import db
+from monitor.ascode import objects, state
+from monitor.ascode.objects import Ids, Shaped
+from monitor.ascode.planning import Change, Plan, make_plan, masked
+from monitor.ascode.reading import SECTIONS, Document, Invalid, Path_, Problem
+from monitor.domain import channels, maintenance, monitors, status_pages
+from monitor.domain.context import Actor, Deps
+from monitor.domain.errors import DomainError
+from monitor.domain.roles import authorize
+
+RESOURCE = "config"
+_DESIRED: dict[str, Callable[[Deps, str, dict[str, Any]], Awaitable[Shaped]]] = {
+    "channels": objects.channel_desired,
+    "monitors": objects.monitor_desired,
+    "maintenance": objects.window_desired,
+    "status_pages": objects.page_desired,
+}
+# Which file fields name objects of which kind.
+_REFERS = {
+    ("monitors", "channels"): "channels",
+    ("monitors", "depends_on"): "monitors",
+    ("maintenance", "monitors"): "monitors",
+}
+
+
+async def judge(deps: Deps, doc: Document) -> dict[str, dict[str, Shaped]]:
+    """Every object of ``doc`` in canonical form, or ``Invalid`` with every problem found."""
+    problems: list[Problem] = list(doc.problems)
+    # An object with a reference that could not be read is not judged further: its value is not known.
+    unread = {tuple(p.path.split(".")[:2]) for p in doc.problems}
+    desired: dict[str, dict[str, Shaped]] = {s: {} for s in SECTIONS}
+    for section in SECTIONS:
+        for key, obj in doc.sections[section].items():
+            path: Path_ = (section, key)
+            if not isinstance(obj, dict):
+                problems.append(doc.problem(path, "must be a mapping of the object's fields"))
+                continue
+            problems.extend(_references(doc, section, key, obj))
+            if (section, key) in unread:
+                continue
+            try:
+                shaped = await _DESIRED[section](deps, key, obj)
+            except DomainError as exc:
+                problems.append(_domain_problem(doc, path, exc))
+                continue
+            problems.extend(_inline_secrets(doc, path, obj, shaped.secrets))
+            desired[section][key] = shaped
+    if problems:
+        raise Invalid(problems)
+    return desired
+
+
+def _references(doc: Document, section: str, key: str, obj: dict[str, Any]) -> list[Problem]:
+    found = []
+    named: list[tuple[Path_, Any, str]] = [
+        ((section, key, f), obj.get(f), kind) for (s, f), kind in _REFERS.items() if s == section
+    ]
+    if section == "status_pages" and isinstance(obj.get("groups"), list):
+        for i, group in enumerate(obj["groups"]):
+            if isinstance(group, dict):
+                named.append(((section, key, "groups", i, "monitors"), group.get("monitors"), "monitors"))
+    for path, keys, kind in named:
+        if keys is None:
+            continue
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            found.append(doc.problem(path, f"must be a list of keys of {kind}"))
+            continue
+        for i, ref in enumerate(keys):
+            if ref not in doc.sections[kind]:
+                found.append(doc.problem((*path, i), f"no {kind} key {ref!r} in the files"))
+            elif kind == section and ref == key:
+                found.append(doc.problem((*path, i), "an object cannot refer to itself"))
+    return found
+
+
+def _inline_secrets(doc: Document, path: Path_, value: Any, secrets: frozenset[str]) -> list[Problem]:
+    """A problem for each secret the file wrote out instead of as a reference."""
+    if not secrets or path in doc.references:
+        return []
+    if isinstance(value, str):
+        if value in secrets:
+            return [doc.problem(path, "a secret: write it as ${VARIABLE} or file:/path, not inline")]
+        return []
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return [p for k, v in items for p in _inline_secrets(doc, (*path, k), v, secrets)]
+
+
+def _domain_problem(doc: Document, path: Path_, exc: DomainError) -> Problem:
+    field = tuple(exc.field.split(".")) if exc.field else ()
+    message = exc.message
+    if exc.field and message.startswith(f"{exc.field}: "):
+        message = message[len(exc.field) + 2 :]
+    if exc.status == 400 and exc.code == "target_blocked":
+        message = f"target blocked: {message}"
+    return doc.problem((*path, *_file_field(field)), message)
+
+
+def _file_field(field: tuple[str, ...]) -> tuple[str | int, ...]:
+    """The file's name of an API field (``channel_ids`` is ``channels``), list indexes as ints."""
+    renamed = {"channel_ids": "channels", "monitor_ids": "monitors"}
+    return tuple(int(p) if p.isdigit() else renamed.get(p, p) for p in field)
+
+
+# -- plan and apply -------------------------------------------------------------------------------
+
+
+async def apply(deps: Deps, actor: Actor, doc: Document, *, prune: bool, dry_run: bool) -> Plan:
+    """The plan of ``doc`` for the actor's account; applied unless ``dry_run``. ``Invalid``
+    (nothing applied) for files that cannot be, or a plan the account refuses."""
+    authorize(actor, RESOURCE, "write")
+    desired = await judge(deps, doc)
+    places = {(str(path[0]), str(path[1])): p for path, p in doc.places.items() if len(path) == 2}
+    async with deps.pool.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", actor.account_id)
+        account = await state.read(conn, deps, actor.account_id, key_all=False)
+        plan = make_plan(desired, account.managed, prune=prune, places=places)
+        _authorized(actor, plan, doc)
+        if dry_run or plan.empty:
+            return plan
+        run = _Run(replace(deps, pool=db.OneConnection(conn)), actor, doc, desired, account.ids)
+        await run.all(plan)
+    plan.applied = True
+    return plan
+
+
+def _authorized(actor: Actor, plan: Plan, doc: Document) -> None:
+    problems = []
+    for change in plan.changes:
+        try:
+            authorize(actor, change.section, "write")
+        except DomainError as exc:
+            problems.append(doc.problem((change.section, change.key), f"{change.action}: {exc.message}"))
+    if problems:
+        raise Invalid(problems)
+
+
+_KINDS = {
+    "channels": channels,
+    "monitors": monitors,
+    "maintenance": maintenance,
+    "status_pages": status_pages,
+}
+
+
+class _Run:
+    """One plan's operations, in order, on one transaction."""
+
+    def __init__(
+        self, deps: Deps, actor: Actor, doc: Document, desired: dict[str, dict[str, Shaped]], ids: Ids
+    ) -> None:
+        self.deps, self.actor, self.doc, self.desired, self.ids = deps, actor, doc, desired, ids
+        self.base = deps.settings.public_url or ""
+
+    async def all(self, plan: Plan) -> None:
+        by_section = {s: [c for c in plan.changes if c.section == s] for s in SECTIONS}
+        deletes = [c for s in reversed(SECTIONS) for c in by_section[s] if c.action in ("delete", "replace")]
+        try:
+            # Replaced objects go first (a page's slug or a channel's name is free again).
+            for change in deletes:
+                await self._delete(change)
+            for section in SECTIONS:
+                for change in by_section[section]:
+                    if change.action in ("create", "replace"):
+                        await self._create(change)
+            for section in SECTIONS:
+                for change in by_section[section]:
+                    if change.action == "update":
+                        await self._update(change)
+                    elif section == "monitors" and change.action in ("create", "replace"):
+                        await self._dependencies(change)
+        except DomainError as exc:
+            raise Invalid([_domain_problem(self.doc, (change.section, change.key), exc)]) from None
+
+    def _body(self, section: str, key: str) -> dict[str, Any]:
+        """The create body of a desired object: references as ids (a monitor's dependencies
+        are set once every monitor exists)."""
+        canonical = dict(self.desired[section][key].canonical)
+        if section == "monitors":
+            canonical["channel_ids"] = self.ids.ids("channels", canonical.pop("channels"))
+            canonical["depends_on"] = []
+        elif section == "maintenance":
+            canonical["monitor_ids"] = self.ids.ids("monitors", canonical.pop("monitors"))
+        elif section == "status_pages":
+            canonical["groups"] = [
+                {"name": g["name"], "monitor_ids": self.ids.ids("monitors", g["monitors"]), "tags": g["tags"]}
+                for g in canonical["groups"]
+            ]
+        return canonical
+
+    async def _create(self, change: Change) -> None:
+        body = self._body(change.section, change.key)
+        module = _KINDS[change.section]
+        if change.section == "monitors":
+            made = (await monitors.create(self.deps, self.actor, body, base=self.base)).monitor
+        elif change.section == "status_pages":
+            made = await status_pages.create(self.deps, self.actor, body, base=self.base)
+        else:
+            made = await module.create(self.deps, self.actor, body)
+        self.ids.add(change.section, change.key, made["id"])
+        await self._record(change.section, change.key, made["id"])
+
+    async def _dependencies(self, change: Change) -> None:
+        wanted = self.desired["monitors"][change.key].canonical["depends_on"]
+        if wanted:
+            monitor_id = self.ids.by_key["monitors"][change.key]
+            body = {"depends_on": self.ids.ids("monitors", wanted)}
+            await monitors.update(self.deps, self.actor, monitor_id, body, base=self.base)
+
+    async def _update(self, change: Change) -> None:
+        assert change.object_id is not None
+        full = self._body(change.section, change.key)
+        top = {f.path.split(".")[0] for f in change.fields}
+        renamed = {"channels": "channel_ids", "monitors": "monitor_ids"}
+        patch = {renamed.get(t, t): full[renamed.get(t, t)] for t in top}
+        if change.section == "monitors" and "depends_on" in top:
+            patch["depends_on"] = self.ids.ids(
+                "monitors", self.desired["monitors"][change.key].canonical["depends_on"]
+            )
+        if change.section == "channels" and "config" in patch:
+            patch["config"] = full["config"]
+        if change.section == "monitors":
+            await monitors.update(self.deps, self.actor, change.object_id, patch, base=self.base)
+        elif change.section == "status_pages":
+            await status_pages.update(self.deps, self.actor, change.object_id, patch, base=self.base)
+        else:
+            await _KINDS[change.section].update(self.deps, self.actor, change.object_id, patch)
+        await self._record(change.section, change.key, change.object_id)
+
+    async def _delete(self, change: Change) -> None:
+        assert change.object_id is not None
+        await _KINDS[change.section].delete(self.deps, self.actor, change.object_id)
+        await self.deps.pool.execute(
+            "DELETE FROM config_objects WHERE account_id = $1 AND resource = $2 AND key = $3",
+            self.actor.account_id,
+            change.section,
+            change.key,
+        )
+
+    async def _record(self, section: str, key: str, object_id: int) -> None:
+        shaped = self.desired[section][key]
+        applied = masked(shaped.canonical, shaped.secrets)
+        await self.deps.pool.execute(
+            """INSERT INTO config_objects (account_id, resource, key, object_id, applied)
+               VALUES ($1, $2, $3, $4, $5)
+               ON CONFLICT (account_id, resource, key)
+               DO UPDATE SET object_id = EXCLUDED.object_id, applied = EXCLUDED.applied,
+                             applied_at = now()""",
+            self.actor.account_id,
+            section,
+            key,
+            object_id,
+            applied,
+        )
