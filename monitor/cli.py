@@ -13,6 +13,7 @@ from monitor import config, lifecycle
 from monitor import logging as mlog
 from monitor.cli_accounts import accounts_group, keys_group
 from monitor.cli_alerts import alerts
+from monitor.cli_exports import export_checks
 from monitor.cli_import import import_command
 from monitor.cli_invites import COMMANDS as INVITE_COMMANDS
 from monitor.cli_setup import setup_url
@@ -216,5 +217,5 @@ def cluster_status(as_json: bool) -> None:
 
 for _command in INVITE_COMMANDS:  # monitor users invite, monitor users reset-password
     users_group.add_command(_command)
-for _group in (alerts, accounts_group, keys_group, users_group, setup_url, import_command):
+for _group in (alerts, accounts_group, keys_group, users_group, setup_url, import_command, export_checks):
     main.add_command(_group)
