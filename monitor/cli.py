@@ -14,6 +14,7 @@ from monitor import logging as mlog
 from monitor.cli_accounts import accounts_group, keys_group
 from monitor.cli_alerts import alerts
 from monitor.cli_ascode import COMMANDS as ASCODE_COMMANDS
+from monitor.cli_exports import export_checks
 from monitor.cli_import import import_command
 from monitor.cli_invites import COMMANDS as INVITE_COMMANDS
 from monitor.cli_setup import setup_url
@@ -217,5 +218,6 @@ def cluster_status(as_json: bool) -> None:
 
 for _command in INVITE_COMMANDS:  # monitor users invite, monitor users reset-password
     users_group.add_command(_command)
-for _group in (alerts, accounts_group, keys_group, users_group, setup_url, import_command, *ASCODE_COMMANDS):
+_GROUPS = (alerts, accounts_group, keys_group, users_group, setup_url, import_command, export_checks)
+for _group in (*_GROUPS, *ASCODE_COMMANDS):
     main.add_command(_group)

@@ -9,14 +9,33 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from monitor import rawdata
+from monitor.api import exports as streams
 from monitor.api.context import DEPS
 from monitor.api.guard import actor
 from monitor.api.params import body_target_id, json_object, limit_param, time_range
-from monitor.domain import history, incidents
+from monitor.domain import exports, history, incidents
 
 
-async def list_checks(request: web.Request) -> web.Response:
+def _format(request: web.Request) -> str:
+    return streams.choose_format(request.query.get("format"), request.headers.get("Accept"))
+
+
+async def list_checks(request: web.Request) -> web.StreamResponse:
+    kind = _format(request)
     start, end = time_range(request)
+    if kind != "json":  # a CSV or NDJSON stream of the whole range (api/exports.py)
+        streams.refuse_page_params(request)
+        export = await exports.checks(
+            request.app[DEPS],
+            actor(request),
+            body_target_id(request),
+            start=start,
+            end=end,
+            after=request.query.get("after"),
+            checked_from=request.query.get("checked_from"),
+        )
+        return await streams.stream(request, export, rawdata.Encoder(kind, rawdata.CHECK_COLUMNS))  # type: ignore[arg-type]
     listed = await history.checks(
         request.app[DEPS],
         actor(request),
@@ -30,8 +49,16 @@ async def list_checks(request: web.Request) -> web.Response:
     return web.json_response(listed)
 
 
-async def list_incidents(request: web.Request) -> web.Response:
+async def list_incidents(request: web.Request) -> web.StreamResponse:
+    kind = _format(request)
     start, end = time_range(request)
+    if kind != "json":
+        streams.refuse_page_params(request)
+        export = await exports.incidents(
+            request.app[DEPS], actor(request), body_target_id(request), start=start, end=end,
+            after=request.query.get("after"),
+        )  # fmt: skip
+        return await streams.stream(request, export, rawdata.Encoder(kind, rawdata.INCIDENT_COLUMNS))  # type: ignore[arg-type]
     listed = await history.incidents(
         request.app[DEPS],
         actor(request),

@@ -354,7 +354,10 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
           "A monitor's incidents (overlapping from/to), newest first", tag="history",
           ok={200: _json(r["IncidentList"], "One page of incidents.")}, errors=(400, 404),
           parameters=(monitor_id, FROM, TO, LIMIT, CURSOR))
+    from monitor.api.openapi_exports import add_streams  # it builds on this module's parts
     from monitor.api.openapi_incidents import add_incidents  # it builds on this module's parts
+
+    add_streams(b)
 
     add_incidents(b)
     from monitor.api.openapi_screenshots import add_screenshots  # it builds on this module's parts
