@@ -262,7 +262,7 @@ def test_fixture_whole() -> None:
         "endpoint not carried over",
         "external endpoint 'ext-ep-test': token: the pusher must call this monitor's ping URL instead of "
         "Gatus's push API",
-        "config.yaml: storage: Gatus's own setting; no equivalent",
+        "config: storage: Gatus's own setting; no equivalent",
     ]
     _valid(doc, got.secrets)
 
@@ -271,14 +271,14 @@ def test_fixture_whole() -> None:
     ("text", "message"),
     [
         ("endpoints: [\n  - name: a\n   url: x", "not valid YAML"),
-        ("- just\n- a list\n", "not a Gatus config.yaml"),
-        ("storage: {type: memory}\n", "not a Gatus config.yaml"),
+        ("- just\n- a list\n", "not a Gatus config.yaml \\(not a mapping"),
+        ("storage: {type: memory}\n", "not a Gatus config.yaml \\(no endpoints"),
         ("endpoints: {a: 1}\n", "endpoints must be a list of mappings, each with a name"),
         (
             "endpoints:\n  - url: https://x.example\n",
             "endpoints must be a list of mappings, each with a name",
         ),
-        ("endpoints: []\nalerting: [slack]\n", "alerting and maintenance must be mappings"),
+        ("endpoints: []\nalerting: [slack]\n", "alerting must be a mapping"),
     ],
 )
 def test_bad_sources(tmp_path: Path, text: str, message: str) -> None:
@@ -307,3 +307,20 @@ def test_cli(tmp_path: Path) -> None:
     assert "not carried over: endpoint 'starttls-smtp': url:" in result.stderr
     assert "imported 4 channels, 7 monitors, 1 maintenance; 14 setting(s) not carried over" in result.stderr
     assert "abc123" not in result.stderr and "XXXX" not in result.stderr
+
+
+def test_several_files(tmp_path: Path) -> None:
+    """Gatus reads a directory's files together (.examples/docker-compose-multiple-config-files):
+    a provider in one file serves the alerts of another's endpoints; ``$VAR`` becomes ``${VAR}``."""
+    common = tmp_path / "global.yaml"
+    common.write_text("alerting:\n  slack:\n    webhook-url: $SLACK_URL\n", encoding="utf-8")
+    backend = tmp_path / "backend.yaml"
+    backend.write_text(
+        "endpoints:\n  - name: api\n    url: https://$DOMAIN/health\n    alerts:\n      - type: slack\n",
+        encoding="utf-8",
+    )
+    got = convert([common, backend])
+    assert got.document["channels"]["slack"]["config"] == {"url": "${SLACK_URL}"}
+    assert got.document["monitors"]["api"]["url"] == "https://${DOMAIN}/health"
+    assert got.document["monitors"]["api"]["channels"] == ["slack"]
+    assert got.secrets == {} and got.report == []

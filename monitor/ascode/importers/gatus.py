@@ -394,24 +394,46 @@ def _external(
     return monitor
 
 
+_BARE_VAR = re.compile(r"(?<!\$)\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
 def read_config(path: Path) -> dict[str, Any]:
+    """One file of a Gatus configuration (Gatus merges several): a mapping whose sections have
+    the shapes its README documents. ``$VAR`` (Gatus expands both forms) is read as ``${VAR}``."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = _BARE_VAR.sub(r"${\1}", path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(text)
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"{path}: cannot be read: {exc}") from None
     except yaml.YAMLError as exc:
         raise SourceError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    if not isinstance(data, dict) or not ({"endpoints", "external-endpoints"} & set(data)):
-        raise SourceError(f"{path}: not a Gatus config.yaml (no endpoints or external-endpoints mapping)")
+    if not isinstance(data, dict):
+        raise SourceError(f"{path}: not a Gatus config.yaml (not a mapping of sections)")
     for section in ("endpoints", "external-endpoints"):
         items = data.get(section) or []
         if not isinstance(items, list) or not all(isinstance(e, dict) and e.get("name") for e in items):
             raise SourceError(f"{path}: {section} must be a list of mappings, each with a name")
-    if not isinstance(data.get("alerting") or {}, dict) or not isinstance(
-        data.get("maintenance") or {}, dict
-    ):
-        raise SourceError(f"{path}: alerting and maintenance must be mappings")
+    for section in ("alerting", "maintenance"):
+        if not isinstance(data.get(section) or {}, dict):
+            raise SourceError(f"{path}: {section} must be a mapping")
     return data
+
+
+def merged(sources: list[Path]) -> dict[str, Any]:
+    """The files as Gatus reads them together: endpoint lists joined, mappings merged."""
+    whole: dict[str, Any] = {}
+    for path in sources:
+        for section, value in read_config(path).items():
+            if isinstance(value, list) and isinstance(whole.get(section), list):
+                whole[section] = whole[section] + value
+            elif isinstance(value, dict) and isinstance(whole.get(section), dict):
+                whole[section] = {**whole[section], **value}
+            else:
+                whole[section] = value
+    if not (whole.get("endpoints") or whole.get("external-endpoints")):
+        names = ", ".join(str(p) for p in sources)
+        raise SourceError(f"{names}: not a Gatus config.yaml (no endpoints or external-endpoints)")
+    return whole
 
 
 def convert(sources: list[Path]) -> Imported:
@@ -420,31 +442,29 @@ def convert(sources: list[Path]) -> Imported:
     monitors: dict[str, Any] = {}
     windows: dict[str, Any] = {}
     taken: set[str] = set()
-    for path in sources:
-        data = read_config(path)
-        defaults: dict[str, Any] = {}
-        for kind, cfg in (data.get("alerting") or {}).items():
-            cfg = cfg if isinstance(cfg, dict) else {}
-            defaults[kind] = cfg.get("default-alert") or {}
-            channel = _channel(out, str(kind), cfg)
-            if channel is not None:
-                channels[str(kind)] = channel
-        for ep in data.get("endpoints") or []:
-            key = keyed(f"{ep.get('group')}-{ep['name']}" if ep.get("group") else str(ep["name"]), taken)
-            monitor = _endpoint(out, ep, channels, defaults, key)
-            if monitor is not None:
-                monitors[key] = monitor
-        for ep in data.get("external-endpoints") or []:
-            key = keyed(f"{ep.get('group')}-{ep['name']}" if ep.get("group") else str(ep["name"]), taken)
-            monitors[key] = _external(out, ep, channels, defaults)
-        for section in sorted(set(data) - {"endpoints", "external-endpoints", "alerting", "maintenance"}):
-            out.drop(str(path.name), section, "Gatus's own setting; no equivalent")
-        if data.get("maintenance"):
-            window = _maintenance(
-                out, data["maintenance"], [k for k, m in monitors.items() if m["type"] != "heartbeat"]
-            )
-            if window is not None:
-                windows["gatus-maintenance"] = window
+    data = merged(sources)
+    defaults: dict[str, Any] = {}
+    for kind, cfg in (data.get("alerting") or {}).items():
+        cfg = cfg if isinstance(cfg, dict) else {}
+        defaults[kind] = cfg.get("default-alert") or {}
+        channel = _channel(out, str(kind), cfg)
+        if channel is not None:
+            channels[str(kind)] = channel
+    for ep in data.get("endpoints") or []:
+        key = keyed(f"{ep.get('group')}-{ep['name']}" if ep.get("group") else str(ep["name"]), taken)
+        monitor = _endpoint(out, ep, channels, defaults, key)
+        if monitor is not None:
+            monitors[key] = monitor
+    for ep in data.get("external-endpoints") or []:
+        key = keyed(f"{ep.get('group')}-{ep['name']}" if ep.get("group") else str(ep["name"]), taken)
+        monitors[key] = _external(out, ep, channels, defaults)
+    for section in sorted(set(data) - {"endpoints", "external-endpoints", "alerting", "maintenance"}):
+        out.drop("config", section, "Gatus's own setting; no equivalent")
+    if data.get("maintenance"):
+        others = [k for k, m in monitors.items() if m["type"] != "heartbeat"]
+        window = _maintenance(out, data["maintenance"], others)
+        if window is not None:
+            windows["gatus-maintenance"] = window
     if channels:
         out.document["channels"] = channels
     if monitors:
