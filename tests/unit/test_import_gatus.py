@@ -13,7 +13,8 @@ import yaml
 from click.testing import CliRunner
 
 from monitor.ascode.importers import Imported, SourceError
-from monitor.ascode.importers.gatus import _channel, _target, condition, convert, duration_seconds
+from monitor.ascode.importers.gatus import _channel, _target, convert
+from monitor.ascode.importers.gatus_conditions import condition, duration_seconds
 from monitor.cli import main
 from monitor.domain.schemas.channels import ChannelCreate
 from monitor.domain.schemas.maintenance import MaintenanceCreate
@@ -324,3 +325,12 @@ def test_several_files(tmp_path: Path) -> None:
     assert got.document["monitors"]["api"]["url"] == "https://${DOMAIN}/health"
     assert got.document["monitors"]["api"]["channels"] == ["slack"]
     assert got.secrets == {} and got.report == []
+
+
+def test_default_alert_extras_reported() -> None:
+    out = Imported()
+    cfg = {"webhook-url": "u", "default-alert": {"failure-threshold": 2, "send-on-resolved": True}}
+    _channel(out, "slack", cfg)
+    assert [d.line() for d in out.report] == [
+        "alerting provider 'slack': default-alert.send-on-resolved: no per-alert equivalent"
+    ]

@@ -19,12 +19,10 @@ from typing import Any
 import yaml
 
 from monitor.ascode.importers import Imported, SourceError, keyed
+from monitor.ascode.importers.gatus_conditions import condition, duration_seconds
 
 MIN_INTERVAL = 30
 DEFAULT_INTERVAL = 60  # Gatus's default interval
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
-_CONDITION = re.compile(r"^\s*(.+?)\s*(==|!=|<=|>=|<|>)\s*(.+?)\s*$")
 _SENSITIVE = re.compile(r"auth|token|key|secret|pass|cookie|session", re.I)
 _REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 _DAYS = {
@@ -38,14 +36,6 @@ ENDPOINT_KEYS = {
 }  # fmt: skip
 
 
-def duration_seconds(text: Any) -> float:
-    """A Go duration (``30s``, ``5m``, ``1h30m``) in seconds; ValueError when it is not one."""
-    value = str(text).strip()
-    if not value or _DURATION.sub("", value):
-        raise ValueError(f"not a duration: {value!r}")
-    return sum(float(n) * _UNIT[u] for n, u in _DURATION.findall(value))
-
-
 def _var(*parts: str) -> str:
     return "_".join(re.sub(r"[^A-Z0-9]+", "_", p.upper()).strip("_") for p in ("GATUS", *parts))
 
@@ -56,75 +46,6 @@ def _secret(out: Imported, variable: str, value: Any) -> str:
     if _REFERENCE.match(text):
         return text
     return out.secret(variable, text)
-
-
-def _scalar(text: str) -> Any:
-    """A condition's right-hand side as JSON: a number, a boolean, else the string unquoted."""
-    if text in ("true", "false"):
-        return text == "true"
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        return text.strip('"')
-
-
-def _glob(pattern: str) -> str:
-    return "".join(".*" if c == "*" else re.escape(c) for c in pattern)
-
-
-def _status(op: str, value: str) -> str | int:
-    n = int(value)
-    low, high = {"==": (n, n), "<": (100, n - 1), "<=": (100, n), ">": (n + 1, 599), ">=": (n, 599)}[op]
-    return n if low == high else f"{low}-{high}"
-
-
-def condition(text: str, kind: str) -> tuple[str, Any] | str:
-    """One Gatus condition as ``(field, value)`` to set on the monitor (``assertion`` to append,
-    ``expected_status`` to add, ``cert_warn_days``, ``none``), or the reason it cannot be."""
-    match = _CONDITION.match(str(text))
-    if not match:
-        return "not a condition Gatus documents (PLACEHOLDER OP VALUE)"
-    left, op, right = match.groups()
-    if left == "[CONNECTED]" and op == "==" and right == "true" and kind in ("tcp", "ping", "tls"):
-        return ("none", None)  # a connection is what every such check judges
-    if left == "[DNS_RCODE]" and op == "==" and right == "NOERROR" and kind == "dns":
-        return ("none", None)  # expect: answer
-    if kind == "http" and left == "[STATUS]" and op != "!=" and right.isdigit():
-        return ("expected_status", _status(op, right))
-    if left == "[RESPONSE_TIME]" and op in ("<", "<=") and right.isdigit() and kind == "http":
-        return ("assertion", {"type": "response_time", "below_ms": float(right)})
-    if left == "[CERTIFICATE_EXPIRATION]" and op in (">", ">=") and kind in ("http", "tls"):
-        try:
-            return ("cert_warn_days", min(365, math.ceil(duration_seconds(right) / 86400)))
-        except ValueError:
-            return "the expiration is not a duration"
-    if kind == "dns" and left == "[BODY]" and op == "==" and not right.startswith(("pat(", "any(")):
-        return ("dns_value", right)
-    if kind != "http":
-        return f"no equivalent for a {kind} monitor"
-    if left == "[BODY]" and op in ("==", "!="):
-        if right.startswith("pat(") and right.endswith(")"):
-            pattern = {"type": "regex", "pattern": "^" + _glob(right[4:-1]) + "$"}
-            return ("assertion", pattern | ({"absent": True} if op == "!=" else {}))
-        if right.startswith(("any(", "len(")):
-            return "any() of the whole body has no equivalent"
-        return (
-            "assertion",
-            {"type": "regex", "pattern": "^" + re.escape(right) + "$"}
-            | ({"absent": True} if op == "!=" else {}),
-        )
-    if left.startswith("[BODY]."):
-        path = "$." + left[len("[BODY].") :]
-        if right.startswith(("pat(", "any(")):
-            return "pat() and any() of a JSON value have no equivalent (json assertions compare)"
-        return ("assertion", {"type": "json", "path": path, "op": op, "value": _scalar(right)})
-    if left.startswith("len([BODY]"):
-        return "len() has no equivalent"
-    return "no equivalent among our assertions"
 
 
 def _target(url: str, endpoint: dict[str, Any]) -> dict[str, Any] | str:
@@ -332,6 +253,9 @@ def _channel(out: Imported, kind: str, cfg: dict[str, Any]) -> dict[str, Any] | 
         return None
     for setting in sorted(set(cfg) - used):
         out.drop(where, setting, "no equivalent")
+    default = cfg.get("default-alert") or {}
+    for setting in sorted(set(default) - {"enabled", "failure-threshold", "success-threshold"}):
+        out.drop(where, f"default-alert.{setting}", "no per-alert equivalent")
     return {"kind": ours, "name": f"Gatus {kind}", "config": config}
 
 
