@@ -334,3 +334,28 @@ def test_default_alert_extras_reported() -> None:
     assert [d.line() for d in out.report] == [
         "alerting provider 'slack': default-alert.send-on-resolved: no per-alert equivalent"
     ]
+
+
+def test_endpoint_maintenance_windows(tmp_path: Path) -> None:
+    """README.md's per-endpoint ``maintenance-windows`` example: one window per entry, on that
+    monitor only."""
+    source = tmp_path / "config.yaml"
+    source.write_text(
+        "endpoints:\n  - name: endpoint-1\n    url: https://example.org\n    maintenance-windows:\n"
+        '      - start: "07:30"\n        duration: 40m\n        timezone: Europe/Berlin\n'
+        "      - start: 14:30\n        duration: 1h\n        every: [Monday]\n        enabled: true\n",
+        encoding="utf-8",
+    )
+    got = convert([source])
+    windows = got.document["maintenance"]
+    assert list(windows) == ["endpoint-1-maintenance", "endpoint-1-maintenance-2"]
+    first, second = windows.values()
+    assert first["recurring"] == {
+        "rrule": "FREQ=DAILY",
+        "starts_at": "2026-01-01T07:30",
+        "duration_minutes": 40,
+        "timezone": "Europe/Berlin",
+    }
+    assert second["recurring"]["rrule"] == "FREQ=WEEKLY;BYDAY=MO" and second["monitors"] == ["endpoint-1"]
+    assert got.report == []
+    _valid(got.document, got.secrets)

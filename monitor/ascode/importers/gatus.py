@@ -32,7 +32,7 @@ _DAYS = {
 _REPORTED_SCHEMES = ("starttls", "ssh", "ws", "wss", "udp", "grpc", "grpcs", "sctp")
 ENDPOINT_KEYS = {
     "name", "group", "url", "method", "body", "headers", "interval", "conditions", "enabled",
-    "client", "dns", "alerts",
+    "client", "dns", "alerts", "maintenance-windows",
 }  # fmt: skip
 
 
@@ -270,8 +270,13 @@ def _clock(value: Any) -> tuple[int, int]:
     return hour, minute
 
 
-def _maintenance(out: Imported, cfg: dict[str, Any], monitors: list[str]) -> dict[str, Any] | None:
-    where = "maintenance"
+def _maintenance(
+    out: Imported,
+    cfg: dict[str, Any],
+    monitors: list[str],
+    where: str = "maintenance",
+    name: str = "Gatus maintenance",
+) -> dict[str, Any] | None:
     if cfg.get("enabled") is False:
         out.drop(where, "enabled", "a disabled window is not carried over")
         return None
@@ -294,7 +299,7 @@ def _maintenance(out: Imported, cfg: dict[str, Any], monitors: list[str]) -> dic
     }
     for setting in sorted(set(cfg) - {"enabled", "start", "duration", "timezone", "every"}):
         out.drop(where, setting, "no equivalent")
-    return {"name": "Gatus maintenance", "recurring": recurring, "monitors": monitors}
+    return {"name": name, "recurring": recurring, "monitors": monitors}
 
 
 def _external(
@@ -379,6 +384,12 @@ def convert(sources: list[Path]) -> Imported:
         monitor = _endpoint(out, ep, channels, defaults, key)
         if monitor is not None:
             monitors[key] = monitor
+            for n, cfg in enumerate(ep.get("maintenance-windows") or [], start=1):
+                where = f"endpoint {ep['name']!r}: maintenance-windows[{n - 1}]"
+                name = f"Gatus maintenance of {ep['name']}" + (f" ({n})" if n > 1 else "")
+                window = _maintenance(out, cfg if isinstance(cfg, dict) else {}, [key], where, name[:100])
+                if window is not None:
+                    windows[keyed(f"{key}-maintenance", taken)] = window
     for ep in data.get("external-endpoints") or []:
         key = keyed(f"{ep.get('group')}-{ep['name']}" if ep.get("group") else str(ep["name"]), taken)
         monitors[key] = _external(out, ep, channels, defaults)
