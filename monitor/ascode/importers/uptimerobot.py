@@ -75,6 +75,29 @@ def convert(sources: list[Path]) -> Imported:
     return out
 
 
+# v2 monitor fields this mapping reads, and those that are state or statistics, not settings.
+READ = {
+    "id", "friendly_name", "url", "type", "sub_type", "port", "interval", "timeout", "status",
+    "http_method", "http_username", "http_password", "http_auth_type", "custom_http_headers",
+    "custom_http_statuses", "keyword_type", "keyword_value", "keyword_case_type", "alert_contacts",
+    "mwindows", "post_value",
+    "create_datetime", "logs", "response_times", "average_response_time", "all_time_uptime_ratio",
+    "custom_uptime_ratio", "custom_uptime_ranges", "custom_down_durations", "ssl", "lastCheck",
+}  # fmt: skip
+V3_READ = {
+    "id", "friendlyName", "type", "url", "port", "interval", "timeout", "status", "httpMethodType",
+    "keywordType", "keywordValue", "keywordCaseType", "customHttpHeaders", "assignedAlertContacts",
+    "createDateTime", "currentStateDuration", "lastIncidentId", "lastDayUptimes", "userId",
+}  # fmt: skip
+
+
+def _others(out: Imported, where: str, m: dict[str, Any], read: set[str]) -> None:
+    """Report each set field this mapping does not read (never a silent drop)."""
+    for name, value in sorted(m.items()):
+        if name not in read and value not in (None, "", [], {}, 0, False):
+            out.drop(where, name, "not carried over (no setting of ours matches it)")
+
+
 WEEKDAYS = {1: "MO", 2: "TU", 3: "WE", 4: "TH", 5: "FR", 6: "SA", 7: "SU"}
 
 
@@ -187,6 +210,7 @@ def _monitors(
         name = str(src.get("friendly_name") or f"monitor {src.get('id')}")
         where = f"monitor '{name}' (id {src.get('id')})"
         body = _monitor(out, where, src, channel_of)
+        _others(out, where, m, READ if version == "v2" else V3_READ)
         if body is not None:
             key = keyed(name, taken)
             section[key] = {"name": name, **body}
