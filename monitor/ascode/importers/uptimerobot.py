@@ -23,11 +23,12 @@ V3_TYPES = {"HTTP": "http", "KEYWORD": "keyword", "PING": "ping", "PORT": "port"
 METHODS = {1: "HEAD", 2: "GET", 3: "POST", 4: "PUT", 5: "PATCH", 6: "DELETE", 7: "OPTIONS"}
 # Port monitors' sub_type: the well-known port of each protocol (99: custom, the monitor's port).
 SUB_PORTS = {1: 80, 2: 443, 3: 21, 4: 25, 5: 110, 6: 143}
-# Alert contact types (v2 integers) we have a channel kind for; the others are reported.
+# Alert contact types (v2 integers; 1-11 as the uptimerobot gem's constants.rb lists them, 16/18/23
+# as the API page lists them) we have a channel kind for; the others are reported.
 CONTACT_KINDS = {5: "webhook", 11: "slack", 16: "pagerduty", 18: "telegram", 23: "discord"}
-CONTACT_NAMES = {1: "SMS", 2: "email", 3: "Twitter", 6: "Pushbullet", 7: "Zapier", 8: "pro SMS",
-                 9: "Pushover", 14: "voice call", 15: "Splunk", 17: "Opsgenie", 20: "MS Teams",
-                 21: "Google Chat"}  # fmt: skip
+CONTACT_NAMES = {1: "SMS", 2: "email", 3: "Twitter", 4: "Boxcar", 6: "Pushbullet", 7: "Zapier",
+                 8: "pro SMS", 9: "Pushover", 10: "HipChat", 14: "voice call", 15: "Splunk",
+                 17: "Opsgenie", 20: "MS Teams", 21: "Google Chat"}  # fmt: skip
 
 
 def _read(path: Path) -> dict[str, Any]:
