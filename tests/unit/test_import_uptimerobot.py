@@ -43,7 +43,7 @@ def _one(tmp_path: Path, monitor: dict[str, Any]) -> tuple[dict[str, Any] | None
                 "type": 2,
                 "url": "https://a/",
                 "keyword_type": 1,
-                "keyword_case_type": 1,
+                "keyword_case_type": 0,  # 0: case sensitive (API page)
                 "keyword_value": "ok",
             },
             {"assertions": [{"type": "keyword", "keyword": "ok", "absent": False, "case_sensitive": True}]},
@@ -153,6 +153,9 @@ def test_whole_fixture() -> None:
             "monitors": ["homepage", "redis"],
         }
     }
+    assert doc["monitors"]["shop-keyword"]["assertions"] == [
+        {"type": "keyword", "keyword": "Error", "absent": True, "case_sensitive": True}
+    ]
     assert got.secrets["UPTIMEROBOT_MONITOR_101_PASSWORD"] == "hunter2"
     assert [(d.where, d.setting) for d in got.report] == [
         ("alert contact 'Me' (id 8)", "type"),

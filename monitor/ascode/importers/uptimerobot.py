@@ -240,7 +240,7 @@ def _v2_shape(m: dict[str, Any]) -> dict[str, Any]:
         "http_method": inv_methods.get(str(m.get("httpMethodType") or "GET").upper()),
         "keyword_type": 2 if "NOT" in kw.upper() else 1,
         "keyword_value": m.get("keywordValue"),
-        "keyword_case_type": 1 if m.get("keywordCaseType") else 0,
+        "keyword_case_type": m.get("keywordCaseType"),
         "custom_http_headers": m.get("customHttpHeaders"),
         "alert_contacts": [
             {
@@ -272,7 +272,7 @@ def _monitor(
                     "type": "keyword",
                     "keyword": str(m["keyword_value"]),
                     "absent": m.get("keyword_type") == 2,
-                    "case_sensitive": m.get("keyword_case_type") == 1,
+                    "case_sensitive": _int(m.get("keyword_case_type")) == 0,  # 0 sensitive, 1 not
                 }
             ]
     elif kind == "ping":
