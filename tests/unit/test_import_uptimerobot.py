@@ -70,6 +70,11 @@ def test_monitor_types(tmp_path: Path, monitor: dict[str, Any], expected: dict[s
     ("monitor", "line"),
     [
         ({"type": 1, "url": "https://a/", "interval": 10}, "interval: 10 s raised to 30 s"),
+        ({"type": 1, "url": "https://a/", "interval": 90000}, "interval: 90000 s lowered to 86400 s"),
+        (
+            {"type": 1, "url": "https://a/", "interval": 60, "timeout": 90},
+            "timeout: 90 s lowered to the interval",
+        ),
         ({"type": 9, "url": "x"}, "type: monitor type 9 has no check type here"),
         ({"type": 4, "url": "h", "sub_type": 99, "port": ""}, "port: no usable port"),
         ({"type": 1, "url": "https://a/", "http_username": "u", "http_auth_type": 2}, "digest"),

@@ -295,9 +295,15 @@ def _monitor(
         if interval < MIN_INTERVAL:
             out.drop(where, "interval", f"{interval} s raised to {MIN_INTERVAL} s, the shortest here")
             interval = MIN_INTERVAL
+        if interval > 86400:
+            out.drop(where, "interval", f"{interval} s lowered to 86400 s, the longest here")
         body["interval_seconds"] = min(interval, 86400)
         timeout = _int(m.get("timeout"))
         if timeout and kind != "heartbeat":
+            if timeout > body["interval_seconds"]:
+                out.drop(
+                    where, "timeout", f"{timeout} s lowered to the interval, {body['interval_seconds']} s"
+                )
             body["timeout_seconds"] = min(timeout, body["interval_seconds"])
     if m.get("status") == 0:
         body["paused"] = True
@@ -362,6 +368,10 @@ def _links(
                 f"{threshold} min delay: our delay is confirm_after checks",
             )
         if recurrence and "remind_every_minutes" not in body:
+            if recurrence > 10080:
+                out.drop(
+                    where, f"alert contact {cid} recurrence", f"{recurrence} min lowered to 10080 (a week)"
+                )
             body["remind_every_minutes"] = min(recurrence, 10080)
     if keys:
         body["channels"] = sorted(set(keys))
