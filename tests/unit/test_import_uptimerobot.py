@@ -161,6 +161,7 @@ def test_whole_fixture() -> None:
     assert doc["monitors"]["shop-keyword"]["assertions"] == [
         {"type": "keyword", "keyword": "Error", "absent": True, "case_sensitive": True}
     ]
+    assert doc["monitors"]["api-v3"]["follow_redirects"] is True
     assert got.secrets["UPTIMEROBOT_MONITOR_101_PASSWORD"] == "hunter2"
     assert [(d.where, d.setting) for d in got.report] == [
         ("alert contact 'Me' (id 8)", "type"),

@@ -88,6 +88,7 @@ READ = {
 V3_READ = {
     "id", "friendlyName", "type", "url", "port", "interval", "timeout", "status", "httpMethodType",
     "keywordType", "keywordValue", "keywordCaseType", "customHttpHeaders", "assignedAlertContacts",
+    "httpUsername", "httpPassword", "authType", "followRedirections",
     "createDateTime", "currentStateDuration", "lastIncidentId", "lastDayUptimes", "userId",
 }  # fmt: skip
 
@@ -242,6 +243,10 @@ def _v2_shape(m: dict[str, Any]) -> dict[str, Any]:
         "keyword_value": m.get("keywordValue"),
         "keyword_case_type": m.get("keywordCaseType"),
         "custom_http_headers": m.get("customHttpHeaders"),
+        "http_username": m.get("httpUsername"),
+        "http_password": m.get("httpPassword"),
+        "http_auth_type": 2 if str(m.get("authType") or "").upper() == "DIGEST" else 1,
+        "follow_redirects": m.get("followRedirections"),
         "alert_contacts": [
             {
                 "id": a.get("alertContactId"),
@@ -272,7 +277,7 @@ def _monitor(
                     "type": "keyword",
                     "keyword": str(m["keyword_value"]),
                     "absent": m.get("keyword_type") == 2,
-                    "case_sensitive": _int(m.get("keyword_case_type")) == 0,  # 0 sensitive, 1 not
+                    "case_sensitive": _int(m.get("keyword_case_type")) != 1,  # 0 (default) sensitive, 1 not
                 }
             ]
     elif kind == "ping":
@@ -326,6 +331,8 @@ def _http(out: Imported, where: str, m: dict[str, Any], body: dict[str, Any]) ->
                 "username": str(user or ""),
                 "password": out.secret(var, str(password or "")),
             }
+    if m.get("follow_redirects"):
+        body["follow_redirects"] = True
     headers = m.get("custom_http_headers")
     if isinstance(headers, dict) and headers:
         body["headers"] = {str(k): str(v) for k, v in headers.items()}
