@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from monitor.ascode.importers import Imported, SourceError
 from monitor.ascode.importers import healthchecks as hc
 from monitor.ascode.importers.healthchecks import convert, convert_channels, convert_check, oncalendar_to_cron
+from monitor.channels import REGISTRY
 from monitor.cli import main
 from monitor.domain.schemas import common, monitors
 from monitor.domain.schemas.monitors import validate_create
@@ -188,6 +189,29 @@ def test_channel(kind: str, ours: str | None, config: dict[str, Any] | None) -> 
     assert out.report[0].setting == "settings"
 
 
+# A plausible value for each variable suffix: the channel's config, filled in, is one the API takes.
+FILLED = {
+    "URL": "https://hooks.example.com/services/T0/B0/x",
+    "CHAT_ID": "-1001234567890",
+    "ROUTING_KEY": "0123456789abcdef0123456789abcdef",
+    "SMTP_HOST": "smtp.example.com",
+    "FROM": "alerts@example.com",
+    "TO": "ops@example.com",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(hc.CHANNEL_KINDS))
+def test_channel_filled_in_validates(kind: str) -> None:
+    out = Imported()
+    convert_channels([{"id": "u1", "name": "X", "kind": kind}], out)
+    (made,) = out.document["channels"].values()
+    text = json.dumps(made["config"])
+    for variable in out.secrets:
+        text = text.replace("${" + variable + "}", FILLED[variable.removeprefix("HEALTHCHECKS_CHANNEL_X_")])
+    channel_kind = REGISTRY[made["kind"]]
+    channel_kind.config.model_validate(json.loads(text))
+
+
 def test_fixture() -> None:
     out = convert([CHECKS, CHANNELS])
     doc = out.document
@@ -265,6 +289,24 @@ def test_bad_source(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(SourceError, match=str(path)) as caught:
         convert([path])
     assert message in str(caught.value)
+
+
+def test_read_only_listing(tmp_path: Path) -> None:
+    # templates/docs/api.md: a read-only key omits uuid, ping_url, the URLs and channels, and
+    # adds unique_key. v1 (templates/docs/apiv1.md) has no uuid either; neither is needed.
+    listing = json.loads(CHECKS.read_text())
+    for check in listing["checks"]:
+        for name in ("uuid", "ping_url", "update_url", "pause_url", "resume_url", "channels"):
+            del check[name]
+        check["unique_key"] = "a6c7b0a8a66bed0df66abfdab3c77736861703ee"
+    path = tmp_path / "checks.json"
+    path.write_text(json.dumps(listing))
+    out = convert([path])
+    assert len(out.document["monitors"]) == 4
+    assert [d.line() for d in out.report if d.setting == "channels"] == [
+        "check listing: channels: made with a read-only API key, it names no check's integrations; "
+        "list the checks with a read-write key to carry them over"
+    ]
 
 
 def test_limits_match_the_api() -> None:

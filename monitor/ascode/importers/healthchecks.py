@@ -295,6 +295,13 @@ def convert(sources: list[Path]) -> Imported:
             )
     if checks is None:
         raise SourceError(f"{sources[0]}: no check listing given (the answer of GET /api/v3/checks/)")
+    if any("channels" not in check and "unique_key" in check for check in checks):
+        out.drop(
+            "check listing",
+            "channels",
+            "made with a read-only API key, it names no check's integrations; "
+            "list the checks with a read-write key to carry them over",
+        )
     keys = convert_channels(channels, out) if channels is not None else None
     monitors: dict[str, Any] = {}
     taken: set[str] = set()
