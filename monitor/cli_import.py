@@ -46,7 +46,7 @@ def import_command(
 ) -> None:
     """Convert another tool's configuration (SOURCES: its files) into a file for `monitor apply`.
 
-    PEER: kuma (kuma.db of Uptime Kuma 1.23 or 2.x), gatus (config.yaml), uptimerobot (the JSON
+    PEER: gatus (config.yaml), uptimerobot (the JSON
     of its API's getMonitors and getAlertContacts, v2, or /monitors and /integrations, v3, the
     files together), healthchecks (the JSON of GET /api/v3/checks/). What cannot be carried
     over is listed on stderr, one line each.

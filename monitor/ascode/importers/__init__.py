@@ -57,7 +57,6 @@ Converter = Callable[[list[Path]], Imported]
 
 # Each peer's module (its ``convert``), imported when used.
 IMPORTERS: dict[str, str] = {
-    "kuma": "monitor.ascode.importers.kuma",
     "gatus": "monitor.ascode.importers.gatus",
     "uptimerobot": "monitor.ascode.importers.uptimerobot",
     "healthchecks": "monitor.ascode.importers.healthchecks",
