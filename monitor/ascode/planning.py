@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from monitor.ascode.objects import Shaped
+from monitor.ascode.objects import Shaped, leaves
 from monitor.ascode.reading import SECTIONS, Place
 from monitor.secrets import MASK
 
@@ -166,13 +166,7 @@ def diff(
 
 
 def _holds(value: Any, secrets: frozenset[str]) -> bool:
-    if isinstance(value, str):
-        return value in secrets
-    if isinstance(value, Mapping):
-        return any(_holds(v, secrets) for v in value.values())
-    if isinstance(value, list | tuple):
-        return any(_holds(v, secrets) for v in value)
-    return False
+    return any(leaf in secrets for leaf in leaves(value))
 
 
 def masked(value: Any, secrets: frozenset[str]) -> Any:
