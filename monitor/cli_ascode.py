@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from monitor.cli_import import write_secrets
 from monitor.cli_support import load_settings, with_deps
 
 ACCOUNT = click.option(
@@ -127,10 +127,7 @@ def export_command(account_name: str | None, output: Path | None, secrets_env: b
         output.write_text(text, encoding="utf-8")
     if secrets_env and exported.secrets:
         where = output.with_name(output.name + ".secrets.env") if output else Path("monitor.secrets.env")
-        lines = "".join(f"{k}={shlex.quote(v)}\n" for k, v in sorted(exported.secrets.items()))
-        fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(lines)
+        write_secrets(where, exported.secrets)
         click.echo(f"{len(exported.secrets)} secret(s) written to {where} (mode 0600)", err=True)
     elif exported.secrets:
         click.echo(

@@ -20,7 +20,8 @@ from monitor.ascode.dumping import dump
 from monitor.ascode.importers import IMPORTERS, Imported, SourceError
 
 
-def _write_secrets(path: Path, secrets: dict[str, str]) -> None:
+def write_secrets(path: Path, secrets: dict[str, str]) -> None:
+    """``secrets`` as VARIABLE=value lines (shell-quoted) in ``path``, made with mode 0600."""
     text = "".join(f"{name}={shlex.quote(value)}\n" for name, value in sorted(secrets.items()))
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -67,7 +68,7 @@ def import_command(
             names = ", ".join(sorted(imported.secrets))
             click.echo(f"secrets not written (set --secrets-env PATH): {names}", err=True)
         else:
-            _write_secrets(where, imported.secrets)
+            write_secrets(where, imported.secrets)
             click.echo(f"{len(imported.secrets)} secret(s) written to {where} (mode 0600)", err=True)
     for dropped in imported.report:
         click.echo(f"not carried over: {dropped.line()}", err=True)
