@@ -210,13 +210,12 @@ class _Run:
 
     async def _create(self, change: Change) -> None:
         body = self._body(change.section, change.key)
-        module = _KINDS[change.section]
         if change.section == "monitors":
             made = (await monitors.create(self.deps, self.actor, body, base=self.base)).monitor
         elif change.section == "status_pages":
             made = await status_pages.create(self.deps, self.actor, body, base=self.base)
         else:
-            made = await module.create(self.deps, self.actor, body)
+            made = await _KINDS[change.section].create(self.deps, self.actor, body)
         self.ids.add(change.section, change.key, made["id"])
         await self._record(change.section, change.key, made["id"])
 
@@ -237,8 +236,6 @@ class _Run:
             patch["depends_on"] = self.ids.ids(
                 "monitors", self.desired["monitors"][change.key].canonical["depends_on"]
             )
-        if change.section == "channels" and "config" in patch:
-            patch["config"] = full["config"]
         if change.section == "monitors":
             await monitors.update(self.deps, self.actor, change.object_id, patch, base=self.base)
         elif change.section == "status_pages":
