@@ -47,8 +47,8 @@ def import_command(
 ) -> None:
     """Convert another tool's configuration (SOURCES: its files) into a file for `monitor apply`.
 
-    PEER: gatus (config.yaml), uptimerobot (the JSON
-    of its API's getMonitors and getAlertContacts, v2, or /monitors and /integrations, v3, the
+    PEER: gatus (config.yaml), uptimerobot (the JSON of its API's getMonitors and
+    getAlertContacts, v2, or /monitors, /integrations and /user/alert-contacts, v3, the
     files together), healthchecks (the JSON of GET /api/v3/checks/). What cannot be carried
     over is listed on stderr, one line each.
     """
