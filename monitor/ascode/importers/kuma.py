@@ -245,6 +245,8 @@ def _http(out: Imported, db: Db, where: str, m: Row, body: dict[str, Any]) -> No
         out.drop(where, "maxredirects", f"{redirects}: redirects are followed up to our own limit")
     if m.get("ignore_tls"):
         body["tls_verify"] = False
+        out.drop(where, "ignore_tls", "written as tls_verify: false, which the server refuses unless "
+                 "its operator sets MONITOR_ALLOW_INSECURE_TLS=true")  # fmt: skip
     if m.get("type") == "keyword" and m.get("keyword"):
         body["assertions"] = [{"type": "keyword", "keyword": str(m["keyword"]),
                                "absent": bool(m.get("invert_keyword")), "case_sensitive": True}]  # fmt: skip
@@ -274,20 +276,21 @@ def _headers(out: Imported, where: str, m: Row, body: dict[str, Any]) -> None:
 
 
 def _auth(out: Imported, where: str, m: Row, body: dict[str, Any]) -> None:
+    """Basic or bearer authentication. Every part of ``auth`` is a reference, its type and user
+    name too: the whole object is the monitor's secret, as ``monitor export`` writes it."""
     method = m.get("auth_method") or ("basic" if m.get("basic_auth_user") else None)
     if method == "basic" and (m.get("basic_auth_user") or m.get("basic_auth_pass")):
-        password = out.secret(variable("MONITOR", m["id"], "PASSWORD"), str(m.get("basic_auth_pass") or ""))
-        body["auth"] = {
-            "type": "basic",
-            "username": str(m.get("basic_auth_user") or ""),
-            "password": password,
-        }
+        parts = {"type": "basic", "username": m.get("basic_auth_user"), "password": m.get("basic_auth_pass")}
     elif method == "bearer" and m.get("bearer_token"):
+        parts = {"type": "bearer", "token": m["bearer_token"]}
+    else:
+        parts = {}
+    if parts:
         body["auth"] = {
-            "type": "bearer",
-            "token": out.secret(variable("MONITOR", m["id"], "TOKEN"), str(m["bearer_token"])),
+            name: out.secret(variable("MONITOR", m["id"], "AUTH", name), str(value or ""))
+            for name, value in parts.items()
         }
-    elif method not in (None, "", "basic", "bearer"):
+    if method not in (None, "", "basic", "bearer"):
         out.drop(where, "auth_method", f"{method!r} authentication is not supported here")
 
 

@@ -10,6 +10,7 @@ field not carried over, and every other provider, is a report line.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from email.utils import getaddresses, parseaddr
 from typing import Any
@@ -187,6 +188,8 @@ def _pagerduty(out: Imported, f: Fields, where: str, var: str) -> Made:
         out.drop(where, "pagerdutyIntegrationKey", "no integration key")
         return None
     config: dict[str, Any] = {"routing_key": out.secret(var + "_ROUTING_KEY", key)}
+    if not re.fullmatch(r"[A-Za-z0-9]{32}", key):
+        out.drop(where, "pagerdutyIntegrationKey", "not a 32-character Events API v2 key, as ours must be")
     url = f.text("pagerdutyIntegrationUrl")
     if url and url != PAGERDUTY_URL:
         config["url"] = url
