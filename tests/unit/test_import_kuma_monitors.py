@@ -69,6 +69,16 @@ def _one_monitor(
                 }
             },
         ),
+        (  # an empty password stays inline: a reference may not be empty
+            {"type": "http", "url": "https://a/", "basic_auth_user": "u", "basic_auth_pass": ""},
+            {
+                "auth": {
+                    "type": "${KUMA_MONITOR_1_AUTH_TYPE}",
+                    "username": "${KUMA_MONITOR_1_AUTH_USERNAME}",
+                    "password": "",
+                }
+            },
+        ),
         ({"type": "http", "url": "https://a/", "ignore_tls": 1}, {"tls_verify": False}),
         ({"type": "http", "url": "https://a/", "expiry_notification": 0}, {"cert_warn_days": 0}),
         ({"type": "http", "url": "https://a/", "active": 0}, {"paused": True}),

@@ -286,8 +286,9 @@ def _auth(out: Imported, where: str, m: Row, body: dict[str, Any]) -> None:
     else:
         parts = {}
     if parts:
+        # An empty part (a user without a password) stays inline: a reference may not be empty.
         body["auth"] = {
-            name: out.secret(variable("MONITOR", m["id"], "AUTH", name), str(value or ""))
+            name: out.secret(variable("MONITOR", m["id"], "AUTH", name), str(value)) if value else ""
             for name, value in parts.items()
         }
     if method not in (None, "", "basic", "bearer"):

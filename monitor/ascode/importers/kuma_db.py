@@ -37,7 +37,7 @@ class Db:
 
 
 TABLES = ("monitor", "notification", "monitor_notification", "tag", "monitor_tag", "maintenance",
-          "monitor_maintenance", "maintenance_status_page", "maintenance_timeslot", "status_page",
+          "monitor_maintenance", "maintenance_status_page", "status_page",
           "group", "monitor_group", "status_page_cname", "incident", "setting")  # fmt: skip
 
 

@@ -172,7 +172,7 @@ def _ntfy(out: Imported, f: Fields, where: str, var: str) -> Made:
     if method == "accessToken" and f.text("ntfyaccesstoken"):
         config["token"] = out.secret(var + "_TOKEN", f.text("ntfyaccesstoken"))
     elif method == "usernamePassword" or f.config.get("ntfyusername"):
-        f.get("ntfyusername"), f.get("ntfypassword")
+        f.used.update(("ntfyusername", "ntfypassword"))
         out.drop(where, "ntfyusername", "user and password are not supported here: make an access token")
     up = integer(f.get("ntfyPriority"))
     down = integer(f.get("ntfyPriorityDown"))
