@@ -161,6 +161,12 @@ def test_sqlite_without_monitors(tmp_path: Path) -> None:
         convert([src])
 
 
+def test_one_database_at_a_time(tmp_path: Path) -> None:
+    one = kuma_db(tmp_path, "1.23")
+    with pytest.raises(SourceError, match=r"one kuma\.db at a time"):
+        convert([one, one])
+
+
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="cannot be read"):
         convert([tmp_path / "nope.db"])

@@ -119,6 +119,16 @@ NOTIFICATIONS = [
         ("pagerduty", {"routing_key": "${KUMA_NOTIFICATION_1_ROUTING_KEY}"}),
         ["not a 32-character Events API v2 key"],
     ),
+    (  # what Kuma's forms fill in by themselves is not reported
+        {"type": "telegram", "telegramChatID": "42", "telegramServerUrl": "https://api.telegram.org"},
+        ("telegram", {"chat_id": "42"}),
+        [],
+    ),
+    (
+        {"type": "slack", "slackwebhookURL": "https://hooks.slack.com/x", "slackIncludeGroupName": True},
+        ("slack", {"url": "${KUMA_NOTIFICATION_1_URL}"}),
+        [],
+    ),
     (
         {"type": "gotify", "gotifyserverurl": "https://g/"},
         None,

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from monitor.ascode.importers import Imported, keyed
+from monitor.ascode.importers import Imported, SourceError, keyed
 from monitor.ascode.importers.kuma_db import Db, Row, days_of, integer, number, parsed, read, variable
 from monitor.checks import REGISTRY
 from monitor.checks.http_stored import is_secret_header
@@ -63,13 +63,15 @@ DEFAULTS: dict[str, Any] = {
 def convert(sources: list[Path]) -> Imported:
     from monitor.ascode.importers import kuma_notifications, kuma_pages
 
+    if len(sources) != 1:
+        names = ", ".join(str(p) for p in sources)
+        raise SourceError(f"{names}: one kuma.db at a time (import each into its own file)")
     out = Imported()
-    for path in sources:
-        db = read(path)
-        channel_of = kuma_notifications.channels(out, db)
-        keys_of = monitors(out, db, channel_of)
-        kuma_pages.maintenance(out, db, keys_of)
-        kuma_pages.status_pages(out, db, keys_of)
+    db = read(sources[0])
+    channel_of = kuma_notifications.channels(out, db)
+    keys_of = monitors(out, db, channel_of)
+    kuma_pages.maintenance(out, db, keys_of)
+    kuma_pages.status_pages(out, db, keys_of)
     return out
 
 

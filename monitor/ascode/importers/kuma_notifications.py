@@ -20,6 +20,12 @@ from monitor.ascode.importers.kuma_db import Db, integer, parsed, variable
 
 # The form's own fields, not the provider's settings.
 META = {"name", "type", "isDefault", "applyExisting", "active", "id", "userId", "userID"}
+# Values Kuma's forms (src/components/notifications/*.vue) fill in by themselves: not reported.
+FORM_DEFAULTS: dict[str, Any] = {
+    "telegramServerUrl": "https://api.telegram.org",
+    "discordMessageFormat": "normal",
+    "slackIncludeGroupName": True,
+}
 PAGERDUTY_SEVERITIES = ("critical", "error", "warning", "info")
 PAGERDUTY_URL = "https://events.pagerduty.com/v2/enqueue"
 
@@ -48,7 +54,8 @@ def channels(out: Imported, db: Db) -> dict[int, str]:
             continue
         our_kind, settings = made
         for field, value in sorted(config.items()):
-            if field not in used and field not in META and value not in (None, "", False, [], {}):
+            ignored = field in used or field in META or FORM_DEFAULTS.get(field, None) == value
+            if not ignored and value not in (None, "", False, [], {}):
                 out.drop(where, field, "not carried over (no setting of ours matches it)")
         if row.get("is_default") or config.get("isDefault"):
             out.drop(where, "is_default", "no default channels here: list it in each monitor's channels")
