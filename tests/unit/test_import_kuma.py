@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from support.kuma import VERSIONS, kuma_db
+from support.kuma import VERSIONS, insert, kuma_db
 
 from monitor.ascode.importers import SourceError
 from monitor.ascode.importers.kuma import convert
@@ -142,6 +142,46 @@ def _leaves(value: Any) -> list[str]:
     if isinstance(value, list):
         return [s for v in value for s in _leaves(v)]
     return [value] if isinstance(value, str) else []
+
+
+@pytest.mark.parametrize(
+    ("page", "expected", "line"),
+    [
+        ({"slug": "ops", "icon": "https://cdn.example/logo.png"},
+         {"slug": "ops", "logo_url": "https://cdn.example/logo.png"}, None),
+        ({"slug": "Ops_Team"}, {"slug": "ops-team"}, "slug: 'Ops_Team' written as 'ops-team'"),
+        ({"slug": "ops", "password": "pw"}, {"slug": "ops"}, "password: (set): not carried over"),
+        ({"slug": "ops", "search_engine_index": 0}, {"slug": "ops"}, "search_engine_index: 0"),
+        ({"slug": "ops", "show_tags": 1}, {"slug": "ops"}, "show_tags: 1"),
+    ],
+)  # fmt: skip
+def test_status_page(
+    tmp_path: Path, page: dict[str, Any], expected: dict[str, Any], line: str | None
+) -> None:
+    path = kuma_db(tmp_path, "1.23", "")
+    insert(path, "monitor", id=1, name="M", type="ping", hostname="h", interval=60)
+    insert(path, "status_page", **{"id": 1, "title": "Ops", "icon": "/icon.svg", "theme": "light", **page})
+    insert(path, "group", id=1, name="All", status_page_id=1)
+    insert(path, "monitor_group", monitor_id=1, group_id=1)
+    got = convert([path])
+    (body,) = got.document["status_pages"].values()
+    assert body == {"title": "Ops", "groups": [{"name": "All", "monitors": ["m"]}], **expected}
+    report = [d.line() for d in got.report]
+    assert report == ([] if line is None else [r for r in report if line in r]) and (line is None or report)
+    assert "pw" not in " ".join(report)
+
+
+def test_status_page_without_imported_monitors(tmp_path: Path) -> None:
+    path = kuma_db(tmp_path, "1.23", "")
+    insert(path, "monitor", id=1, name="Q", type="mqtt")
+    insert(path, "status_page", id=1, slug="ops", title="Ops", icon="/icon.svg", theme="light")
+    insert(path, "group", id=1, name="All", status_page_id=1)
+    insert(path, "monitor_group", monitor_id=1, group_id=1)
+    got = convert([path])
+    assert "status_pages" not in got.document
+    assert "status page 'Ops' (id 1): groups: no group with an imported monitor: left out" in [
+        d.line() for d in got.report
+    ]
 
 
 def test_not_sqlite(tmp_path: Path) -> None:

@@ -189,12 +189,10 @@ def status_pages(out: Imported, db: Db, keys_of: dict[int, str]) -> None:
             out.drop(where, "groups", "no group with an imported monitor: left out")
             continue
         body["groups"] = shown
-        if sends:
+        if True in sends:  # Kuma links each monitor with send_url; a page here shows all or none
             body["show_urls"] = True
             if False in sends:
-                out.drop(
-                    where, "send_url", "shown for some monitors in Kuma: here for all of the page or none"
-                )
+                out.drop(where, "send_url", "set for some of its monitors: here every target is shown")
         _page_others(out, where, page, page["id"] in incidents)
         section[keyed(slug, taken)] = body
     if section:
@@ -204,6 +202,8 @@ def status_pages(out: Imported, db: Db, keys_of: dict[int, str]) -> None:
 def _groups(
     out: Imported, where: str, groups: list[Row], members: dict[int, list[Row]], keys_of: dict[int, str]
 ) -> tuple[list[dict[str, Any]], set[bool]]:
+    """The page's groups (none when no group has an imported monitor), and the ``send_url``
+    values of its monitors' links."""
     shown: list[dict[str, Any]] = []
     sends: set[bool] = set()
     for g in groups:
@@ -230,9 +230,7 @@ def _groups(
         shown.append({"name": str(g.get("name") or "Services")[:200], "monitors": keys[:200]})
     if not any(group["monitors"] for group in shown):
         return [], set()
-    if True in sends:
-        return shown, sends
-    return shown, set()
+    return shown, sends
 
 
 # Status page columns and the value that means "as Kuma's default", each other value reported.
