@@ -220,6 +220,12 @@ def test_read_only(tmp_path: Path) -> None:
     assert path.read_bytes() == before and not path.with_name(path.name + "-journal").exists()
 
 
+def test_a_name_that_is_not_a_uri(tmp_path: Path) -> None:
+    odd = tmp_path / "my kuma?#1.db"
+    kuma_db(tmp_path, "1.23").rename(odd)
+    assert "monitors" in convert([odd]).document
+
+
 def test_cli(tmp_path: Path) -> None:
     src, out = kuma_db(tmp_path, "1.23"), tmp_path / "out.yaml"
     result = CliRunner().invoke(main, ["import", "kuma", str(src), "-o", str(out)])

@@ -47,7 +47,8 @@ def read(path: Path) -> Db:
     if not path.is_file():
         raise SourceError(f"{path}: cannot be read (not a file)")
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        # As a URI, so that the file is opened read-only; as_uri() escapes a "?" or "#" in its name.
+        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
     except sqlite3.Error as exc:
         raise SourceError(f"{path}: cannot be opened ({exc})") from None
     try:
