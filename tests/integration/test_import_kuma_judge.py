@@ -9,6 +9,7 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from support.db import ensure_account
 from support.kuma import VERSIONS, kuma_db
 
 from monitor import config
@@ -17,7 +18,7 @@ from monitor.ascode import applying
 from monitor.ascode.dumping import dump
 from monitor.ascode.importers.kuma import convert
 from monitor.ascode.reading import Secrets, read_texts
-from monitor.domain.context import Deps
+from monitor.domain.context import Actor, Deps
 from monitor.net.policy import AddressPolicy
 from monitor.net.resolver import VettedResolver
 
@@ -48,3 +49,19 @@ async def test_the_import_is_judged_valid(deps: Deps, tmp_path: Path, version: s
         "maintenance": 5,
         "status_pages": 2,
     }
+
+
+async def test_the_import_applies_and_a_second_apply_changes_nothing(
+    deps: Deps, db: asyncpg.Connection, tmp_path: Path
+) -> None:
+    imported = convert([kuma_db(tmp_path, "2.x")])
+    variables = {name: value or f"placeholder-{name.lower()}" for name, value in imported.secrets.items()}
+    text = dump(imported.document)
+    actor = Actor(await ensure_account(db), role="owner")
+    plan = await applying.apply(deps, actor, read_texts([("kuma.yaml", text)], Secrets(variables)),
+                                prune=False, dry_run=False)  # fmt: skip
+    assert plan.counts()["create"] == 27
+    assert await db.fetchval("SELECT count(*) FROM monitors") == 13
+    again = await applying.apply(deps, actor, read_texts([("kuma.yaml", text)], Secrets(variables)),
+                                 prune=False, dry_run=True)  # fmt: skip
+    assert again.empty, again.text()
