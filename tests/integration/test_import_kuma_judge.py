@@ -1,6 +1,7 @@
 """What the Uptime Kuma importer writes is a document `monitor apply` takes: the fixture account
 of each version, dumped, read back with its secrets as variables, and judged whole (the same
-models, references and secret rules as an apply) against the real database."""
+models, references and secret rules as an apply) against the real database; then applied, and
+a second apply of the same file is "no changes"."""
 
 from __future__ import annotations
 
