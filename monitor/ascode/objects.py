@@ -152,6 +152,9 @@ def _monitor_canonical(spec: Any) -> dict[str, Any]:
 
 async def monitor_desired(deps: Deps, key: str, obj: dict[str, Any]) -> Shaped:
     refs = {f: list(obj.get(f) or []) for f in _REF_FIELDS}
+    # A monitor's channels are a set (stored in a join table, read back in id order): compared,
+    # planned and exported by key, so a file listing them in another order is not a change.
+    refs["channels"] = sorted(refs["channels"], key=str)
     body = {"name": key, **{k: v for k, v in obj.items() if k not in _REF_FIELDS}}
     prepared = await monitors.prepare(deps, body)
     canonical = _monitor_canonical(prepared.spec) | refs
@@ -165,7 +168,7 @@ def monitor_current(deps: Deps, row: Mapping[str, Any], ids: Ids, channel_ids: l
         c: row[c] for c in monitors.COLUMNS if c not in ("url", "depends_on")
     } | check.whole(row["url"], row["settings"], secrets)
     refs = {
-        "channels": ids.keys("channels", channel_ids),
+        "channels": sorted(ids.keys("channels", channel_ids), key=str),
         "depends_on": ids.keys("monitors", row["depends_on"]),
     }
     try:
