@@ -29,7 +29,7 @@ from monitor.domain import channels, maintenance, monitors, status_pages
 from monitor.domain.context import Deps
 from monitor.domain.monitor_types import validation_context
 from monitor.domain.schemas.monitors import validate_create
-from monitor.secrets import SecretBox, open_monitor_secrets
+from monitor.secrets import SecretBox, monitor_secret_strings, open_monitor_secrets
 
 # What a reference to an object the files do not name (an unmanaged channel attached by hand)
 # reads as in a plan: its id.
@@ -158,7 +158,7 @@ async def monitor_desired(deps: Deps, key: str, obj: dict[str, Any]) -> Shaped:
     body = {"name": key, **{k: v for k, v in obj.items() if k not in _REF_FIELDS}}
     prepared = await monitors.prepare(deps, body)
     canonical = _monitor_canonical(prepared.spec) | refs
-    return Shaped(canonical, frozenset(leaves(prepared.secrets)), refs)
+    return Shaped(canonical, frozenset(monitor_secret_strings(prepared.secrets)), refs)
 
 
 def monitor_current(deps: Deps, row: Mapping[str, Any], ids: Ids, channel_ids: list[int]) -> Shaped:
@@ -176,7 +176,7 @@ def monitor_current(deps: Deps, row: Mapping[str, Any], ids: Ids, channel_ids: l
         canonical = _monitor_canonical(spec)
     except ValueError:
         canonical = plain(body)  # stored under older rules: compared as stored
-    return Shaped(canonical | refs, frozenset(leaves(secrets)), refs)
+    return Shaped(canonical | refs, frozenset(monitor_secret_strings(secrets)), refs)
 
 
 # -- maintenance windows ----------------------------------------------------------------------------

@@ -63,8 +63,8 @@ def _one_monitor(
             {"type": "http", "url": "https://a/", "basic_auth_user": "u", "basic_auth_pass": "p"},
             {
                 "auth": {
-                    "type": "${KUMA_MONITOR_1_AUTH_TYPE}",
-                    "username": "${KUMA_MONITOR_1_AUTH_USERNAME}",
+                    "type": "basic",
+                    "username": "u",
                     "password": "${KUMA_MONITOR_1_AUTH_PASSWORD}",
                 }
             },
@@ -73,8 +73,8 @@ def _one_monitor(
             {"type": "http", "url": "https://a/", "basic_auth_user": "u", "basic_auth_pass": ""},
             {
                 "auth": {
-                    "type": "${KUMA_MONITOR_1_AUTH_TYPE}",
-                    "username": "${KUMA_MONITOR_1_AUTH_USERNAME}",
+                    "type": "basic",
+                    "username": "u",
                     "password": "",
                 }
             },
@@ -161,7 +161,7 @@ def test_monitor_mapping(tmp_path: Path, columns: dict[str, Any], expected: dict
         ),
         (
             {"type": "http", "url": "https://a/", "auth_method": "bearer", "bearer_token": "t"},
-            {"auth": {"type": "${KUMA_MONITOR_1_AUTH_TYPE}", "token": "${KUMA_MONITOR_1_AUTH_TOKEN}"}},
+            {"auth": {"type": "bearer", "token": "${KUMA_MONITOR_1_AUTH_TOKEN}"}},
         ),
         ({"type": "ping", "hostname": "h", "ping_count": 4}, {"count": 4}),
         ({"type": "port", "hostname": "h", "port": 993, "smtp_security": "secure"}, {"tls": True}),

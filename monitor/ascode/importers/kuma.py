@@ -278,21 +278,20 @@ def _headers(out: Imported, where: str, m: Row, body: dict[str, Any]) -> None:
 
 
 def _auth(out: Imported, where: str, m: Row, body: dict[str, Any]) -> None:
-    """Basic or bearer authentication. Every part of ``auth`` is a reference, its type and user
-    name too: the whole object is the monitor's secret, as ``monitor export`` writes it."""
+    """Basic or bearer authentication: the password or token a reference, the type and user
+    name as they are (the API shows them too, and ``monitor export`` writes them so)."""
     method = m.get("auth_method") or ("basic" if m.get("basic_auth_user") else None)
+    secret: tuple[str, Any] | None = None
     if method == "basic" and (m.get("basic_auth_user") or m.get("basic_auth_pass")):
-        parts = {"type": "basic", "username": m.get("basic_auth_user"), "password": m.get("basic_auth_pass")}
+        auth: dict[str, Any] = {"type": "basic", "username": m.get("basic_auth_user") or ""}
+        secret = ("password", m.get("basic_auth_pass"))
     elif method == "bearer" and m.get("bearer_token"):
-        parts = {"type": "bearer", "token": m["bearer_token"]}
-    else:
-        parts = {}
-    if parts:
+        auth, secret = {"type": "bearer"}, ("token", m["bearer_token"])
+    if secret is not None:
+        name, value = secret
         # An empty part (a user without a password) stays inline: a reference may not be empty.
-        body["auth"] = {
-            name: out.secret(variable("MONITOR", m["id"], "AUTH", name), str(value)) if value else ""
-            for name, value in parts.items()
-        }
+        auth[name] = out.secret(variable("MONITOR", m["id"], "AUTH", name), str(value)) if value else ""
+        body["auth"] = auth
     if method not in (None, "", "basic", "bearer"):
         out.drop(where, "auth_method", f"{method!r} authentication is not supported here")
 
