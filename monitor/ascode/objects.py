@@ -29,7 +29,7 @@ from monitor.domain import channels, maintenance, monitors, status_pages
 from monitor.domain.context import Deps
 from monitor.domain.monitor_types import validation_context
 from monitor.domain.schemas.monitors import validate_create
-from monitor.secrets import SecretBox, open_monitor_secrets
+from monitor.secrets import SecretBox, map_monitor_secrets, open_monitor_secrets
 
 # What a reference to an object the files do not name (an unmanaged channel attached by hand)
 # reads as in a plan: its id.
@@ -64,6 +64,23 @@ def leaves(value: Any) -> Iterable[str]:
     elif isinstance(value, list | tuple):
         for item in value:
             yield from leaves(item)
+
+
+def monitor_secret_values(secrets: Mapping[str, Any] | None) -> frozenset[str]:
+    """The secret strings of a monitor's stored secrets: exactly those the store seals
+    (``secrets.map_monitor_secrets``: auth's password or token, the secret headers' values, the
+    fills' values), not what the API shows of them (auth's type and username, header names),
+    so a file's ``auth: {type: bearer, ...}`` is not taken for a secret written inline."""
+    found: set[str] = set()
+
+    def keep(value: str) -> str:
+        if value:
+            found.add(value)
+        return value
+
+    if secrets:
+        map_monitor_secrets(secrets, keep)
+    return frozenset(found)
 
 
 @dataclass
@@ -155,7 +172,7 @@ async def monitor_desired(deps: Deps, key: str, obj: dict[str, Any]) -> Shaped:
     body = {"name": key, **{k: v for k, v in obj.items() if k not in _REF_FIELDS}}
     prepared = await monitors.prepare(deps, body)
     canonical = _monitor_canonical(prepared.spec) | refs
-    return Shaped(canonical, frozenset(leaves(prepared.secrets)), refs)
+    return Shaped(canonical, monitor_secret_values(prepared.secrets), refs)
 
 
 def monitor_current(deps: Deps, row: Mapping[str, Any], ids: Ids, channel_ids: list[int]) -> Shaped:
@@ -173,7 +190,7 @@ def monitor_current(deps: Deps, row: Mapping[str, Any], ids: Ids, channel_ids: l
         canonical = _monitor_canonical(spec)
     except ValueError:
         canonical = plain(body)  # stored under older rules: compared as stored
-    return Shaped(canonical | refs, frozenset(leaves(secrets)), refs)
+    return Shaped(canonical | refs, monitor_secret_values(secrets), refs)
 
 
 # -- maintenance windows ----------------------------------------------------------------------------
