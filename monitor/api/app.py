@@ -121,8 +121,9 @@ def is_json(content_type: str) -> bool:
 
 @web.middleware
 async def body_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """A body is JSON of at most MAX_BODY_BYTES (a route of LARGE_BODIES: its own cap): 413 when its declared length is over (before
-    it is read), 415 when it is not declared JSON (a missing Content-Type included)."""
+    """A body is JSON of at most MAX_BODY_BYTES (a route of LARGE_BODIES: its own cap): 413 when
+    its declared length is over (before it is read), 415 when it is not declared JSON (a missing
+    Content-Type included)."""
     # Only where a route matched: an unknown path or method stays a 404 or 405.
     # Only the JSON API's: a ping's body is whatever the job sends (a log tail: pings.py reads
     # and bounds it), a dashboard form's is a form (monitor/dashboard/).
