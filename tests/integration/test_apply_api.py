@@ -180,6 +180,12 @@ async def test_prune_deletes_what_the_files_no_longer_name(api: ApiClient, db: a
 
 M = "m.yaml"
 WEB = "monitors:\n  web:\n    url: http://127.0.0.1:9/\n"
+# A "billion laughs": each line nine of the one before, 9**7 values from a few hundred bytes.
+LAUGHS = (
+    WEB
+    + "    junk:\n      a0: &a0 [x, x, x, x, x, x, x, x, x]\n"
+    + "".join(f"      a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 7))
+)
 INVALID = [
     # (scenario, files, secrets, (file, line, column, field), what the message says)
     ("not valid YAML", {M: "monitors:\n  web: [\n"}, {}, (M, 3, 1, None), "not valid YAML"),
@@ -195,6 +201,11 @@ INVALID = [
      (M, 4, 33, "monitors.web.auth.token"), "file: references are not read through the API"),
     ("a secret written inline", {M: WEB + "    auth: {type: bearer, token: inline-token}\n"}, {},
      (M, 4, 33, "monitors.web.auth.token"), "a secret: write it as ${VARIABLE}"),
+    ("a tag of an application", {M: WEB + "    port: !!python/name:os.system x\n"}, {}, (M, 4, 11, None),
+     "is not read"),
+    ("a value its tag cannot read", {M: WEB + "    port: !!int x\n"}, {}, (M, 4, 11, None),
+     "cannot be read as !!int"),
+    ("aliases that expand too far", {M: LAUGHS}, {}, (M, 1, 1, None), "aliases (*name) that expand too far"),
     ("a key defined in two files", {"a.yaml": WEB, "b.yaml": WEB}, {},
      ("b.yaml", 2, 3, "monitors.web"), "defined twice (first at a.yaml:2:3)"),
 ]  # fmt: skip
