@@ -28,6 +28,8 @@ SUFFIXES = (".yaml", ".yml", ".json")
 REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 FILE_PREFIX = "file:"
 MAX_FILE_BYTES = 64 * 1024 * 1024
+# How many values a file may hold beyond one per byte of its text (aliases: ``_read_one``).
+VALUES_BEYOND_SIZE = 10_000
 
 Path_ = tuple[str | int, ...]
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -143,7 +145,20 @@ def is_reference(value: Any) -> bool:
 
 # -- nodes to values --------------------------------------------------------------------------------
 
+# A scalar's value by its tag, YAML's own only (a `!tag` of an application is refused). Called
+# directly, not through ``construct_object``, which would keep every node it ever made (a leak
+# in a process that reads files for each request, as the api does) in state threads share.
 _SCALARS = yaml.constructor.SafeConstructor()
+_BY_TAG: dict[str, Callable[[yaml.ScalarNode], Any]] = {
+    f"tag:yaml.org,2002:{name}": getattr(_SCALARS, f"construct_yaml_{name}")
+    for name in ("null", "bool", "int", "float", "str")
+}
+
+
+class _BadScalar(Exception):
+    def __init__(self, node: yaml.Node, message: str) -> None:
+        super().__init__(message)
+        self.node, self.message = node, message
 
 
 def _place(name: str, node: yaml.Node) -> Place:
@@ -153,14 +168,33 @@ def _place(name: str, node: yaml.Node) -> Place:
 def _scalar(node: yaml.ScalarNode) -> Any:
     if node.tag in ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"):
         return node.value  # as written: the models parse times
-    return _SCALARS.construct_object(node, deep=True)
+    construct = _BY_TAG.get(node.tag)
+    if construct is None:
+        raise _BadScalar(
+            node, f"the tag {node.tag[:60]!r} is not read (only YAML's str, int, float, bool, null)"
+        )
+    try:
+        return construct(node)
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError):
+        # The value itself is not repeated: it could be a secret written with a wrong tag.
+        raise _BadScalar(node, f"this value cannot be read as !!{node.tag.rsplit(':', 1)[-1]}") from None
+
+
+class _TooMany(Exception):
+    """More values than the file's text can hold without aliases expanding them."""
 
 
 class _Reader:
-    def __init__(self, name: str, doc: Document, secrets: Secrets, problems: list[Problem]) -> None:
+    def __init__(
+        self, name: str, doc: Document, secrets: Secrets, problems: list[Problem], budget: int
+    ) -> None:
         self.name, self.doc, self.secrets, self.problems = name, doc, secrets, problems
+        self.budget = budget
 
     def value(self, node: yaml.Node, path: Path_) -> Any:
+        self.budget -= 1
+        if self.budget < 0:
+            raise _TooMany
         self.doc.places[path] = _place(self.name, node)
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
@@ -236,7 +270,23 @@ def _read_one(name: str, text: str, doc: Document, secrets: Secrets, problems: l
             Problem(_place(name, root), "", "a file must be a mapping (version, channels, monitors...)")
         )
         return
-    reader = _Reader(name, doc, secrets, problems)
+    # Every value written takes a byte of the text at least; an alias repeats a whole node, and
+    # nested ones multiply (a "billion laughs" of a few hundred bytes): past this, refused.
+    reader = _Reader(name, doc, secrets, problems, budget=len(text) + VALUES_BEYOND_SIZE)
+    try:
+        _read_sections(name, root, doc, problems, reader)
+    except _BadScalar as exc:
+        problems.append(Problem(_place(name, exc.node), "", f"not valid YAML: {exc.message}"))
+    except _TooMany:
+        problems.append(
+            Problem(Place(name, 1, 1), "", "more values than its size can hold: aliases (*name) that "
+                    "expand too far")
+        )  # fmt: skip
+
+
+def _read_sections(
+    name: str, root: yaml.MappingNode, doc: Document, problems: list[Problem], reader: _Reader
+) -> None:
     for key_node, value_node in root.value:
         key = _scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else None
         where = _place(name, key_node)
