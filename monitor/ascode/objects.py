@@ -147,6 +147,17 @@ _REF_FIELDS = {"channels": "channel_ids", "depends_on": "depends_on"}
 _API_ONLY = ("channel_ids", "telegram_chat_id", "depends_on")
 
 
+def _keys(value: Any, *, ordered: bool = True) -> list[Any]:
+    """A file's list of keys as the database keeps it: each once, first place kept (the order
+    of ``depends_on``, a window's or a group's monitors); ``ordered=False``: sorted, where the
+    database keeps no order (a monitor's channels are rows of monitor_channels). A value that
+    is no list of keys is kept as given (``applying._references`` reports it)."""
+    if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
+        return list(value) if isinstance(value, list) else []
+    unique = list(dict.fromkeys(value))
+    return unique if ordered else sorted(unique)
+
+
 def _monitor_secrets(secrets: Mapping[str, Any] | None) -> frozenset[str]:
     """The secret strings of a monitor's ``monitor_secrets`` value: those it seals (auth's
     password or token, secret headers' values, fills' values), not the readable parts beside
@@ -167,7 +178,7 @@ def _monitor_canonical(spec: Any) -> dict[str, Any]:
 
 
 async def monitor_desired(deps: Deps, key: str, obj: dict[str, Any]) -> Shaped:
-    refs = {f: list(obj.get(f) or []) for f in _REF_FIELDS}
+    refs = {"channels": _keys(obj.get("channels"), ordered=False), "depends_on": _keys(obj.get("depends_on"))}
     body = {"name": key, **{k: v for k, v in obj.items() if k not in _REF_FIELDS}}
     prepared = await monitors.prepare(deps, body)
     canonical = _monitor_canonical(prepared.spec) | refs
@@ -181,7 +192,7 @@ def monitor_current(deps: Deps, row: Mapping[str, Any], ids: Ids, channel_ids: l
         c: row[c] for c in monitors.COLUMNS if c not in ("url", "depends_on")
     } | check.whole(row["url"], row["settings"], secrets)
     refs = {
-        "channels": ids.keys("channels", channel_ids),
+        "channels": sorted(ids.keys("channels", channel_ids)),
         "depends_on": ids.keys("monitors", row["depends_on"]),
     }
     try:
@@ -196,10 +207,12 @@ def monitor_current(deps: Deps, row: Mapping[str, Any], ids: Ids, channel_ids: l
 
 
 async def window_desired(deps: Deps, key: str, obj: dict[str, Any]) -> Shaped:
-    refs = {"monitors": list(obj.get("monitors") or [])}
+    refs = {"monitors": _keys(obj.get("monitors"))}
     body = {"name": key, **{k: v for k, v in obj.items() if k != "monitors"}}
     spec, columns = await maintenance.prepare(body)
-    canonical = maintenance.as_body(columns | {"name": spec.name, "tags": spec.tags, "notify": spec.notify})
+    # Tags kept once each, as maintenance.create stores them.
+    tags = list(dict.fromkeys(spec.tags))
+    canonical = maintenance.as_body(columns | {"name": spec.name, "tags": tags, "notify": spec.notify})
     ignored: frozenset[str] = frozenset()
     if spec.recurring is not None and spec.recurring.starts_at is None:
         # Left out, the first start is the day it is made: not the file's to compare.
@@ -234,7 +247,7 @@ async def page_desired(deps: Deps, key: str, obj: dict[str, Any]) -> Shaped:
         body["groups"] = []
         for group in groups:
             if isinstance(group, dict):
-                named.append(list(group.get("monitors") or []))
+                named.append(_keys(group.get("monitors")))
                 group = {k: v for k, v in group.items() if k != "monitors"}
             body["groups"].append(group)
     spec = status_pages.prepare(deps, body)
