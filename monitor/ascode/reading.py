@@ -224,7 +224,14 @@ def _read_one(name: str, text: str, doc: Document, secrets: Secrets, problems: l
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         place = Place(name, mark.line + 1, mark.column + 1) if mark else Place(name, 1, 1)
-        problems.append(Problem(place, "", f"not valid YAML: {exc.problem or exc.context}"))
+        message = f"not valid YAML: {exc.problem or exc.context}"
+        begun = exc.context_mark
+        if exc.problem and exc.context and begun is not None:
+            # Where the construct began: an unclosed bracket's place, when the problem is at the end.
+            began = Place(name, begun.line + 1, begun.column + 1)
+            if began != place:
+                message += f" ({exc.context} at {began})"
+        problems.append(Problem(place, "", message))
         return
     except yaml.YAMLError as exc:
         problems.append(Problem(Place(name, 1, 1), "", f"not valid YAML: {exc}"))
