@@ -276,7 +276,9 @@ def _monitor(
                 {
                     "type": "keyword",
                     "keyword": str(m["keyword_value"]),
-                    "absent": m.get("keyword_type") == 2,
+                    # keyword_type says when UptimeRobot alerts: 1 when the keyword is found
+                    # (our keyword must be absent), 2 when it is not (it must be there).
+                    "absent": _int(m.get("keyword_type")) == 1,
                     "case_sensitive": _int(m.get("keyword_case_type")) != 1,  # 0 (default) sensitive, 1 not
                 }
             ]
