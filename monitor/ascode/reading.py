@@ -156,6 +156,12 @@ def _scalar(node: yaml.ScalarNode) -> Any:
     return _SCALARS.construct_object(node, deep=True)
 
 
+def _key(node: yaml.Node) -> str | None:
+    """A mapping key as written: every key of the format is text, so ``0123:`` is the key
+    "0123" (not the octal 83), ``on:`` is "on" (not true); None for a list or mapping as a key."""
+    return node.value if isinstance(node, yaml.ScalarNode) else None
+
+
 class _Reader:
     def __init__(self, name: str, doc: Document, secrets: Secrets, problems: list[Problem]) -> None:
         self.name, self.doc, self.secrets, self.problems = name, doc, secrets, problems
@@ -166,13 +172,12 @@ class _Reader:
             out: dict[str, Any] = {}
             seen: dict[str, Place] = {}
             for key_node, value_node in node.value:
-                key = _scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else None
-                if not isinstance(key, str | int) or isinstance(key, bool):
+                key = _key(key_node)
+                if key is None:
                     self.problems.append(
                         Problem(_place(self.name, key_node), _dotted(path), "a key must be text")
                     )
                     continue
-                key = str(key)
                 if key in seen:
                     self.problems.append(
                         Problem(
@@ -245,7 +250,7 @@ def _read_one(name: str, text: str, doc: Document, secrets: Secrets, problems: l
         return
     reader = _Reader(name, doc, secrets, problems)
     for key_node, value_node in root.value:
-        key = _scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else None
+        key = _key(key_node)
         where = _place(name, key_node)
         if key == "version":
             version = _scalar(value_node) if isinstance(value_node, yaml.ScalarNode) else None
@@ -264,12 +269,11 @@ def _read_one(name: str, text: str, doc: Document, secrets: Secrets, problems: l
             continue
         section = doc.sections[key]
         for item_key_node, item_node in value_node.value:
-            item_key = _scalar(item_key_node) if isinstance(item_key_node, yaml.ScalarNode) else None
+            item_key = _key(item_key_node)
             item_place = _place(name, item_key_node)
-            if not isinstance(item_key, str | int) or isinstance(item_key, bool):
+            if item_key is None:
                 problems.append(Problem(item_place, key, "a key must be text"))
                 continue
-            item_key = str(item_key)
             path: Path_ = (key, item_key)
             if item_key in section:
                 first = doc.places.get((*path, "#key"))

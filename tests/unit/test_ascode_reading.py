@@ -128,3 +128,12 @@ def test_a_directory_without_files_and_an_unreadable_file_are_problems(tmp_path:
         file_texts([tmp_path])
     (problem,) = caught.value.problems
     assert problem.place == Place(str(tmp_path / "bad.yaml"), 1, 1) and "cannot read" in problem.message
+
+
+def test_keys_are_the_text_written() -> None:
+    # YAML 1.1 would read these as an octal, a hex and a bool: every key of the format is text.
+    text = "monitors:\n  0123: {tags: [a]}\n  0x1f: {}\n  on: {}\n  12: {headers: {yes: '1'}}\n"
+    doc = read_texts([("a.yaml", text)], Secrets({}))
+    assert list(doc.sections["monitors"]) == ["0123", "0x1f", "on", "12"]
+    assert doc.sections["monitors"]["12"] == {"headers": {"yes": "1"}}
+    assert doc.place(("monitors", "0123", "tags", 0)) == Place("a.yaml", 2, 17)
