@@ -23,11 +23,14 @@ from typing import Any
 
 import yaml
 
+from monitor.ascode.keying import KEY_RULE
+
 SECTIONS = ("channels", "monitors", "maintenance", "status_pages")
 SUFFIXES = (".yaml", ".yml", ".json")
 REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 FILE_PREFIX = "file:"
 MAX_FILE_BYTES = 64 * 1024 * 1024
+KEY_WORDS = "not a key: 1 to 100 letters, digits, '_', '.' and '-', the first a letter or digit"
 
 Path_ = tuple[str | int, ...]
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -273,6 +276,9 @@ def _read_one(name: str, text: str, doc: Document, secrets: Secrets, problems: l
             item_place = _place(name, item_key_node)
             if item_key is None:
                 problems.append(Problem(item_place, key, "a key must be text"))
+                continue
+            if not KEY_RULE.match(item_key):
+                problems.append(Problem(item_place, _dotted((key, item_key[:100])), KEY_WORDS))
                 continue
             path: Path_ = (key, item_key)
             if item_key in section:

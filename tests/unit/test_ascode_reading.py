@@ -53,6 +53,12 @@ PROBLEMS: list[tuple[str, Texts, tuple[str, int, int, str | None, str]]] = [
     ("another version", [("a.yaml", "version: 2\n")], ("a.yaml", 1, 10, "version", "must be 1")),
     ("a section that is a list", [("a.yaml", "monitors:\n  - web\n")],
      ("a.yaml", 2, 3, "monitors", "must be a mapping of key: object")),
+    ("a key with a space", [("a.yaml", "monitors:\n  my web: {url: x}\n")],
+     ("a.yaml", 2, 3, "monitors.my web", "not a key: 1 to 100 letters, digits")),
+    ("an empty key", [("a.yaml", "channels:\n  '': {kind: slack}\n")],
+     ("a.yaml", 2, 3, "channels.", "not a key")),
+    ("a key of 101 characters", [("a.yaml", f"monitors:\n  {'a' * 101}: {{}}\n")],
+     ("a.yaml", 2, 3, f"monitors.{'a' * 100}", "not a key")),
     ("a key that is a list", [("a.yaml", "monitors:\n  web:\n    ? [a]\n    : 1\n")],
      ("a.yaml", 3, 7, "monitors.web", "a key must be text")),
 ]  # fmt: skip
