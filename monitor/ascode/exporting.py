@@ -114,7 +114,12 @@ def _models(annotation: Any) -> list[type[BaseModel]]:
 def _referenced(value: Any, secrets: frozenset[str], path: str, out: Exported) -> Any:
     """``value`` with each secret leaf as a ``${VARIABLE}`` named after its path."""
     if isinstance(value, str) and value in secrets:
-        variable = _VARIABLE.sub("_", path.upper()).strip("_")
+        base = variable = _VARIABLE.sub("_", path.upper()).strip("_")
+        n = 1
+        # Keys alike (ops-hook, ops_hook) make one name: the later secret takes the next free one.
+        while out.secrets.get(variable, value) != value:
+            n += 1
+            variable = f"{base}_{n}"
         out.secrets[variable] = value
         return "${" + variable + "}"
     if isinstance(value, Mapping):

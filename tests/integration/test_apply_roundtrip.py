@@ -20,6 +20,7 @@ from support.ascode import CASES, VARIABLES, apply, export, objects_in, strings
 from support.domain import Callers, callers_fixture, deps_fixture  # noqa: F401
 
 from monitor.ascode.dumping import dump
+from monitor.ascode.reading import REFERENCE
 from monitor.ascode.schema import document_schema
 from monitor.domain import channels, maintenance, monitors, status_pages
 from monitor.domain.context import Deps
@@ -37,6 +38,8 @@ async def test_round_trip(deps: Deps, callers: Callers, db: asyncpg.Connection, 
     one_text = dump(one.document)
     jsonschema.validate(one.document, document_schema())
     assert not set(VARIABLES.values()) & set(strings(one.document)), "a secret in the export"
+    # Every secret the files gave is in the export's secrets, each under its own variable.
+    assert {VARIABLES[name] for name in REFERENCE.findall(text)} <= set(one.secrets.values())
     # The export is what the account holds: applied to it, nothing changes.
     assert (await apply(deps, first, one_text, one.secrets)).empty
 

@@ -30,6 +30,7 @@ VARIABLES = {
     "WEBHOOK_SECRET": "whsec_" + base64.b64encode(b"signing key of 24 bytes!").decode(),
     "WEBHOOK_AUTH": "Basic dXNlcjpwYXNz",
     "SLACK_URL": "https://hooks.slack.com/services/T0/B0/xyz",
+    "SLACK_URL_2": "https://hooks.slack.com/services/T0/B0/other",
     "DISCORD_URL": "https://discord.com/api/webhooks/1/abc",
     "NTFY_URL": "https://ntfy.example.test/alerts",
     "NTFY_TOKEN": "tk_ntfy",
@@ -357,6 +358,15 @@ status_pages:
     title: Twice
     groups:
       - {name: All, monitors: [web, gateway, web], tags: [net, net]}
+""",
+    ),
+    (
+        "secrets-of-keys-alike",
+        # ops-hook and ops_hook: their secrets' variables must not be one and the same.
+        """
+channels:
+  ops-hook: {kind: slack, config: {url: "${SLACK_URL}"}}
+  ops_hook: {kind: slack, config: {url: "${SLACK_URL_2}"}}
 """,
     ),
     (
