@@ -103,3 +103,22 @@ async def test_every_object_s_problem_in_every_file_is_named_and_nothing_applied
     ], caught.value.problems
     for table in ("channels", "monitors", "status_pages", "config_objects"):
         assert await count(db, table) == 0
+
+
+async def test_a_slug_another_account_holds_fails_the_apply_at_its_place_and_rolls_it_back(
+    deps: Deps, callers: Callers, db: asyncpg.Connection
+) -> None:
+    # Slugs (and domains) are unique over the installation: found only when the page is written,
+    # after the plan's monitors were, which the failure takes back.
+    page = "status_pages:\n  public:\n    slug: acme\n    title: A\n"
+    page += "    groups: [{name: W, monitors: [web]}]\n"
+    await applying.apply(deps, callers.other, read(WEB + page, {}), prune=False, dry_run=False)
+    before = await count(db, "monitors")
+    with pytest.raises(Invalid) as caught:
+        await applying.apply(deps, callers.owner, read(WEB + page, {}), prune=False, dry_run=False)
+    (problem,) = caught.value.problems
+    assert (str(problem.place), problem.path) == ("case.yaml:6:11", "status_pages.public.slug"), problem
+    assert problem.message == "another status page has this slug"
+    assert await count(db, "monitors") == before
+    managed = "SELECT count(*) FROM config_objects WHERE account_id = $1"
+    assert await db.fetchval(managed, callers.owner.account_id) == 0
