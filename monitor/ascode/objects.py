@@ -8,7 +8,7 @@ references as keys. A desired object and a stored one are compared in that form,
 leaves a field at its default and a monitor made with it stated are the same.
 
 Secrets are found by value: the secret strings of what the kind stores sealed (of a monitor's
-``Check.to_stored`` secrets, those ``map_monitor_secrets`` seals, not auth's type and username
+``Check.to_stored`` secrets, ``secrets.monitor_secret_strings``: not auth's type and username
 nor a secret header's name; a channel kind's ``secrets`` fields). A plan never shows them, an
 export writes them as references, and the file must have written them as references.
 """
@@ -30,7 +30,7 @@ from monitor.domain import channels, maintenance, monitors, status_pages
 from monitor.domain.context import Deps
 from monitor.domain.monitor_types import validation_context
 from monitor.domain.schemas.monitors import validate_create
-from monitor.secrets import SecretBox, map_monitor_secrets, open_monitor_secrets
+from monitor.secrets import SecretBox, monitor_secret_strings, open_monitor_secrets
 
 # What a reference to an object the files do not name (an unmanaged channel attached by hand)
 # reads as in a plan: its id.
@@ -158,31 +158,18 @@ def _keys(value: Any, *, ordered: bool = True) -> list[Any]:
     return unique if ordered else sorted(unique)
 
 
-def _monitor_secrets(secrets: Mapping[str, Any] | None) -> frozenset[str]:
-    """The secret strings of a monitor's ``monitor_secrets`` value: those it seals (auth's
-    password or token, secret headers' values, fills' values), not the readable parts beside
-    them (auth's ``type: basic`` and username, the headers' names), which the file writes out."""
-    found: list[str] = []
-
-    def keep(value: str) -> str:
-        found.append(value)
-        return value
-
-    if secrets:
-        map_monitor_secrets(secrets, keep)
-    return frozenset(v for v in found if v)
-
-
 def _monitor_canonical(spec: Any) -> dict[str, Any]:
     return plain(spec.model_dump(by_alias=True, exclude=set(_API_ONLY)))
 
 
 async def monitor_desired(deps: Deps, key: str, obj: dict[str, Any]) -> Shaped:
+    # A monitor's channels are a set (stored in a join table, read back in id order): compared,
+    # planned and exported sorted by key, so a file listing them in another order is not a change.
     refs = {"channels": _keys(obj.get("channels"), ordered=False), "depends_on": _keys(obj.get("depends_on"))}
     body = {"name": key, **{k: v for k, v in obj.items() if k not in _REF_FIELDS}}
     prepared = await monitors.prepare(deps, body)
     canonical = _monitor_canonical(prepared.spec) | refs
-    return Shaped(canonical, _monitor_secrets(prepared.secrets), refs)
+    return Shaped(canonical, frozenset(monitor_secret_strings(prepared.secrets)), refs)
 
 
 def monitor_current(deps: Deps, row: Mapping[str, Any], ids: Ids, channel_ids: list[int]) -> Shaped:
@@ -192,7 +179,7 @@ def monitor_current(deps: Deps, row: Mapping[str, Any], ids: Ids, channel_ids: l
         c: row[c] for c in monitors.COLUMNS if c not in ("url", "depends_on")
     } | check.whole(row["url"], row["settings"], secrets)
     refs = {
-        "channels": sorted(ids.keys("channels", channel_ids)),
+        "channels": sorted(ids.keys("channels", channel_ids), key=str),
         "depends_on": ids.keys("monitors", row["depends_on"]),
     }
     try:
@@ -200,7 +187,7 @@ def monitor_current(deps: Deps, row: Mapping[str, Any], ids: Ids, channel_ids: l
         canonical = _monitor_canonical(spec)
     except ValueError:
         canonical = plain(body)  # stored under older rules: compared as stored
-    return Shaped(canonical | refs, _monitor_secrets(secrets), refs)
+    return Shaped(canonical | refs, frozenset(monitor_secret_strings(secrets)), refs)
 
 
 # -- maintenance windows ----------------------------------------------------------------------------

@@ -231,3 +231,42 @@ def test_cli(tmp_path: Path) -> None:
     assert "UPTIMEROBOT_MONITOR_101_PASSWORD=hunter2" in secrets.read_text()
     assert "monitor 'DNS v3' (id 202): type:" in result.stderr
     assert "hunter2" not in result.stderr
+
+
+def test_v3_integrations_and_alert_contacts_become_channels() -> None:
+    fixtures = ALL[0].parent
+    got = convert(
+        [
+            fixtures / "v3-monitors.json",
+            fixtures / "v3-integrations.json",
+            fixtures / "v3-alert-contacts.json",
+        ]
+    )
+    channels = got.document["channels"]
+    assert channels == {
+        "ops-slack-v3": {
+            "kind": "slack",
+            "name": "Ops Slack v3",
+            "config": {"url": "${UPTIMEROBOT_CONTACT_7_URL}"},
+        },
+        "paused-hook": {
+            "kind": "webhook",
+            "name": "Paused hook",
+            "config": {"url": "${UPTIMEROBOT_CONTACT_10_URL}"},
+        },
+        "on-call": {
+            "kind": "pagerduty",
+            "name": "On call",
+            "config": {"routing_key": "${UPTIMEROBOT_CONTACT_11_ROUTING_KEY}"},
+        },
+    }
+    assert got.secrets["UPTIMEROBOT_CONTACT_7_URL"] == "https://hooks.slack.com/services/T0/B7/v3secret"
+    # The v3 monitor's assignedAlertContacts reach the integration by its id.
+    assert got.document["monitors"]["api-v3"]["channels"] == ["ops-slack-v3"]
+    assert list(got.document["monitors"]) == ["api-v3"]  # integrations are not monitors
+    lines = [d.line() for d in got.report]
+    assert "alert contact 'Team chat' (id 9): type: MS Teams contacts have no channel kind here" in lines
+    assert any(line.startswith("alert contact 'Paused hook' (id 10): status") for line in lines)
+    assert any(
+        line.startswith("alert contact 'Me by mail' (id 12): type: our email channel") for line in lines
+    )

@@ -66,4 +66,5 @@ IMPORTERS: dict[str, str] = {
     "gatus": "monitor.ascode.importers.gatus",
     "uptimerobot": "monitor.ascode.importers.uptimerobot",
     "healthchecks": "monitor.ascode.importers.healthchecks",
+    "kuma": "monitor.ascode.importers.kuma",
 }
