@@ -233,6 +233,17 @@ def test_cli(tmp_path: Path) -> None:
     assert "hunter2" not in result.stderr
 
 
+def test_a_pagerduty_value_that_is_no_integration_key_is_reported(tmp_path: Path) -> None:
+    src = tmp_path / "contacts.json"
+    contact = {"id": "5", "friendly_name": "PD", "type": 16, "status": 2, "value": "pd-key"}
+    src.write_text(json.dumps({"stat": "ok", "alert_contacts": [contact]}))
+    got = convert([src])
+    assert got.document["channels"]["pd"]["config"] == {"routing_key": "${UPTIMEROBOT_CONTACT_5_ROUTING_KEY}"}
+    (line,) = [d.line() for d in got.report]
+    assert line.startswith("alert contact 'PD' (id 5): value: not a 32-character Events API v2")
+    assert "pd-key" not in line
+
+
 def test_v3_integrations_and_alert_contacts_become_channels() -> None:
     fixtures = ALL[0].parent
     got = convert(
