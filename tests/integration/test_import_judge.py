@@ -30,6 +30,8 @@ SOURCES = [
     ("uptimerobot", ["uptimerobot/getMonitors.json", "uptimerobot/getAlertContacts.json",
                      "uptimerobot/getMWindows.json"]),
     ("uptimerobot", ["uptimerobot/v3-monitors.json"]),
+    ("uptimerobot", ["uptimerobot/v3-monitors.json", "uptimerobot/v3-integrations.json",
+                     "uptimerobot/v3-alert-contacts.json"]),
     ("healthchecks", ["healthchecks/checks.json", "healthchecks/channels.json"]),
 ]  # fmt: skip
 
@@ -59,7 +61,10 @@ def variables(imported: Imported, text: str) -> dict[str, str]:
     return found
 
 
-@pytest.mark.parametrize(("peer", "sources"), SOURCES, ids=[f"{p}-{s[0].split('/')[1]}" for p, s in SOURCES])
+IDS = [f"{peer}-{len(files)}-{files[0].split('/')[1]}" for peer, files in SOURCES]
+
+
+@pytest.mark.parametrize(("peer", "sources"), SOURCES, ids=IDS)
 async def test_an_imported_document_applies(
     deps: Deps, callers: Callers, peer: str, sources: list[str]
 ) -> None:
