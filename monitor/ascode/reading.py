@@ -23,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from monitor.ascode.keying import KEY_RULE
+
 SECTIONS = ("channels", "monitors", "maintenance", "status_pages")
 SUFFIXES = (".yaml", ".yml", ".json")
 REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -30,6 +32,7 @@ FILE_PREFIX = "file:"
 MAX_FILE_BYTES = 64 * 1024 * 1024
 # How many values a file may hold beyond one per byte of its text (aliases: ``_read_one``).
 VALUES_BEYOND_SIZE = 10_000
+KEY_WORDS = "not a key: 1 to 100 letters, digits, '_', '.' and '-', the first a letter or digit"
 
 Path_ = tuple[str | int, ...]
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -184,6 +187,12 @@ class _TooMany(Exception):
     """More values than the file's text can hold without aliases expanding them."""
 
 
+def _key(node: yaml.Node) -> str | None:
+    """A mapping key as written: every key of the format is text, so ``0123:`` is the key
+    "0123" (not the octal 83), ``on:`` is "on" (not true); None for a list or mapping as a key."""
+    return node.value if isinstance(node, yaml.ScalarNode) else None
+
+
 class _Reader:
     def __init__(
         self, name: str, doc: Document, secrets: Secrets, problems: list[Problem], budget: int
@@ -200,13 +209,12 @@ class _Reader:
             out: dict[str, Any] = {}
             seen: dict[str, Place] = {}
             for key_node, value_node in node.value:
-                key = _scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else None
-                if not isinstance(key, str | int) or isinstance(key, bool):
+                key = _key(key_node)
+                if key is None:
                     self.problems.append(
                         Problem(_place(self.name, key_node), _dotted(path), "a key must be text")
                     )
                     continue
-                key = str(key)
                 if key in seen:
                     self.problems.append(
                         Problem(
@@ -258,7 +266,14 @@ def _read_one(name: str, text: str, doc: Document, secrets: Secrets, problems: l
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         place = Place(name, mark.line + 1, mark.column + 1) if mark else Place(name, 1, 1)
-        problems.append(Problem(place, "", f"not valid YAML: {exc.problem or exc.context}"))
+        message = f"not valid YAML: {exc.problem or exc.context}"
+        begun = exc.context_mark
+        if exc.problem and exc.context and begun is not None:
+            # Where the construct began: an unclosed bracket's place, when the problem is at the end.
+            began = Place(name, begun.line + 1, begun.column + 1)
+            if began != place:
+                message += f" ({exc.context} at {began})"
+        problems.append(Problem(place, "", message))
         return
     except yaml.YAMLError as exc:
         problems.append(Problem(Place(name, 1, 1), "", f"not valid YAML: {exc}"))
@@ -288,7 +303,7 @@ def _read_sections(
     name: str, root: yaml.MappingNode, doc: Document, problems: list[Problem], reader: _Reader
 ) -> None:
     for key_node, value_node in root.value:
-        key = _scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else None
+        key = _key(key_node)
         where = _place(name, key_node)
         if key == "version":
             version = _scalar(value_node) if isinstance(value_node, yaml.ScalarNode) else None
@@ -307,12 +322,14 @@ def _read_sections(
             continue
         section = doc.sections[key]
         for item_key_node, item_node in value_node.value:
-            item_key = _scalar(item_key_node) if isinstance(item_key_node, yaml.ScalarNode) else None
+            item_key = _key(item_key_node)
             item_place = _place(name, item_key_node)
-            if not isinstance(item_key, str | int) or isinstance(item_key, bool):
+            if item_key is None:
                 problems.append(Problem(item_place, key, "a key must be text"))
                 continue
-            item_key = str(item_key)
+            if not KEY_RULE.match(item_key):
+                problems.append(Problem(item_place, _dotted((key, item_key[:100])), KEY_WORDS))
+                continue
             path: Path_ = (key, item_key)
             if item_key in section:
                 first = doc.places.get((*path, "#key"))
