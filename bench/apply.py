@@ -133,9 +133,9 @@ def _write(path: Path, document: dict[str, Any]) -> None:
     path.write_text(yaml.safe_dump(document, sort_keys=False, width=10_000), encoding="utf-8")
 
 
-def _timed(argv: list[str], src: Path, env: dict[str, str]) -> tuple[float, int, str]:
-    """Run ``argv`` in ``src``: (seconds, peak RSS in KiB, stdout); an error naming the command
-    when it fails. Reaped by ``wait4``, whose usage has the child's peak RSS."""
+def _timed(argv: list[str], src: Path, env: dict[str, str]) -> tuple[float, float, int, str]:
+    """Run ``argv`` in ``src``: (seconds, CPU seconds, peak RSS in KiB, stdout); an error naming
+    the command when it fails. Reaped by ``wait4``, whose usage has the child's CPU and peak RSS."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         proc = subprocess.Popen(argv, cwd=src, env=env, stdout=out, stderr=err)
@@ -147,7 +147,16 @@ def _timed(argv: list[str], src: Path, env: dict[str, str]) -> tuple[float, int,
         stdout, stderr = out.read().decode(), err.read().decode()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[1:5])} failed ({proc.returncode}):\n{stderr[-3000:]}")
-    return seconds, usage.ru_maxrss, stdout
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, stdout
+
+
+def _figures(seconds: float, cpu: float, peak_kib: int, objects: int) -> dict[str, Any]:
+    return {
+        "seconds": round(seconds, 2),
+        "objects_per_s": round(objects / seconds),
+        "cpu_s": round(cpu, 2),
+        "peak_rss_mib": round(peak_kib / 1024, 1),
+    }
 
 
 async def _account(conn: asyncpg.Connection) -> None:
@@ -189,21 +198,21 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     def phase(name: str, argv: list[str], handled: int, *, profile: bool = False) -> str:
         if profile and args.profile is not None:
             argv = [sys.executable, "-m", "cProfile", "-o", str(args.profile), *argv[1:]]
-        seconds, peak, out = _timed(argv, src, env)
-        phases[name] = {"seconds": round(seconds, 2), "objects_per_s": round(handled / seconds),
-                        "peak_rss_mib": round(peak / 1024, 1)}  # fmt: skip
+        seconds, cpu, peak, out = _timed(argv, src, env)
+        phases[name] = _figures(seconds, cpu, peak, handled)
         print(f"{name}: {seconds:.2f} s", file=sys.stderr)
         return out
 
     asyncio.run(_with_conn(dsn, _account))
     try:
-        seconds, peak, out = _timed([sys.executable, "-c", JUDGE_CHILD, str(docs)], src, env)
+        seconds, cpu, peak, out = _timed([sys.executable, "-c", JUDGE_CHILD, str(docs)], src, env)
         judged = json.loads(out.strip().splitlines()[-1])
         if judged["objects"] != objects:
             raise RuntimeError(f"judged {judged['objects']} objects of {objects}")
-        phases["judge"] = {"seconds": round(seconds, 2), "objects_per_s": round(objects / seconds),
-                           "peak_rss_mib": round(peak / 1024, 1), "read_s": round(judged["read_s"], 2),
-                           "judge_s": round(judged["judge_s"], 2)}  # fmt: skip
+        phases["judge"] = _figures(seconds, cpu, peak, objects) | {
+            "read_s": round(judged["read_s"], 2),
+            "judge_s": round(judged["judge_s"], 2),
+        }
         phase("dry_run", [*apply, "--dry-run"], objects)
         out = phase("apply", apply, objects, profile=True)
         made = asyncio.run(_count(dsn, MONITORS_SQL))
