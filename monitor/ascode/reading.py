@@ -151,9 +151,13 @@ def _place(name: str, node: yaml.Node) -> Place:
 
 
 def _scalar(node: yaml.ScalarNode) -> Any:
-    if node.tag in ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"):
-        return node.value  # as written: the models parse times
-    return _SCALARS.construct_object(node, deep=True)
+    # Text as it is (what the constructor would answer), times as written (the models parse them).
+    if node.tag in ("tag:yaml.org,2002:str", "tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"):
+        return node.value
+    value = _SCALARS.construct_object(node, deep=True)
+    # The constructor keeps what it made by node until its document ends; ours never does.
+    _SCALARS.constructed_objects.clear()
+    return value
 
 
 class _Reader:
