@@ -258,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the result here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args(argv)
+    if not os.environ.get("MONITOR_DATABASE_URL"):
+        parser.error("MONITOR_DATABASE_URL is not set (the database to measure on)")
     tmp = Path(tempfile.mkdtemp(prefix="bench-apply-"))
     try:
         result = run(args, tmp)

@@ -24,7 +24,7 @@ from monitor.ascode import objects, state
 from monitor.ascode.objects import Ids, Shaped
 from monitor.ascode.planning import Change, Plan, make_plan, masked
 from monitor.ascode.reading import SECTIONS, Document, Invalid, Path_, Problem
-from monitor.domain import channels, maintenance, monitors, status_pages
+from monitor.domain import channels, maintenance, monitor_bulk, monitors, status_pages
 from monitor.domain.context import Actor, Deps
 from monitor.domain.errors import DomainError
 from monitor.domain.monitor_inserts import ItemError
@@ -191,11 +191,16 @@ class _Run:
                 for change in made:
                     await self._create(change)
             for section in SECTIONS:
+                linked: list[Change] = []  # new monitors, their dependencies set together
                 for change in by_section[section]:
                     if change.action == "update":
+                        await self._dependencies(linked)  # in plan order, before this update
+                        linked = []
                         await self._update(change)
                     elif section == "monitors" and change.action in ("create", "replace"):
-                        await self._dependencies(change)
+                        linked.append(change)
+                change = None
+                await self._dependencies(linked)
             await self._write_records()
         except DomainError as exc:
             path = (change.section, change.key) if change is not None else ("monitors",)
@@ -239,12 +244,19 @@ class _Run:
             self.ids.add("monitors", change.key, monitor_id)
             self._record("monitors", change.key, monitor_id)
 
-    async def _dependencies(self, change: Change) -> None:
-        wanted = self.desired["monitors"][change.key].canonical["depends_on"]
-        if wanted:
-            monitor_id = self.ids.by_key["monitors"][change.key]
-            body = {"depends_on": self.ids.ids("monitors", wanted)}
-            await monitors.update(self.deps, self.actor, monitor_id, body, base=self.base)
+    async def _dependencies(self, changes: list[Change]) -> None:
+        """The dependencies of new monitors, set at once (``monitor_bulk.set_dependencies``: the
+        rules of an update of ``depends_on``, one after another, in a few queries)."""
+        wanted = [(c, self.desired["monitors"][c.key].canonical["depends_on"]) for c in changes]
+        wanted = [(c, keys) for c, keys in wanted if keys]
+        items = [(self.ids.by_key["monitors"][c.key], self.ids.ids("monitors", keys)) for c, keys in wanted]
+        if not items:
+            return
+        try:
+            await monitor_bulk.set_dependencies(self.deps, self.actor, items)
+        except ItemError as exc:
+            place = ("monitors", wanted[exc.index][0].key)
+            raise Invalid([_domain_problem(self.doc, place, exc.error)]) from None
 
     async def _update(self, change: Change) -> None:
         assert change.object_id is not None

@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 from support.domain import Callers, callers_fixture, count, deps_fixture  # noqa: F401
 
-from monitor.domain import channels, maintenance, monitors
+from monitor.domain import channels, maintenance, monitor_bulk, monitors
 from monitor.domain.context import Actor, Deps
 from monitor.domain.errors import DomainError
 from monitor.domain.monitor_inserts import ItemError
@@ -167,3 +167,68 @@ async def test_a_viewer_makes_none(deps: Deps, callers: Callers, db: asyncpg.Con
     with pytest.raises(DomainError) as caught:
         await monitors.create_many(deps, callers.viewer, [WEB])
     assert caught.value.status == 403 and await count(db, "monitors") == 0
+
+
+async def _updated_one_after_another(
+    deps: Deps, actor: Actor, wanted: list[tuple[int, list[int]]]
+) -> tuple[int, DomainError] | None:
+    """Which of ``wanted`` ``monitors.update`` refuses first, set one after another (and
+    undone), and its error; None if none."""
+    done = []
+    try:
+        for index, (monitor_id, ids) in enumerate(wanted):
+            try:
+                await monitors.update(deps, actor, monitor_id, {"depends_on": ids})
+                done.append(monitor_id)
+            except DomainError as exc:
+                return index, exc
+        return None
+    finally:
+        for monitor_id in done:
+            await monitors.update(deps, actor, monitor_id, {"depends_on": []})
+
+
+DEPENDENCIES = {
+    "a chain": [(0, [1]), (1, [2]), (3, [0, 0, 2])],
+    "a cycle closed by the last": [(0, [1]), (1, [2]), (2, [0])],
+    "itself": [(0, [1]), (2, [2])],
+    "no such monitor": [(0, [1]), (1, [-1])],
+    "another account's": [(0, ["other"])],
+    "too many": [(0, [1] * 21)],
+    "not a monitor of the account": [(-1, [0])],
+}
+
+
+@pytest.mark.parametrize("plan", DEPENDENCIES.values(), ids=DEPENDENCIES.keys())
+async def test_dependencies_set_together_follow_the_rules_of_one_update_after_another(
+    deps: Deps, callers: Callers, db: asyncpg.Connection, plan: list[tuple[int, list[Any]]]
+) -> None:
+    owner = callers.owner
+    made = await monitors.create_many(deps, owner, [{**WEB, "name": f"m{i}"} for i in range(4)])
+    theirs = (await monitors.create(deps, callers.other, WEB)).monitor["id"]
+
+    def monitor(ref: Any) -> int:
+        return theirs if ref == "other" else 2**40 if ref == -1 else made[ref]
+
+    wanted = [(monitor(m), [monitor(d) for d in ids]) for m, ids in plan]
+    expected = await _updated_one_after_another(deps, owner, wanted)
+    audited = await count(db, "audit_log")
+    if expected is None:
+        await monitor_bulk.set_dependencies(deps, owner, wanted)
+        stored = {r["id"]: r["depends_on"] for r in await db.fetch("SELECT id, depends_on FROM monitors")}
+        assert [stored[m] for m, _ in wanted] == [list(dict.fromkeys(ids)) for _, ids in wanted]
+        assert await count(db, "audit_log") == audited + len(wanted)
+        return
+    with pytest.raises(ItemError) as caught:
+        await monitor_bulk.set_dependencies(deps, owner, wanted)
+    index, error = expected
+    got = caught.value
+    assert got.index == index
+    assert (got.status, got.code, got.message, got.field) == (
+        error.status,
+        error.code,
+        error.message,
+        error.field,
+    )
+    assert await db.fetchval("SELECT count(*) FROM monitors WHERE depends_on <> '{}'") == 0
+    assert await count(db, "audit_log") == audited
