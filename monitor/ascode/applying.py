@@ -10,7 +10,11 @@ in one transaction.
    audit and NOTIFYs as the API's), on one connection in one transaction
    (``db.OneConnection``): channels first, then monitors (their dependencies once all exist),
    windows and pages; deletions last, pages first. Any error rolls all of it back and is
-   reported at the object's place.
+   reported at the object's place. New monitors are made together (``monitors.create_many``)
+   and their dependencies set together (``monitor_bulk.set_dependencies``), by the rules of
+   one create and one update each, and what was applied is recorded in one statement: one
+   operation per monitor, some twenty round trips each, made 10,000 monitors take over a
+   minute (``bench/apply.py``).
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ vetted when it is saved (``domain/targets.py``: 400 ``target_blocked``, nothing 
 secrets sealed (``monitor/secrets.py``). A change may carry the ETag it read (``If-Match``: 412
 if the monitor changed meanwhile). An account holds at most ``account_monitor_quota`` monitors
 (409), counted with the account's row locked so two creations at once cannot both slip under.
+``create_many`` makes many by the same rules in one transaction (``monitor_inserts.py``, which
+``create`` writes with too).
 Every write moves ``updated_at``, and the trigger on ``monitors`` NOTIFYs the schedulers, which
 reload the monitor.
 """
