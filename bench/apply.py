@@ -21,8 +21,12 @@ it (everything of it cascades). Targets are loopback addresses, allowed by
 ``MONITOR_ALLOW_CIDRS=127.0.0.0/8``, so no name is resolved and nothing is dialled.
 
 Uses ``MONITOR_DATABASE_URL`` (migrated by the code under test first). ``--rev COMMIT`` measures
-that commit's ``monitor/`` (``git archive``, as ``bench.scheduler`` does). Figures (10,000
-monitors, 2 shared cores, loaded): on e4c9150 apply 68.2 s, dry run 5.65 s, again 6.4 s.
+that commit's ``monitor/`` (``git archive``, as ``bench.scheduler`` does). Figures, 10,000
+monitors on 2 cores shared with other sessions (load 5-7), wall / CPU seconds: the apply on an
+empty account took 157.7 s / 35.6 s made one create at a time (e4c9150; 68.2 s on a quieter
+day), 24.4 s / 8.4 s with ``monitors.create_many`` and the dependencies set together (472d1cf);
+the dry run 13.0 s / 5.9 s, a no-change apply 20.1 s / 8.0 s, export 18.3 s / 7.4 s
+(bench/README.md, "Issue 31: monitor apply of 10,000 monitors").
 """
 
 from __future__ import annotations
