@@ -47,10 +47,11 @@ def import_command(
 ) -> None:
     """Convert another tool's configuration (SOURCES: its files) into a file for `monitor apply`.
 
-    PEER: gatus (config.yaml), uptimerobot (the JSON
-    of its API's getMonitors and getAlertContacts, v2, or /monitors and /integrations, v3, the
-    files together), healthchecks (the JSON of GET /api/v3/checks/). What cannot be carried
-    over is listed on stderr, one line each.
+    PEER: gatus (config.yaml), uptimerobot (the JSON of its API's getMonitors and
+    getAlertContacts, v2, or /monitors, /integrations and /user/alert-contacts, v3, the
+    files together), healthchecks (the JSON of GET /api/v3/checks/), kuma (Uptime Kuma's
+    SQLite database kuma.db, 1.23 or 2.x, read-only). What cannot be carried over is listed on
+    stderr, one line each.
     """
     convert = importlib.import_module(IMPORTERS[peer]).convert
     try:

@@ -27,9 +27,20 @@ def load_settings(*required: str) -> config.Settings:
         raise click.ClickException(f"configuration: {exc}") from None
 
 
+def _log_to_stderr(settings: config.Settings) -> None:
+    """An admin command's log lines (a target that does not resolve, a retried connection) go
+    to stderr, so its stdout is only what it prints: a plan, a table, JSON, an export."""
+    import sys
+
+    from monitor import logging as mlog
+
+    mlog.configure(settings.log_format, settings.log_level, process="cli", stream=sys.stderr)
+
+
 async def with_connection(settings: config.Settings, work: Callable[[Any], Coroutine[Any, Any, Any]]) -> Any:
     from monitor import db
 
+    _log_to_stderr(settings)
     conn = await db.connect(settings.dsn)
     try:
         return await work(conn)
@@ -47,6 +58,7 @@ async def with_deps(settings: config.Settings, work: Callable[[Deps], Coroutine[
     from monitor.net.resolver import VettedResolver
     from monitor.secrets import NoSecretBox, SecretBox
 
+    _log_to_stderr(settings)
     box: SecretBox
     try:
         box = settings.secret_box()

@@ -19,7 +19,7 @@ import sys
 import threading
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, TextIO
 
 import structlog
 from aiohttp.http_exceptions import HttpProcessingError
@@ -168,8 +168,11 @@ class _ParserRefusals(logging.Filter):
         return True
 
 
-def configure(fmt: str = "json", level: str = "info", process: str | None = None) -> None:
-    """Route structlog and the standard library's logging to one handler on stdout.
+def configure(
+    fmt: str = "json", level: str = "info", process: str | None = None, stream: TextIO | None = None
+) -> None:
+    """Route structlog and the standard library's logging to one handler on stdout (or
+    ``stream``: the admin commands log to stderr, so their stdout is only what they print).
 
     ``fmt`` is ``json`` (one object per line) or ``console`` (readable, for ``make run``);
     ``level`` applies to every logger; ``process`` names the process on every line.
@@ -185,7 +188,7 @@ def configure(fmt: str = "json", level: str = "info", process: str | None = None
     ]
     renderer: Processor
     if fmt == "console":
-        renderer = structlog.dev.ConsoleRenderer(colors=sys.stdout.isatty())
+        renderer = structlog.dev.ConsoleRenderer(colors=(stream or sys.stdout).isatty())
     else:
         renderer = structlog.processors.JSONRenderer()
     formatter = structlog.stdlib.ProcessorFormatter(
@@ -199,7 +202,7 @@ def configure(fmt: str = "json", level: str = "info", process: str | None = None
             renderer,
         ],
     )
-    handler = logging.StreamHandler(sys.stdout)
+    handler = logging.StreamHandler(stream or sys.stdout)
     handler.setFormatter(formatter)
     root = logging.getLogger()
     for old in root.handlers[:]:

@@ -3,14 +3,18 @@
 Sources are the JSON answers of its API, one or more files given together, told apart by shape:
 v2 ``POST /v2/getMonitors`` (``{"stat": "ok", "monitors": [...]}``, snake_case, integer enums:
 type 1 HTTP(s), 2 keyword, 3 ping, 4 port, 5 heartbeat), v2 ``/v2/getAlertContacts``
-(``{"stat": "ok", "alert_contacts": [...]}``) and v3 ``GET /v3/monitors`` (``{"data": [...]}``,
-camelCase, string enums). Several files merge: contacts from one, the monitors' links to them
-from another. Everything not carried over is a report line.
+(``{"stat": "ok", "alert_contacts": [...]}``), v3 ``GET /v3/monitors`` (``{"data": [...]}``,
+camelCase, string enums), v3 ``GET /v3/integrations`` (``{"data": [...]}`` too: told from monitors
+by having no ``url`` or ``interval``) and v3 ``GET /v3/user/alert-contacts`` (a bare list). v3
+contacts carry their type by name or number (``Slack`` or 11) and map as v2's do. Several files
+merge: contacts from one, the monitors' links to them from another. Everything not carried over
+is a report line.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,7 +32,15 @@ SUB_PORTS = {1: 80, 2: 443, 3: 21, 4: 25, 5: 110, 6: 143}
 CONTACT_KINDS = {5: "webhook", 11: "slack", 16: "pagerduty", 18: "telegram", 23: "discord"}
 CONTACT_NAMES = {1: "SMS", 2: "email", 3: "Twitter", 4: "Boxcar", 6: "Pushbullet", 7: "Zapier",
                  8: "pro SMS", 9: "Pushover", 10: "HipChat", 14: "voice call", 15: "Splunk",
-                 17: "Opsgenie", 20: "MS Teams", 21: "Google Chat"}  # fmt: skip
+                 17: "Opsgenie", 20: "MS Teams", 21: "Google Chat", 24: "Mattermost"}  # fmt: skip
+# v3's names of the same contact types (its integrations and alert contacts; the UptimeRobot
+# Terraform provider's client lists them), lower-cased -> v2's numbers; 24 Mattermost is v3 only.
+V3_CONTACT_TYPES = {"emailtosms": 1, "email": 2, "webhook": 5, "pushbullet": 6, "zapier": 7,
+                    "prosms": 8, "pushover": 9, "slack": 11, "mobileappios": 12,
+                    "mobileappandroid": 13, "voice": 14, "splunk": 15, "pagerduty": 16,
+                    "opsgenie": 17, "telegram": 18, "msteams": 20, "googlechat": 21, "discord": 23,
+                    "mattermost": 24}  # fmt: skip
+V3_CONTACT_STATUS = {"notactivated": 0, "paused": 1, "active": 2}
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -38,6 +50,8 @@ def _read(path: Path) -> dict[str, Any]:
         raise SourceError(f"{path}: cannot be read ({exc.strerror})") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SourceError(f"{path}: not JSON ({exc})") from None
+    if isinstance(data, list) and data and all(isinstance(c, dict) for c in data):
+        data = {"data": data}  # v3's /user/alert-contacts answers the list itself
     if not isinstance(data, dict):
         raise SourceError(f"{path}: not an UptimeRobot API answer (a JSON object expected)")
     if data.get("stat") == "fail":
@@ -65,7 +79,9 @@ def convert(sources: list[Path]) -> Imported:
         data = _read(path)
         contacts += data.get("alert_contacts") or []
         monitors += [("v2", m) for m in data.get("monitors") or []]
-        monitors += [("v3", m) for m in data.get("data") or []]
+        v3 = data.get("data") or []
+        contacts += [_v3_contact(c) for c in v3 if _is_v3_contact(c)]
+        monitors += [("v3", m) for m in v3 if not _is_v3_contact(m)]
         windows += data.get("mwindows") or []
         for psp in data.get("psps") or []:
             where = f"status page '{psp.get('friendly_name')}' (id {psp.get('id')})"
@@ -162,6 +178,25 @@ def _maintenance(
         out.document["maintenance"] = section
 
 
+def _is_v3_contact(item: dict[str, Any]) -> bool:
+    """A v3 integration or alert contact, not a monitor: no URL or interval, a contact type."""
+    kind = item.get("type")
+    named = isinstance(kind, str) and kind.replace(" ", "").lower() in V3_CONTACT_TYPES
+    return "interval" not in item and "url" not in item and (named or isinstance(kind, int))
+
+
+def _v3_contact(c: dict[str, Any]) -> dict[str, Any]:
+    """A v3 contact in v2's field names and numbers, so one mapping serves both."""
+    kind, status = c.get("type"), c.get("status")
+    if isinstance(kind, str):
+        kind = V3_CONTACT_TYPES[kind.replace(" ", "").lower()]
+    if isinstance(status, str):
+        status = V3_CONTACT_STATUS.get(status.replace(" ", "").lower(), 2)
+    value = c.get("value") or c.get("webhookURL") or c.get("urlToNotify") or ""
+    return {"id": c.get("id"), "friendly_name": c.get("friendlyName"), "type": kind,
+            "value": value, "status": status}  # fmt: skip
+
+
 def _channels(out: Imported, contacts: list[dict[str, Any]]) -> dict[str, str]:
     taken: set[str] = set()
     section: dict[str, Any] = {}
@@ -187,6 +222,10 @@ def _channels(out: Imported, contacts: list[dict[str, Any]]) -> dict[str, str]:
             config = {"url": out.secret(var + "_URL", value)}
         elif kind == "pagerduty":
             config = {"routing_key": out.secret(var + "_ROUTING_KEY", value)}
+            if not re.fullmatch(r"[A-Za-z0-9]{32}", value):
+                # Carried over (the user sets it in the secrets file), but apply would refuse it as it is.
+                out.drop(where, "value", "not a 32-character Events API v2 integration key, as ours must be: "
+                         f"set {var}_ROUTING_KEY to the service's key")  # fmt: skip
         else:  # telegram: UptimeRobot's value is its own bot link, not a chat id we can use
             out.drop(where, "value", "UptimeRobot's Telegram link is not a chat id: set chat_id by hand")
             continue
@@ -276,7 +315,9 @@ def _monitor(
                 {
                     "type": "keyword",
                     "keyword": str(m["keyword_value"]),
-                    "absent": m.get("keyword_type") == 2,
+                    # keyword_type says when UptimeRobot alerts: 1 when the keyword is found
+                    # (our keyword must be absent), 2 when it is not (it must be there).
+                    "absent": _int(m.get("keyword_type")) == 1,
                     "case_sensitive": _int(m.get("keyword_case_type")) != 1,  # 0 (default) sensitive, 1 not
                 }
             ]
