@@ -22,11 +22,11 @@ it (everything of it cascades). Targets are loopback addresses, allowed by
 
 Uses ``MONITOR_DATABASE_URL`` (migrated by the code under test first). ``--rev COMMIT`` measures
 that commit's ``monitor/`` (``git archive``, as ``bench.scheduler`` does). Figures, 10,000
-monitors on 2 cores shared with other sessions (load 5-7), wall / CPU seconds: the apply on an
-empty account took 157.7 s / 35.6 s made one create at a time (e4c9150; 68.2 s on a quieter
-day), 24.4 s / 8.4 s with ``monitors.create_many`` and the dependencies set together (472d1cf);
-the dry run 13.0 s / 5.9 s, a no-change apply 20.1 s / 8.0 s, export 18.3 s / 7.4 s
-(bench/README.md, "Issue 31: monitor apply of 10,000 monitors").
+monitors on 2 cores shared with other sessions (load 2.5-3.5), wall / CPU seconds: the apply on
+an empty account took 154.1 s / 30.9 s made one create at a time (main, cc1cdb1), 11.0 s / 8.2 s
+with ``monitors.create_many`` and the dependencies set together (a68d034); there, the dry run
+6.2 s / 5.2 s, a no-change apply 8.3 s / 7.7 s, export 8.0 s / 6.1 s (bench/README.md, "Issue
+31: monitor apply of 10,000 monitors", also at load 5-7).
 """
 
 from __future__ import annotations
