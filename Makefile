@@ -21,7 +21,7 @@ STAMP := $(VENV)/.installed-from-pyproject
 LINT_PATHS := $(wildcard monitor tests bench)
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
-# Which benchmark `make bench` runs: a module of bench/ (scheduler, pings, api, alerter, connectivity,
+# Which benchmark `make bench` runs: a module of bench/ (scheduler, pings, api, alerter, connectivity, apply,
 # reactions).
 BENCH ?= scheduler
 

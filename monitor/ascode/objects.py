@@ -37,8 +37,19 @@ from monitor.secrets import SecretBox, monitor_secret_strings, open_monitor_secr
 UNKEYED = "#"
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def plain(value: Any) -> Any:
     """``value`` as JSON values: models dumped, secrets in clear, times as ISO text."""
+    # The common shapes first, by exact type (every stored monitor goes through here).
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {str(k): plain(v) for k, v in value.items()}
+    if kind is list:
+        return [plain(v) for v in value]
     if isinstance(value, BaseModel):
         return plain(value.model_dump(by_alias=True))
     if isinstance(value, SecretStr):

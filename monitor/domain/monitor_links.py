@@ -34,7 +34,7 @@ async def check_dependencies(
         return wanted
     await conn.execute("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", account)
     if monitor_id in wanted:
-        raise DomainError(422, "invalid", "depends_on: a monitor cannot depend on itself", "depends_on")
+        raise dependency_error(monitor_id, "itself")
     found = {
         r["id"]
         for r in await conn.fetch(
@@ -43,17 +43,35 @@ async def check_dependencies(
     }
     missing = [m for m in wanted if m not in found]
     if missing:
-        raise DomainError(422, "invalid", f"depends_on: no monitor {missing[0]}", "depends_on")
+        raise dependency_error(missing[0], "missing")
     if monitor_id is not None:
         closure = {r["id"] for r in await conn.fetch(DEPENDENCY_CLOSURE, account, wanted)}
         if monitor_id in closure:
-            raise DomainError(
-                422,
-                "invalid",
-                f"depends_on: a cycle: monitor {monitor_id} would depend on itself through these",
-                "depends_on",
-            )
+            raise dependency_error(monitor_id, "cycle")
     return wanted
+
+
+def dependency_error(monitor_id: int, why: str) -> DomainError:
+    """The 422 of a ``depends_on`` that breaks a rule: on ``itself``, a ``missing`` monitor, a
+    ``cycle`` (``check_dependencies``; ``monitor_bulk.set_dependencies`` judges many at once)."""
+    message = {
+        "itself": "a monitor cannot depend on itself",
+        "missing": f"no monitor {monitor_id}",
+        "cycle": f"a cycle: monitor {monitor_id} would depend on itself through these",
+    }[why]
+    return DomainError(422, "invalid", f"depends_on: {message}", "depends_on")
+
+
+def reaches(graph: dict[int, list[int]], start: list[int], target: int) -> bool:
+    """Whether ``target`` is among ``start`` or the monitors they depend on, directly or through
+    others, in ``graph`` (id -> depends_on): ``DEPENDENCY_CLOSURE`` on a graph in memory."""
+    seen, todo = set(start), list(start)
+    while todo:
+        for next_id in graph.get(todo.pop(), ()):
+            if next_id not in seen:
+                seen.add(next_id)
+                todo.append(next_id)
+    return target in seen
 
 
 async def set_channels(

@@ -8,7 +8,7 @@ stores and shows them, which of them are secrets. So nothing here names a type.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import asyncpg
@@ -103,6 +103,10 @@ def changed_settings(settings: Settings, check: Check, whole: dict[str, Any], pa
         raise from_validation(exc, check.Settings) from None
 
 
+_STORE = """INSERT INTO monitor_secrets (monitor_id, secrets) VALUES ($1, $2)
+            ON CONFLICT (monitor_id) DO UPDATE SET secrets = EXCLUDED.secrets"""
+
+
 async def store_secrets(
     conn: asyncpg.Connection, box: SecretBox, monitor_id: int, secrets: dict[str, Any] | None
 ) -> None:
@@ -112,11 +116,20 @@ async def store_secrets(
         await conn.execute("DELETE FROM monitor_secrets WHERE monitor_id = $1", monitor_id)
     else:
         await conn.execute(
-            """INSERT INTO monitor_secrets (monitor_id, secrets) VALUES ($1, $2)
-               ON CONFLICT (monitor_id) DO UPDATE SET secrets = EXCLUDED.secrets""",
+            _STORE,
             monitor_id,
             seal_monitor_secrets(box, secrets),
         )
+
+
+async def store_secrets_many(
+    conn: asyncpg.Connection, box: SecretBox, secrets: Sequence[tuple[int, dict[str, Any]]]
+) -> None:
+    """:func:`store_secrets` of each (monitor id, secrets) of new monitors, in one batch."""
+    await conn.executemany(
+        _STORE,
+        [(monitor_id, seal_monitor_secrets(box, plain)) for monitor_id, plain in secrets],
+    )
 
 
 async def whole(

@@ -6,6 +6,8 @@ vetted when it is saved (``domain/targets.py``: 400 ``target_blocked``, nothing 
 secrets sealed (``monitor/secrets.py``). A change may carry the ETag it read (``If-Match``: 412
 if the monitor changed meanwhile). An account holds at most ``account_monitor_quota`` monitors
 (409), counted with the account's row locked so two creations at once cannot both slip under.
+``create_many`` makes many by the same rules in one transaction (``monitor_inserts.py``, which
+``create`` writes with too).
 Every write moves ``updated_at``, and the trigger on ``monitors`` NOTIFYs the schedulers, which
 reload the monitor.
 """
@@ -23,10 +25,12 @@ from monitor.checks import REGISTRY as CHECKS
 from monitor.checks import Check
 from monitor.checks.heartbeat import new_token
 from monitor.domain import audit
+from monitor.domain import monitor_inserts as inserts
 from monitor.domain.context import Actor, Deps
 from monitor.domain.errors import DomainError, from_validation, not_found
 from monitor.domain.locations import drop_removed, location_status
 from monitor.domain.maintenance import monitor_windows
+from monitor.domain.monitor_inserts import New
 from monitor.domain.monitor_links import UNSET, check_dependencies, set_channels
 from monitor.domain.monitor_types import (
     changed_settings,
@@ -179,38 +183,45 @@ async def prepare(deps: Deps, body: Mapping[str, Any]) -> Prepared:
     return Prepared(spec, check, values, secrets)
 
 
+def _new(body: Mapping[str, Any], prepared: Prepared) -> New:
+    spec, check, values, secrets = prepared
+    if not check.scheduled:
+        values = {**values, "ping_token": new_token()}
+    chat = spec.telegram_chat_id if "telegram_chat_id" in spec.model_fields_set else UNSET
+    return New(values, secrets, spec.paused, spec.channel_ids, chat, audit.fields_of(body))
+
+
 async def create(deps: Deps, actor: Actor, body: Mapping[str, Any], *, base: str = "") -> Versioned:
     authorize(actor, RESOURCE, "write")
-    account = actor.account_id
-    spec, check, values, secrets = await prepare(deps, body)
-    if not check.scheduled:
-        values["ping_token"] = new_token()
-    columns = ", ".join(values)
-    placeholders = ", ".join(f"${i}" for i in range(2, len(values) + 2))
-    quota = deps.settings.account_monitor_quota
+    new = [_new(body, await prepare(deps, body))]
     async with deps.pool.acquire() as conn, conn.transaction():
-        # Serialise creations of one account, so two at once cannot both slip under the quota.
-        await conn.execute("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", account)
-        if await conn.fetchval("SELECT count(*) FROM monitors WHERE account_id = $1", account) >= quota:
-            raise DomainError(409, "quota_exceeded", f"this account has its quota of {quota} monitors")
-        values["depends_on"] = await check_dependencies(conn, account, None, values["depends_on"])
-        new_id = await conn.fetchval(
-            f"INSERT INTO monitors (account_id, {columns}) VALUES ($1, {placeholders}) RETURNING id",
-            account,
-            *values.values(),
-        )
-        await conn.execute("INSERT INTO monitor_state (monitor_id) VALUES ($1)", new_id)
-        if secrets is not None:
-            await store_secrets(conn, deps.secret_box, new_id, secrets)
-        if spec.paused:
-            await conn.execute(
-                "INSERT INTO monitor_pauses (monitor_id, started_at) VALUES ($1, now())", new_id
-            )
-        chat = spec.telegram_chat_id if "telegram_chat_id" in spec.model_fields_set else UNSET
-        await set_channels(conn, account, new_id, spec.channel_ids, chat)
-        await audit.record(conn, actor, RESOURCE, "create", new_id, audit.fields_of(body))
+        problem = await inserts.first_problem(conn, deps, actor, new)
+        if problem is not None:
+            raise problem.error
+        (new_id,) = await inserts.write(conn, deps, actor, new)
         row = await conn.fetchrow(SELECT + " WHERE m.id = $1", new_id)
     return await _versioned(deps.pool, row, base)
+
+
+async def create_many(deps: Deps, actor: Actor, bodies: Sequence[Mapping[str, Any]]) -> list[int]:
+    """:func:`create` of each of ``bodies``, all or none, in one transaction, by the same rules
+    (``monitor_inserts.py``) and with its queries batched; the new ids in the bodies' order. A
+    broken rule is the :class:`~monitor.domain.monitor_inserts.ItemError` of the first body
+    that breaks one, as if they were created one after another: nothing is created."""
+    authorize(actor, RESOURCE, "write")
+    new: list[New] = []
+    unprepared: inserts.ItemError | None = None
+    for index, body in enumerate(bodies):
+        try:
+            new.append(_new(body, await prepare(deps, body)))
+        except DomainError as exc:
+            unprepared = inserts.ItemError(index, exc)
+            break
+    async with deps.pool.acquire() as conn, conn.transaction():
+        problem = await inserts.first_problem(conn, deps, actor, new) or unprepared
+        if problem is not None:
+            raise problem
+        return await inserts.write(conn, deps, actor, new)
 
 
 async def get(deps: Deps, actor: Actor, monitor_id: int, *, base: str = "") -> Versioned:
