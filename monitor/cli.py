@@ -18,7 +18,7 @@ from monitor.cli_exports import export_checks
 from monitor.cli_import import import_command
 from monitor.cli_invites import COMMANDS as INVITE_COMMANDS
 from monitor.cli_setup import setup_url
-from monitor.cli_support import JSON_OPTION, load_settings, print_rows, with_connection
+from monitor.cli_support import JSON_OPTION, load_settings, print_rows, unreachable, with_connection
 from monitor.cli_users import users_group
 from monitor.cli_workers import echo_workers
 
@@ -117,7 +117,7 @@ def migrate() -> None:
         click.echo(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ""))
         done, in_clear = asyncio.run(with_connection(settings, seal))
     except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
+        raise unreachable(exc) from None
     except db.MigrationError as exc:
         raise click.ClickException(str(exc)) from None
     if done is not None and done.sealed:
@@ -169,7 +169,7 @@ def secrets_rotate() -> None:
     except asyncpg.UndefinedTableError:
         raise click.ClickException("the database is not migrated yet (monitor migrate)") from None
     except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
+        raise unreachable(exc) from None
     click.echo(f"secrets: {done.summary()}")
 
 
@@ -201,7 +201,7 @@ def cluster_status(as_json: bool) -> None:
     try:
         (members, active), unserved = asyncio.run(with_connection(settings, both))
     except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
+        raise unreachable(exc) from None
     columns = {"name": "NAME", "location": "LOCATION", "state": "STATE", "lease_left_s": "LEASE LEFT (S)",
                "monitors": "MONITORS", "checks_per_s": "CHECKS/S", "host": "HOST", "pid": "PID",
                "joined_at": "JOINED"}  # fmt: skip

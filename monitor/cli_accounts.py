@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from monitor.cli_support import JSON_OPTION, load_settings, print_rows, time_text, with_deps
+from monitor.cli_support import JSON_OPTION, load_settings, print_rows, time_text, unreachable, with_deps
 
 ROLES = ("owner", "admin", "editor", "viewer", "notify")  # monitor.domain.context.ROLES, unimported
 
@@ -36,7 +36,7 @@ def accounts_create(name: str) -> None:
     except DomainError as exc:
         raise click.ClickException(exc.message) from None
     except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
+        raise unreachable(exc) from None
     click.echo(f"created account {name!r} (id {account_id})")
 
 
@@ -71,7 +71,7 @@ def accounts_delete(name: str, yes: bool) -> None:
             f"no account named {name!r}" if exc.status == 404 else exc.message
         ) from None
     except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
+        raise unreachable(exc) from None
     if held is None:
         raise click.ClickException(f"no account named {name!r}")
     if not yes:
@@ -92,7 +92,7 @@ def accounts_list(as_json: bool) -> None:
     try:
         found = asyncio.run(with_deps(settings, accounts.every))
     except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
+        raise unreachable(exc) from None
     columns = {"id": "ID", "name": "NAME", "created_at": "CREATED", "monitors": "MONITORS",
                "active_keys": "ACTIVE KEYS"}  # fmt: skip
     print_rows(found, columns, as_json=as_json, none="no accounts (monitor accounts create NAME)")
@@ -127,7 +127,7 @@ def keys_create(account_name: str, key_name: str, role: str) -> None:
     except DomainError as exc:
         raise click.ClickException(exc.message) from None
     except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
+        raise unreachable(exc) from None
     click.echo(new["key"])
     click.echo(f"(key id {new['id']} of account {account_name!r}; it is shown only this once)", err=True)
 
@@ -155,7 +155,7 @@ def keys_list(account_name: str | None, as_json: bool) -> None:
     try:
         found = asyncio.run(with_deps(settings, work))
     except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
+        raise unreachable(exc) from None
     columns = {"id": "ID", "account": "ACCOUNT", "name": "NAME", "prefix": "PREFIX", "role": "ROLE",
                "created_at": "CREATED", "last_used_at": "LAST USED", "revoked_at": "REVOKED"}  # fmt: skip
     print_rows(found, columns, as_json=as_json, none="no keys (monitor keys create --account NAME)")
@@ -184,7 +184,7 @@ def keys_revoke(key_id: int) -> None:
             raise click.ClickException(exc.message) from None
         found = None
     except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
+        raise unreachable(exc) from None
     if found is None:
         raise click.ClickException(f"no key with id {key_id} (monitor keys list)")
     key = found.key

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from monitor.cli_import import write_secrets
-from monitor.cli_support import load_settings, with_deps
+from monitor.cli_support import load_settings, unreachable, with_deps
 
 ACCOUNT = click.option(
     "--account", "account_name", default=None, help="The account's name (default: the only account)."
@@ -42,7 +42,7 @@ def _run(settings: Any, work: Any) -> Any:
     try:
         return asyncio.run(with_deps(settings, work))
     except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
+        raise unreachable(exc) from None
 
 
 @click.command("apply")

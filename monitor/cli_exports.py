@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from monitor import rawdata
-from monitor.cli_support import load_settings, with_deps
+from monitor.cli_support import load_settings, unreachable, with_deps
 
 if TYPE_CHECKING:
     from monitor.domain.context import Deps
@@ -104,5 +104,5 @@ def export_checks(
     except DomainError as exc:
         raise click.ClickException(exc.message) from None
     except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
+        raise unreachable(exc) from None
     click.echo(f"{written['rows']} checks written", err=True)

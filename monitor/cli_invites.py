@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from monitor.cli_accounts import ROLES
-from monitor.cli_support import load_settings, with_deps
+from monitor.cli_support import load_settings, unreachable, with_deps
 
 if TYPE_CHECKING:
     from monitor.config import Settings
@@ -35,7 +35,7 @@ def _run(settings: Settings, work: object) -> object:
     except DomainError as exc:
         raise click.ClickException(exc.message) from None
     except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
+        raise unreachable(exc) from None
 
 
 @click.command("invite")

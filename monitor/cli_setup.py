@@ -8,7 +8,7 @@ import asyncio
 
 import click
 
-from monitor.cli_support import load_settings, with_deps
+from monitor.cli_support import load_settings, unreachable, with_deps
 
 
 @click.command("setup-url")
@@ -29,7 +29,7 @@ def setup_url() -> None:
     except asyncpg.UndefinedTableError:
         raise click.ClickException("the database is not migrated yet (monitor migrate)") from None
     except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
+        raise unreachable(exc) from None
     base = first_run.dashboard_url(settings)
     click.echo(f"dashboard: {base}/")
     if token is not None:

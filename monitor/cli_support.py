@@ -18,6 +18,18 @@ if TYPE_CHECKING:
     from monitor.domain.context import Deps
 
 
+def unreachable(exc: OSError) -> click.ClickException:
+    """The message of a command whose database could not be reached, or did not answer: a
+    query past the pool's command timeout is a ``TimeoutError`` (an ``OSError``) with no text,
+    which read "database unreachable: " with nothing after it."""
+    if isinstance(exc, TimeoutError):
+        return click.ClickException(
+            "the database did not answer in time (a query ran past its timeout); try again when it is "
+            "less busy"
+        )
+    return click.ClickException(f"database unreachable: {exc}")
+
+
 def load_settings(*required: str) -> config.Settings:
     try:
         settings = config.load()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import click
 
 from monitor.cli_accounts import ROLES, accounts_group
-from monitor.cli_support import JSON_OPTION, load_settings, print_rows, with_deps
+from monitor.cli_support import JSON_OPTION, load_settings, print_rows, unreachable, with_deps
 
 if TYPE_CHECKING:
     from monitor.domain.context import Deps
@@ -103,7 +103,7 @@ def users_create(
     except DomainError as exc:
         raise click.ClickException(exc.message) from None
     except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
+        raise unreachable(exc) from None
     where = f", {role} of account {account_name!r}" if account_name is not None else ""
     click.echo(f"created user {email!r} (id {user_id}{where})")
 
@@ -118,7 +118,7 @@ def users_list(as_json: bool) -> None:
     try:
         found = asyncio.run(with_deps(settings, users.every))
     except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
+        raise unreachable(exc) from None
     rows = [
         UserRow(
             u.id,
@@ -162,7 +162,7 @@ def accounts_members(name: str, as_json: bool) -> None:
     try:
         found = asyncio.run(with_deps(settings, work))
     except OSError as exc:
-        raise click.ClickException(f"database unreachable: {exc}") from None
+        raise unreachable(exc) from None
     columns = {
         "id": "USER ID",
         "email": "EMAIL",
