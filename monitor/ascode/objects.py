@@ -178,6 +178,9 @@ async def monitor_desired(deps: Deps, key: str, obj: dict[str, Any]) -> Shaped:
     # planned and exported sorted by key, so a file listing them in another order is not a change.
     refs = {"channels": _keys(obj.get("channels"), ordered=False), "depends_on": _keys(obj.get("depends_on"))}
     body = {"name": key, **{k: v for k, v in obj.items() if k not in _REF_FIELDS}}
+    # Stand-in ids, as many as the file names, so the API's limits on these lists (at most 20)
+    # are judged with the rest; a dry run passed 21 channels that the apply then refused.
+    body |= {api: list(range(1, len(refs[f]) + 1)) for f, api in _REF_FIELDS.items() if refs[f]}
     prepared = await monitors.prepare(deps, body)
     canonical = _monitor_canonical(prepared.spec) | refs
     return Shaped(canonical, frozenset(monitor_secret_strings(prepared.secrets)), refs)

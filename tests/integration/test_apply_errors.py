@@ -60,6 +60,10 @@ PROBLEMS: list[tuple[str, str, tuple[int, int, str, str]]] = [
      (3, 46, "maintenance.w.once.to", "must be after from")),
     ("a target the policy denies", "monitors:\n  lan: {type: tcp, host: 10.1.2.3, port: 22}\n",
      (2, 26, "monitors.lan.host", "target blocked")),
+    ("more channels than a monitor takes (a dry run passed them)",
+     "channels:\n" + "".join(f"  c{i}: {{kind: slack, config: {{url: '${{U}}'}}}}\n" for i in range(21))
+     + WEB + "    channels: [" + ", ".join(f"c{i}" for i in range(21)) + "]\n",
+     (26, 15, "monitors.web.channels", "at most 20")),
 ]  # fmt: skip
 
 
