@@ -57,10 +57,21 @@ def _run(settings: Any, work: Any) -> Any:
 )
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option("--prune", is_flag=True, help="Delete managed objects the files no longer name.")
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="Take objects made by hand under management where a key of the files is the one "
+    "`monitor export` gives them (instead of making a second one).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @ACCOUNT
 def apply_command(
-    paths: tuple[Path, ...], dry_run: bool, prune: bool, as_json: bool, account_name: str | None
+    paths: tuple[Path, ...],
+    dry_run: bool,
+    prune: bool,
+    adopt: bool,
+    as_json: bool,
+    account_name: str | None,
 ) -> None:
     """Make the account what the files say: judge them whole, print the plan, apply it in one
     transaction (all or nothing). Exit 1 with every problem at its file:line:column, and
@@ -75,7 +86,8 @@ def apply_command(
     async def work(deps: Any) -> Any:
         account_id = await _account(deps, account_name)
         doc = read_texts(file_texts(paths), Secrets(os.environ, local_file))
-        return await applying.apply(deps, Actor(account_id, role="owner"), doc, prune=prune, dry_run=dry_run)
+        owner = Actor(account_id, role="owner")
+        return await applying.apply(deps, owner, doc, prune=prune, dry_run=dry_run, adopt=adopt)
 
     try:
         plan = _run(settings, work)

@@ -71,6 +71,7 @@ async def apply_config(request: web.Request) -> web.Response:
             Secrets(body.secrets, read_file=None),
             prune=body.prune,
             dry_run=body.dry_run,
+            adopt=body.adopt,
         )
     except Invalid as exc:
         problems = [masked(p.as_json(), secrets) for p in exc.problems]

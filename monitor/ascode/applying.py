@@ -131,9 +131,13 @@ def _file_field(field: tuple[str, ...]) -> tuple[str | int, ...]:
 # -- plan and apply -------------------------------------------------------------------------------
 
 
-async def apply(deps: Deps, actor: Actor, doc: Document, *, prune: bool, dry_run: bool) -> Plan:
+async def apply(
+    deps: Deps, actor: Actor, doc: Document, *, prune: bool, dry_run: bool, adopt: bool = False
+) -> Plan:
     """The plan of ``doc`` for the actor's account; applied unless ``dry_run``. ``Invalid``
-    (nothing applied) for files that cannot be, or a plan the account refuses.
+    (nothing applied) for files that cannot be, or a plan the account refuses. ``adopt``: a
+    key of the files that no apply made but an export gives an object made by hand takes that
+    object under management (``planning.make_plan``) instead of making another.
 
     A dry run only reads, so a viewer may make one (what the files would change); for a caller
     who may apply, it also reports each change their role may not make (an editor's plan that
@@ -143,8 +147,9 @@ async def apply(deps: Deps, actor: Actor, doc: Document, *, prune: bool, dry_run
     places = {(str(path[0]), str(path[1])): p for path, p in doc.places.items() if len(path) == 2}
     async with deps.pool.acquire() as conn, conn.transaction():
         await conn.execute("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", actor.account_id)
-        account = await state.read(conn, deps, actor.account_id, key_all=False)
-        plan = make_plan(desired, account.managed, prune=prune, places=places)
+        account = await state.read(conn, deps, actor.account_id, key_all=adopt)
+        adoptable = account.unmanaged() if adopt else None
+        plan = make_plan(desired, account.managed, prune=prune, places=places, adoptable=adoptable)
         if allows(actor.role, RESOURCE, "write"):
             _authorized(actor, plan, doc)
         if dry_run or plan.empty:
@@ -163,13 +168,14 @@ async def apply_texts(
     *,
     prune: bool,
     dry_run: bool,
+    adopt: bool = False,
 ) -> Plan:
     """``apply`` of files given as (name, text), as ``POST /api/v1/apply`` sends them: the
     caller's role is asked first, before the files are read, and the YAML is read in a thread
     (a second or so for the largest), so a process serving others goes on meanwhile."""
     authorize(actor, RESOURCE, "read" if dry_run else "write")
     doc = await asyncio.to_thread(read_texts, list(texts), secrets)
-    return await apply(deps, actor, doc, prune=prune, dry_run=dry_run)
+    return await apply(deps, actor, doc, prune=prune, dry_run=dry_run, adopt=adopt)
 
 
 def _authorized(actor: Actor, plan: Plan, doc: Document) -> None:
@@ -220,10 +226,14 @@ class _Run:
             for section in SECTIONS:
                 linked: list[Change] = []  # new monitors, their dependencies set together
                 for change in by_section[section]:
-                    if change.action == "update":
+                    if change.action in ("update", "adopt"):
                         await self._dependencies(linked)  # in plan order, before this update
                         linked = []
-                        await self._update(change)
+                        if change.fields:
+                            await self._update(change)
+                        else:  # adopted as it is: only recorded
+                            assert change.object_id is not None
+                            self._record(change.section, change.key, change.object_id)
                     elif section == "monitors" and change.action in ("create", "replace"):
                         linked.append(change)
                 change = None

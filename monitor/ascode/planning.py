@@ -22,7 +22,7 @@ from monitor.ascode.objects import Shaped, leaves
 from monitor.ascode.reading import SECTIONS, Place
 from monitor.secrets import MASK
 
-Action = Literal["create", "update", "replace", "delete"]
+Action = Literal["create", "update", "replace", "delete", "adopt"]
 # What a kind's objects are called in a plan's lines.
 NOUNS = {"channels": "channel", "monitors": "monitor", "maintenance": "maintenance window",
          "status_pages": "status page"}  # fmt: skip
@@ -57,7 +57,7 @@ class Change:
     note: str = ""
 
     def lines(self) -> list[str]:
-        sign = {"create": "+", "update": "~", "replace": "-/+", "delete": "-"}[self.action]
+        sign = {"create": "+", "update": "~", "replace": "-/+", "delete": "-", "adopt": "="}[self.action]
         head = f"{sign} {self.action} {NOUNS[self.section]} {self.key}"
         if self.object_id is not None:
             head += f" (id {self.object_id})"
@@ -96,7 +96,7 @@ class Plan:
         return not self.changes
 
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(("create", "update", "replace", "delete"), 0)
+        counts = dict.fromkeys(("create", "update", "replace", "delete", "adopt"), 0)
         for change in self.changes:
             counts[change.action] += 1
         return counts
@@ -111,7 +111,9 @@ class Plan:
         else:
             done = self.applied
             words = [
-                (c[a], a, "d" if a.endswith("e") else "ed") for a in ("create", "update", "replace", "delete")
+                (c[a], a, "d" if a.endswith("e") else "ed")
+                for a in ("create", "update", "replace", "delete", "adopt")
+                if a != "adopt" or c[a]
             ]
             told = ", ".join(f"{n} {a}{s}" if done else f"{n} to {a}" for n, a, s in words)
             lines.append(f"{'applied' if done else 'plan'}: {told}; {self.unchanged} unchanged")
@@ -186,15 +188,33 @@ def make_plan(
     *,
     prune: bool,
     places: Mapping[tuple[str, str], Place] | None = None,
+    adoptable: Mapping[str, Mapping[str, Stored]] | None = None,
 ) -> Plan:
-    """The plan that makes ``stored`` (managed objects by kind and key) what ``desired`` says."""
+    """The plan that makes ``stored`` (managed objects by kind and key) what ``desired`` says.
+
+    ``adoptable`` (``--adopt``): objects made by hand under the keys an export gives them; a
+    key of the files that names none of the managed ones but one of these takes that object
+    under management (changed to what the files say) instead of making a second one."""
     plan = Plan()
     places = places or {}
+    adoptable = adoptable or {}
     for section in SECTIONS:
         want, have = desired.get(section, {}), stored.get(section, {})
         for key, shaped in want.items():
             place = places.get((section, key))
             old = have.get(key)
+            found = adoptable.get(section, {}).get(key)
+            if (old is None or old.shaped is None) and found is not None and found.shaped is not None:
+                secrets = shaped.secrets | found.shaped.secrets
+                fields = diff(shaped.canonical, found.shaped.canonical, None, secrets, shaped.ignored)
+                replaced = REPLACED_BY.get(section)
+                if replaced and any(f.path == replaced for f in fields):
+                    note = "made by hand, of another " + replaced
+                    plan.changes.append(Change(section, key, "replace", found.object_id, fields, place, note))
+                else:
+                    note = "made by hand; managed from now on"
+                    plan.changes.append(Change(section, key, "adopt", found.object_id, fields, place, note))
+                continue
             if old is None or old.shaped is None:
                 note = "deleted outside apply; made again" if old is not None else ""
                 plan.changes.append(Change(section, key, "create", place=place, note=note))

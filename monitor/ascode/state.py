@@ -43,6 +43,19 @@ class Account:
     managed: dict[str, dict[str, Stored]] = field(default_factory=dict)
     ids: Ids = field(default_factory=Ids)
 
+    def unmanaged(self) -> dict[str, dict[str, Stored]]:
+        """The objects made by hand that have a key (read with ``key_all``), by kind and key:
+        what ``apply --adopt`` may take under management."""
+        found: dict[str, dict[str, Stored]] = {}
+        for section, objects_ in self.objects.items():
+            managed = {stored.object_id for stored in self.managed.get(section, {}).values()}
+            found[section] = {
+                key: Stored(object_id, shaped, None)
+                for object_id, (key, shaped) in objects_.items()
+                if key is not None and object_id not in managed
+            }
+        return found
+
     def keyed(self, section: str) -> list[tuple[str, Shaped]]:
         """The kind's objects that have a key, in key order."""
         found = [(k, s) for k, s in self.objects.get(section, {}).values() if k is not None]

@@ -106,7 +106,7 @@ async def test_a_dry_run_answers_the_plan_and_changes_nothing(api: ApiClient, db
     assert planned.status == 200, planned.text
     plan = planned.json
     assert plan["applied"] is False
-    assert plan["counts"] == {"create": 6, "update": 0, "replace": 0, "delete": 0, "unchanged": 0}
+    assert plan["counts"] == {"create": 6, "update": 0, "replace": 0, "delete": 0, "adopt": 0, "unchanged": 0}
     assert {(c["action"], c["kind"], c["key"]) for c in plan["changes"]} >= {
         ("create", "channels", "ops-slack"),
         ("create", "monitors", "homepage"),

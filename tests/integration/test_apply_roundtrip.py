@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncpg
 import jsonschema
 import pytest
-from support.ascode import CASES, VARIABLES, apply, export, objects_in, strings
+from support.ascode import CASES, VARIABLES, apply, export, objects_in, read, strings
 from support.domain import Callers, callers_fixture, deps_fixture  # noqa: F401
 
+from monitor.ascode import applying
 from monitor.ascode.dumping import dump
 from monitor.ascode.reading import REFERENCE
 from monitor.ascode.schema import document_schema
@@ -86,8 +87,19 @@ async def test_objects_made_by_hand_round_trip_under_keys_from_their_names(
     assert sorted(one.document["monitors"]) == ["cafe-front", "gateway", "gateway-2"], one_text
     assert sorted(one.document["channels"]) == ["ops-hook", "ops-hook-2"], one_text
     assert VARIABLES["BEARER"] not in one_text and VARIABLES["BEARER"] in one.secrets.values()
-    # (Applied to this same account, the export would create all seven again beside them: apply
-    # manages only what it made, and nothing adopts an object made by hand under a key.)
+    # Applied to this same account, the export would make all seven again beside them (apply
+    # manages only what it made), unless told to adopt them under the export's keys: then
+    # nothing is made, and from then on they are managed ("no changes" without --adopt).
+    assert (await apply(deps, owner, one_text, one.secrets, dry_run=True)).counts()["create"] == 7
+    adopted = await applying.apply(deps, owner, read(one_text, one.secrets), prune=False, dry_run=False,
+                                   adopt=True)  # fmt: skip
+    assert adopted.counts()["adopt"] == 7 and adopted.counts()["create"] == 0, adopted.text()
+    assert "= adopt monitor cafe-front" in adopted.text(), adopted.text()
+    assert await db.fetchval("SELECT count(*) FROM monitors") == 3
+    assert await db.fetchval("SELECT count(*) FROM config_objects") == 7
+    again = await apply(deps, owner, one_text, one.secrets, dry_run=True)
+    assert again.empty, again.text()
+    assert dump((await export(deps, owner.account_id)).document) == one_text
     for page in await db.fetch("SELECT id FROM status_pages"):
         await status_pages.delete(deps, owner, page["id"])
     copied = await apply(deps, callers.other, one_text, one.secrets)

@@ -44,6 +44,11 @@ class ApplyRequest(Body):
     )
     dry_run: bool = Field(False, description="answer the plan and change nothing (viewer and up)")
     prune: bool = Field(False, description="delete the managed objects the files no longer name")
+    adopt: bool = Field(
+        False,
+        description="take objects made by hand under management where a key of the files is the "
+        "one an export gives them, instead of making a second one",
+    )
 
     @field_validator("files", "secrets")
     @classmethod
@@ -66,7 +71,7 @@ class FieldChange(Out):
 
 
 class Change(Out):
-    action: Literal["create", "update", "replace", "delete"]
+    action: Literal["create", "update", "replace", "delete", "adopt"]
     kind: Kind
     key: str
     id: int | None = Field(description="the object's id; null for one still to create")
@@ -79,6 +84,7 @@ class Counts(Out):
     update: int
     replace: int
     delete: int
+    adopt: int = Field(description="objects made by hand taken under management (`adopt`)")
     unchanged: int
 
 
