@@ -4,7 +4,8 @@ its JSON and its feed say is decided (and tested) here.
 What is public is decided here too: a monitor's name, state, uptime, daily bars and response
 times; its target only when the page's owner shows it; incidents with their times and
 durations, never the check's error text (it names hosts, addresses and status lines of the
-owner's network); no ids.
+owner's network); no ids, but an incident post's (it is the post's permalink). A post's
+Markdown is shown as ``monitor/markdown.py`` makes it, and nothing else of a post is markup.
 
 Maintenance is not downtime, here as in the uptime figures (``domain/uptime.py``) and on badges:
 an incident wholly inside the monitor's maintenance windows is listed (and in the feed) as

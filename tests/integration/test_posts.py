@@ -26,6 +26,7 @@ from support.inprocess import (  # noqa: F401
 from support.markup import Element, parse
 
 from monitor.domain import keys as api_keys
+from monitor.status.service import PUBLIC
 from monitor.times import rfc3339
 
 pytestmark = pytest.mark.timeout(60)
@@ -237,8 +238,13 @@ async def test_visitors_see_posts_on_the_page_json_feed_and_permalink(
         f"/api/v1/posts/{current['id']}/updates", json={"state": "identified", "text": "Second **step**."}
     )
 
+    desk = site.served.app[PUBLIC]
+    queries = desk.metrics.queries
+    before = (queries.labels("page")._value.get(), desk.pages.builds)
     html = await site.public.get("/status/acme")
     assert html.status == 200
+    # The posts and their updates are read with the rest of the page: still one statement.
+    assert (queries.labels("page")._value.get(), desk.pages.builds) == (before[0] + 1, before[1] + 1)
     tree = parse(html.text)
     articles = tree.find_all("article", "post")
     titles = [a.one("h3", "post-title").text().strip() for a in articles]
