@@ -28,8 +28,12 @@ CREATE TABLE incident_post_updates (
     id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     post_id    bigint      NOT NULL REFERENCES incident_posts (id) ON DELETE CASCADE,
     state      text        NOT NULL CHECK (state IN ('investigating', 'identified', 'monitoring', 'resolved')),
-    -- Markdown, as written; shown only through the sanitiser.
+    -- Markdown, as written; and the sanitiser's HTML of it (monitor/markdown.py), made once
+    -- when written, by the renderer of that version: a page build does not render a year of
+    -- updates again. A row of an older renderer is rendered afresh when read.
     body       text        NOT NULL CHECK (length(body) BETWEEN 1 AND 20000),
+    html       text        NOT NULL,
+    renderer   smallint    NOT NULL,
     created_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE INDEX incident_post_updates_post ON incident_post_updates (post_id, id);

@@ -58,7 +58,7 @@ def render_update(row: Mapping[str, Any]) -> dict[str, Any]:
         "id": row["id"],
         "state": row["state"],
         "text": row["body"],
-        "html": markdown.render(row["body"]),
+        "html": markdown.html_of(row["body"], row["html"], row["renderer"]),
         "created_at": rfc3339(row["created_at"]),
     }
 
@@ -289,10 +289,13 @@ def _check_groups(page: Mapping[str, Any], wanted: Sequence[str], known: Collect
 
 async def _insert_update(conn: asyncpg.Connection, post_id: int, spec: UpdateCreate) -> asyncpg.Record:
     return await conn.fetchrow(
-        "INSERT INTO incident_post_updates (post_id, state, body) VALUES ($1, $2, $3) RETURNING *",
+        """INSERT INTO incident_post_updates (post_id, state, body, html, renderer)
+           VALUES ($1, $2, $3, $4, $5) RETURNING *""",
         post_id,
         spec.state,
         spec.text,
+        markdown.render(spec.text),
+        markdown.RENDERER,
     )
 
 

@@ -67,7 +67,7 @@ POST_FIELDS = (
     "updated_at",
     "resolved_at",
 )
-UPDATE_FIELDS = ("post_id", "state", "body", "created_at")
+UPDATE_FIELDS = ("post_id", "state", "body", "html", "renderer", "created_at")
 
 
 def _spans(table: str, alias: str) -> str:
@@ -112,7 +112,9 @@ def _post_column(name: str) -> str:
 
 
 def _update_column(name: str) -> str:
-    return f"array_agg(u.{name} ORDER BY u.post_id, u.id) AS u_{name}"
+    # smallint[] is not among the arrays the pool's connections learn at start (integer[] is).
+    value = f"u.{name}::integer" if name == "renderer" else f"u.{name}"
+    return f"array_agg({value} ORDER BY u.post_id, u.id) AS u_{name}"
 
 
 def _window_column(name: str) -> str:
@@ -176,10 +178,13 @@ SELECT * FROM
 POST_SQL = f"""
 SELECT {", ".join(f"s.{f} AS p_{f}" for f in PAGE_FIELDS)},
        {", ".join(f"x.{f} AS t_{f}" for f in POST_FIELDS)},
-       u.states AS u_state, u.bodies AS u_body, u.times AS u_created_at, n.ids AS n_id, n.names AS n_name
+       u.states AS u_state, u.bodies AS u_body, u.htmls AS u_html, u.renderers AS u_renderer,
+       u.times AS u_created_at, n.ids AS n_id, n.names AS n_name
 FROM status_pages s JOIN incident_posts x ON x.page_id = s.id
 CROSS JOIN LATERAL (
     SELECT array_agg(u.state ORDER BY u.id) AS states, array_agg(u.body ORDER BY u.id) AS bodies,
+           array_agg(u.html ORDER BY u.id) AS htmls,
+           array_agg(u.renderer::integer ORDER BY u.id) AS renderers,
            array_agg(u.created_at ORDER BY u.id) AS times
     FROM incident_post_updates u WHERE u.post_id = x.id
 ) u
@@ -202,7 +207,7 @@ def post_parts(
     monitors it affects that the page shows."""
     page = {f: row[f"p_{f}"] for f in PAGE_FIELDS}
     post = {f: row[f"t_{f}"] for f in POST_FIELDS}
-    names = ("state", "body", "created_at")
+    names = ("state", "body", "html", "renderer", "created_at")
     updates = [
         dict(zip(names, u, strict=True)) for u in zip(*(row[f"u_{n}"] or () for n in names), strict=True)
     ]

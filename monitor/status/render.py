@@ -18,7 +18,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from monitor import markdown, times
+from monitor import times
 from monitor.status import assets, badges
 from monitor.status.view import (
     DAYS,
@@ -77,10 +77,10 @@ def incident_text(incident: dict[str, Any]) -> str:
     return "is down" if incident["ongoing"] else "was down"
 
 
-def sanitised(text: str) -> Markup:
-    """A post's Markdown as the HTML the page may carry: the only text a template writes out
-    unescaped, and only from the sanitiser (``monitor/markdown.py``)."""
-    return Markup(markdown.render(text))
+def sanitised(update: dict[str, Any]) -> Markup:
+    """An update's HTML, which ``view.post_of`` took from the sanitiser (``monitor/markdown.py``,
+    made when the update was written or now): the only text a template writes unescaped."""
+    return Markup(update["html"])
 
 
 def last_update(post: dict[str, Any]) -> datetime:
@@ -94,8 +94,7 @@ def post_feed_html(post: dict[str, Any]) -> str:
     which the feed's template escapes into the XML as ``type="html"`` wants."""
     head = f"<p>Impact: {escape(IMPACT_TEXT[post['impact']])}</p>"
     parts = [
-        f"<p><strong>{escape(STATE_TEXT[u['state']])}</strong> ({escape(_when(u['at']))})</p>"
-        f"{markdown.render(u['text'])}"
+        f"<p><strong>{escape(STATE_TEXT[u['state']])}</strong> ({escape(_when(u['at']))})</p>{u['html']}"
         for u in post["updates"]
     ]
     return "".join([head, *parts])

@@ -286,7 +286,7 @@ def post_of(
             {
                 "state": u["state"],
                 "text": u["body"],
-                "html": markdown.render(u["body"]),
+                "html": markdown.html_of(u["body"], u.get("html"), u.get("renderer")),
                 "at": u["created_at"],
             }
             for u in reversed(updates)

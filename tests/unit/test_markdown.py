@@ -147,3 +147,18 @@ def test_raw_html_is_text_and_a_link_without_an_allowed_address_keeps_its_text()
     assert markdown.render("<b>hi</b>") == "<p>&lt;b&gt;hi&lt;/b&gt;</p>\n"
     assert markdown.clean('<a href="/admin">admin</a>') == f"<a {REL}>admin</a>"
     assert markdown.clean("<h1>big</h1>") == "big"
+
+
+@pytest.mark.parametrize(
+    ("stored", "renderer", "expected"),
+    [
+        ("<p>kept</p>", markdown.RENDERER, "<p>kept</p>"),
+        ("<p>old <script>x</script></p>", markdown.RENDERER - 1, "<p><em>new</em></p>\n"),
+        (None, None, "<p><em>new</em></p>\n"),
+    ],
+    ids=["made by these rules: kept", "made by older rules: made again", "none stored: made now"],
+)
+def test_stored_html_is_used_only_when_these_rules_made_it(
+    stored: str | None, renderer: int | None, expected: str
+) -> None:
+    assert markdown.html_of("*new*", stored, renderer) == expected
