@@ -256,6 +256,11 @@ async def test_visitors_see_posts_on_the_page_json_feed_and_permalink(
         < html.text.index("Past incident reports")
     )
     first = articles[0]
+    # A resolved post shows its last update and a link to the rest (its permalink).
+    assert [
+        li.one("p", "update-head").one("strong").text() for li in articles[1].find_all("li", "update")
+    ] == ["Resolved"]
+    assert articles[1].one("p", "post-more").one("a").attrs["href"] == f"/status/acme/posts/{past['id']}"
     assert [li.one("p", "update-head").one("strong").text() for li in first.find_all("li", "update")] == [
         "Identified",
         "Investigating",
