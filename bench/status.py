@@ -1,6 +1,6 @@
 """Status page and badge benchmark: requests a second, latency and database work of the public side.
 
-    python -m bench.status [--monitors 20] [--groups 2] [--days 90] [--tokens 20] [--rate 1000]
+    python -m bench.status [--monitors 20] [--groups 2] [--days 90] [--posts 0] [--tokens 20] [--rate 1000]
                            [--badge-rate 1000] [--duration 30] [--warmup 10] [--cache-seconds 10]
                            [--phases page,badge,both,page-max,badge-max] [--connections 64]
                            [--api-log-level info|warning] [--profile] [--wait-quiet S] [--rev COMMIT]
@@ -242,7 +242,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         started = time.monotonic()
         loaded = await status_data.load(
-            conn, monitors=args.monitors, groups=args.groups, days=args.days, raw_hours=args.raw_hours, seed=1
+            conn,
+            monitors=args.monitors,
+            groups=args.groups,
+            days=args.days,
+            raw_hours=args.raw_hours,
+            seed=1,
+            posts=args.posts,
         )
         load_s = time.monotonic() - started
     finally:
@@ -301,6 +307,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "monitors": args.monitors,
         "groups": args.groups,
         "days": args.days,
+        "posts": args.posts,
         "badge_tokens": len(badge_paths),
         "badge": args.badge,
         "cache_seconds": args.cache_seconds,
@@ -368,6 +375,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--groups", type=int, default=2, help="groups of the page (even ones by id, odd ones by tag)")
     add("--days", type=int, default=90, help="days of rollups")
     add("--raw-hours", type=int, default=26, help="hours of raw check rows")
+    add("--posts", type=int, default=0, help="incident posts on the page (one open, the rest over 365 days)")
     add("--tokens", type=int, default=20, help="badge tokens walked round robin (at most --monitors)")
     add("--badge", default="uptime/30d", help="badge path after the token, without .svg")
     add("--rate", type=float, default=TARGET_RATE, help="page requests/s of the paced phases")

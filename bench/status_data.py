@@ -7,7 +7,10 @@ rollups are summed from the hours as migration 004 does. Each monitor has three 
 at random times over the days (2-60 min; their hours lose the checks they cover), the last one
 is down now with an ongoing incident, and the last ``raw_hours`` hours also have their raw check
 rows (what the API reads at a window's partial first hour). The page has ``groups`` groups: even
-ones name their monitors by id, odd ones by a tag, so both ways are read.
+ones name their monitors by id, odd ones by a tag, so both ways are read. With ``posts``, the
+page lists a year of incident posts (``post_history_days`` 365): one open, the others resolved
+at even intervals over the 365 days, each with ``POST_UPDATES`` updates of a Markdown text
+(its HTML made once, as a write stores it) and the first group and two monitors affected.
 """
 
 from __future__ import annotations
@@ -19,13 +22,18 @@ from datetime import datetime
 import asyncpg
 
 from bench import database
-from monitor import rollups
+from monitor import markdown, rollups
 from monitor.domain import accounts
 
 SLUG = "bench"
 CHECKS_PER_HOUR = 60
 # Latency buckets used: indexes (0-based) of monitor.rollups' histogram for ~50, ~100, ~250 ms.
 _BUCKETS = (rollups.bucket_of(50), rollups.bucket_of(100), rollups.bucket_of(250))
+POST_UPDATES = 5
+POST_TEXT = (
+    "We are **investigating** elevated errors on `checkout`.\n\n- payments time out\n"
+    "- see [the provider's page](https://status.example.com/)\n\n> Next update in 30 minutes."
+)
 
 
 @dataclass(frozen=True)
@@ -46,7 +54,14 @@ def _hist_sql() -> str:
 
 
 async def load(
-    conn: asyncpg.Connection, *, monitors: int, groups: int, days: int, raw_hours: int, seed: int
+    conn: asyncpg.Connection,
+    *,
+    monitors: int,
+    groups: int,
+    days: int,
+    raw_hours: int,
+    seed: int,
+    posts: int = 0,
 ) -> Loaded:
     """Empty the bench database and load the data set; see the module's docstring."""
     await database.reset(conn)
@@ -143,10 +158,37 @@ async def load(
         SLUG,
         json.dumps(page_groups),
     )
+    if posts:
+        await _posts(conn, account_id, now, posts, ids[:2], page_groups[0]["name"])
     tokens = [r["badge_token"] for r in await conn.fetch("SELECT badge_token FROM monitors ORDER BY id")]
     await conn.execute("ANALYZE")
-    rows = {
-        table: int(await conn.fetchval(f"SELECT count(*) FROM {table}"))
-        for table in ("monitors", "incidents", "checks_hourly", "checks_daily", "checks")
-    }
+    # The posts' tables only when asked for: --rev may measure a commit from before them.
+    tables = ("monitors", "incidents", "checks_hourly", "checks_daily", "checks")
+    tables += ("incident_posts", "incident_post_updates") if posts else ()
+    rows = {table: int(await conn.fetchval(f"SELECT count(*) FROM {table}")) for table in tables}
     return Loaded(account_id, ids, tokens, now, rows)
+
+
+async def _posts(
+    conn: asyncpg.Connection, account_id: int, now: datetime, posts: int, monitor_ids: list[int], group: str
+) -> None:
+    """``posts`` posts on the page: the first open, the others resolved over the last 365 days."""
+    await conn.execute("UPDATE status_pages SET post_history_days = 365 WHERE slug = $1", SLUG)
+    await conn.execute(
+        """INSERT INTO incident_posts (account_id, page_id, title, impact, monitor_ids, groups, state,
+                                       resolved_at, created_at, updated_at)
+           SELECT $1, (SELECT id FROM status_pages WHERE slug = $2), 'Incident ' || n, 'minor', $3, ARRAY[$4],
+                  CASE WHEN n = 0 THEN 'investigating' ELSE 'resolved' END,
+                  CASE WHEN n = 0 THEN NULL ELSE at + interval '2 hours' END, at, at
+           FROM (SELECT n, $5::timestamptz
+                               - make_interval(secs => n * 364.0 * 86400 / greatest($6 - 1, 1)) AS at
+                 FROM generate_series(0, $6 - 1) n) s""",
+        account_id, SLUG, monitor_ids, group, now, posts,
+    )  # fmt: skip
+    await conn.execute(
+        """INSERT INTO incident_post_updates (post_id, state, body, html, renderer, created_at)
+           SELECT p.id, CASE WHEN p.state = 'resolved' AND k = $1 THEN 'resolved' ELSE 'investigating' END,
+                  $2, $3, $4, p.created_at + make_interval(mins => k * 20)
+           FROM incident_posts p CROSS JOIN generate_series(1, $1) k""",
+        POST_UPDATES, POST_TEXT, markdown.render(POST_TEXT), markdown.RENDERER,
+    )  # fmt: skip

@@ -26,6 +26,7 @@ from monitor.api import (
     monitors,
     openapi,
     pings,
+    posts,
     public,
     screenshots,
     sessions,
@@ -209,7 +210,7 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
     routed = (monitors, history, screenshots, channels, keys, members, maintenance, summary, status_pages,
-              pings, sessions, invitations, first_run, apply, openapi)  # fmt: skip
+              posts, pings, sessions, invitations, first_run, apply, openapi)  # fmt: skip
     for module in routed:
         module.add_routes(app.router)
     sso.setup(app)

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from monitor import __version__
-from monitor.api import openapi_config, openapi_setup, openapi_signin, openapi_sso
+from monitor.api import openapi_config, openapi_posts, openapi_setup, openapi_signin, openapi_sso
 from monitor.api import responses as out
 from monitor.api.context import SETTINGS
 from monitor.api.params import MAX_ID
@@ -37,6 +37,7 @@ from monitor.domain.schemas import maintenance as maint
 from monitor.domain.schemas import members as people
 from monitor.domain.schemas import monitor_answers as shown
 from monitor.domain.schemas import monitors as schemas
+from monitor.domain.schemas import posts as post_models
 from monitor.domain.schemas import screenshots as shots
 from monitor.domain.schemas import status_pages as pages
 from monitor.domain.schemas import summary as glance
@@ -71,6 +72,7 @@ MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     *openapi_signin.MODELS,
     *openapi_setup.MODELS,
     *openapi_config.MODELS,
+    *openapi_posts.MODELS,
     (shots.MaskList, "validation"), (shots.Screenshot, "serialization"),
     (shots.ScreenshotList, "serialization"),
 ]  # fmt: skip
@@ -117,6 +119,7 @@ def _components(limits: Limits) -> tuple[dict[str, Any], dict[str, dict[str, Any
         chan.ChannelPatch,
         maint.MaintenancePatch,
         pages.StatusPagePatch,
+        post_models.PostPatch,
     ]
     for model in patches:
         _refuse_null(found[model.__name__], model)
@@ -415,6 +418,7 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     from monitor.api.openapi_status import add_status_pages  # it builds on this module's parts
 
     add_status_pages(b)
+    openapi_posts.add_posts(b)
     b.add("post", "/api/v1/keys", "createKey", "Create an API key of the caller's account", tag="keys",
           ok={201: {**_json(r["NewKey"], "The key; its secret `key` is shown only here."),
                     "links": _links("revokeKey")}},

@@ -1,5 +1,6 @@
 """What anyone may read, without a key: status pages (``/status/<slug>``, its ``.json`` and
-``/feed.atom``, and ``/`` of a page's own domain), the static files (stylesheet, favicons),
+``/feed.atom``, its incident posts' permalinks ``/posts/<id>``, and ``/`` of a page's own
+domain), the static files (stylesheet, favicons),
 ``/robots.txt``, and badges (``/badge/<token>/status.svg``, ``/uptime/30d.svg``,
 ``/response/24h.svg``).
 
@@ -129,6 +130,19 @@ async def _serve(request: web.Request, slug: str, kind: str) -> web.Response:
     return send(request, getattr(page, kind), headers, fresh_for(desk.pages.remaining(slug)))
 
 
+async def post_page(request: web.Request) -> web.Response:
+    """An incident post's permalink, ``/status/<slug>/posts/<id>``, cached as pages are."""
+    desk = request.app[PUBLIC]
+    slug, raw = request.match_info["slug"], request.match_info["post_id"]
+    owner = await desk.slug_for_domain(request_host(request))
+    found = SLUG.match(slug) and owner in (None, slug) and raw.isascii() and raw.isdigit() and len(raw) <= 18
+    post = await desk.post(slug, int(raw)) if found else None
+    if post is None:
+        return _missing_page()
+    headers = _page_headers(post.row, request.app[SETTINGS].status_pages_indexed)
+    return send(request, post.html, headers, fresh_for(desk.posts.remaining((slug, int(raw)))))
+
+
 async def status_page(request: web.Request) -> web.Response:
     return await _serve(request, request.match_info["slug"], "html")
 
@@ -246,6 +260,7 @@ def add_routes(router: web.UrlDispatcher) -> None:
     # page, a badge's an image), not as the API's JSON 404 for no such endpoint.
     router.add_get("/status/{slug:[^/]+}.json", status_json)
     router.add_get("/status/{slug:[^/]+}/feed.atom", status_feed)
+    router.add_get("/status/{slug:[^/]+}/posts/{post_id:[^/]+}", post_page)
     router.add_get("/status/{slug:[^/]+}", status_page)
     router.add_get("/badge/{token:[^/]+}/status.svg", status_badge)
     router.add_get("/badge/{token:[^/]+}/{kind:[^/]+}/{window:[^/]+}.svg", window_badge)

@@ -52,6 +52,8 @@ def body_of(posted: MultiDict[str]) -> dict[str, Any]:
     body["slug"] = body["slug"] or ""
     body["title"] = body["title"] or ""
     body["show_urls"] = posted.get("show_urls") == "true"
+    days = posted.get("post_history_days", "90").strip()
+    body["post_history_days"] = int(days) if days.isdigit() and len(days) < 6 else days
     groups = []
     for i in range(_count(posted)):
         name = posted.get(f"groups.{i}.name", "").strip()
@@ -66,6 +68,7 @@ def body_of(posted: MultiDict[str]) -> dict[str, Any]:
 def values_of(found: dict[str, Any], extra: int = 1) -> dict[str, Any]:
     values: dict[str, Any] = {name: found.get(name) or "" for name in TEXTS}
     values["show_urls"] = found.get("show_urls", False)
+    values["post_history_days"] = str(found.get("post_history_days", 90))
     groups = found.get("groups", [])
     for i, g in enumerate(groups):
         values[f"groups.{i}.name"] = g["name"]
@@ -124,7 +127,9 @@ async def _form(
 
 
 async def new_form(request: web.Request, viewer: Viewer) -> web.StreamResponse:
-    return await _form(request, viewer, Form({"group_count": 1, "groups.0.name": "Services"}))
+    return await _form(
+        request, viewer, Form({"group_count": 1, "groups.0.name": "Services", "post_history_days": "90"})
+    )
 
 
 async def _save(request: web.Request, viewer: Viewer, found: dict[str, Any] | None) -> web.StreamResponse:
@@ -144,7 +149,13 @@ async def _save(request: web.Request, viewer: Viewer, found: dict[str, Any] | No
         if exc.status >= 500 or (exc.status == 403 and exc.field is None):
             raise
         values = _posted_values(posted)
-        shown = [*TEXTS, "show_urls", "groups", *(k for k in values if k.startswith("groups."))]
+        shown = [
+            *TEXTS,
+            "show_urls",
+            "post_history_days",
+            "groups",
+            *(k for k in values if k.startswith("groups.")),
+        ]
         return await _form(request, viewer, failed(values, exc, shown), found=found, status=exc.status)
     return back(f"/status-pages/{made['id']}?done=saved")
 

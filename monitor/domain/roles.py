@@ -2,7 +2,7 @@
 
 Roles are ranked (``context.ROLES``): ``notify`` (receives alerts on their own channels, sees
 nothing), ``viewer`` (reads everything, changes nothing), ``editor`` (monitors, maintenance,
-status pages, acknowledging incidents), ``admin`` (members, keys, channels), ``owner`` (the
+status pages and their posts, acknowledging incidents), ``admin`` (members, keys, channels), ``owner`` (the
 account itself). Every operation of the domain layer asks ``authorize`` first, so a route added
 later without a row here fails loudly (a KeyError in its first test) instead of being open to
 every role.
@@ -30,6 +30,8 @@ RULES: dict[tuple[str, str], Role] = {
     ("maintenance", "write"): "editor",
     ("status_pages", "read"): "viewer",
     ("status_pages", "write"): "editor",
+    ("posts", "read"): "viewer",
+    ("posts", "write"): "editor",
     ("channels", "read"): "viewer",
     ("channels", "write"): "admin",
     ("keys", "read"): "admin",

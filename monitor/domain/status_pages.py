@@ -32,7 +32,8 @@ PAGE_PATH = "/status/"
 # /status.svg, /uptime/<window>.svg or /response/<window>.svg.
 BADGE_PATH = "/badge/"
 # The columns a body sets, as named in it.
-FIELDS = ("slug", "title", "description", "logo_url", "favicon_url", "domain", "show_urls", "groups")
+FIELDS = ("slug", "title", "description", "logo_url", "favicon_url", "domain", "show_urls",
+          "post_history_days", "groups")  # fmt: skip
 # Status pages an account may have.
 MAX_PAGES = 100
 # Unique constraints, by the field that broke them.
@@ -58,6 +59,7 @@ def render(row: Mapping[str, Any], base: str) -> dict[str, Any]:
         "favicon_url": row["favicon_url"],
         "domain": row["domain"],
         "show_urls": row["show_urls"],
+        "post_history_days": row["post_history_days"],
         "groups": row["groups"],
         "url": f"{base}{PAGE_PATH}{row['slug']}",
         "created_at": rfc3339_or_none(row["created_at"]),

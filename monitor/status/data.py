@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -42,6 +42,7 @@ PAGE_FIELDS = (
     "favicon_url",
     "domain",
     "show_urls",
+    "post_history_days",
     "groups",
 )
 MONITOR_FIELDS = ("id", "name", "type", "url", "paused", "tags", "created_at", "status", "changed_at")
@@ -52,6 +53,21 @@ WINDOW_FIELDS = ("monitor_id", "id", "name", "kind", "starts_at", "ends_at", "rr
 # whole hour from raw checks.
 COUNTED = (*WINDOWS, "today")
 DAILY_FIELDS = ("monitor", "day", "n", "up")
+# Incident posts a page shows at most: every open one, then the resolved ones of its
+# post_history_days, newest first.
+MAX_POSTS = 200
+POST_FIELDS = (
+    "id",
+    "title",
+    "impact",
+    "state",
+    "monitor_ids",
+    "groups",
+    "created_at",
+    "updated_at",
+    "resolved_at",
+)
+UPDATE_FIELDS = ("post_id", "state", "body", "html", "renderer", "created_at")
 
 
 def _spans(table: str, alias: str) -> str:
@@ -63,7 +79,8 @@ def _spans(table: str, alias: str) -> str:
 
 # $1 the page's slug, $2 MAX_MONITORS; $3, $4 the records' span; $5 the maintenance rows' end;
 # $6 the first of the days; $7 the end of the counted whole hours; from $8 each COUNTED span's
-# start and first whole hour; then today (the end of the daily rollups) and 24 h ago.
+# start and first whole hour; then today (the end of the daily rollups), 24 h ago, now and
+# MAX_POSTS.
 _BOUNDS = 8
 _LAST = _BOUNDS + 2 * len(COUNTED)
 
@@ -88,6 +105,18 @@ def _monitor_column(name: str) -> str:
     return f"{aggregate}(m.{name} ORDER BY m.id) AS m_{name}"
 
 
+def _post_column(name: str) -> str:
+    # A post's monitor ids and groups are arrays: the arrays of all go as one JSON array.
+    aggregate = "jsonb_agg" if name in ("monitor_ids", "groups") else "array_agg"
+    return f"{aggregate}(t.{name} ORDER BY t.id DESC) AS t_{name}"
+
+
+def _update_column(name: str) -> str:
+    # smallint[] is not among the arrays the pool's connections learn at start (integer[] is).
+    value = f"u.{name}::integer" if name == "renderer" else f"u.{name}"
+    return f"array_agg({value} ORDER BY u.post_id, u.id) AS u_{name}"
+
+
 def _window_column(name: str) -> str:
     return f"array_agg({'m.id' if name == 'monitor_id' else 'w.' + name}) AS w_{name}"
 
@@ -108,6 +137,15 @@ m AS (
        OR m.tags && ARRAY(SELECT jsonb_array_elements_text(g -> 'tags') FROM g)
     -- The monitors a group names come first, then those its tags reach.
     ORDER BY m.id IN (SELECT id FROM named) DESC, m.id LIMIT $2
+),
+-- Posts: the open ones, and those resolved within the page's post_history_days.
+t AS (
+    SELECT x.* FROM incident_posts x
+    WHERE x.page_id = (SELECT id FROM p)
+      AND (x.resolved_at IS NULL
+           OR x.resolved_at >= ${_LAST + 2}::timestamptz
+                               - make_interval(days => (SELECT post_history_days FROM p)))
+    ORDER BY x.resolved_at IS NULL DESC, x.id DESC LIMIT ${_LAST + 3}
 )
 SELECT * FROM
     (SELECT {", ".join(f"p.{f} AS p_{f}" for f in PAGE_FIELDS)} FROM p) page,
@@ -128,8 +166,53 @@ SELECT * FROM
     (SELECT array_agg(h.monitor_id ORDER BY h.hour) AS l_monitor, array_agg(h.hour ORDER BY h.hour) AS l_hour,
             array_agg(h.latency_sum ORDER BY h.hour) AS l_sum, array_agg(h.latency_n ORDER BY h.hour) AS l_n
      FROM checks_hourly h
-     WHERE h.monitor_id IN (SELECT id FROM m) AND h.hour >= ${_LAST + 1} AND h.latency_n > 0) lat
+     WHERE h.monitor_id IN (SELECT id FROM m) AND h.hour >= ${_LAST + 1} AND h.latency_n > 0) lat,
+    (SELECT {", ".join(_post_column(f) for f in POST_FIELDS)} FROM t) pst,
+    (SELECT {", ".join(_update_column(f) for f in UPDATE_FIELDS)}
+     FROM incident_post_updates u WHERE u.post_id IN (SELECT id FROM t)) upd
 """
+
+
+# A post's permalink page: the page's row, the post, its updates (oldest first) and the names
+# of the monitors it affects that the page shows, in one statement ($1 the slug, $2 the post).
+POST_SQL = f"""
+SELECT {", ".join(f"s.{f} AS p_{f}" for f in PAGE_FIELDS)},
+       {", ".join(f"x.{f} AS t_{f}" for f in POST_FIELDS)},
+       u.states AS u_state, u.bodies AS u_body, u.htmls AS u_html, u.renderers AS u_renderer,
+       u.times AS u_created_at, n.ids AS n_id, n.names AS n_name
+FROM status_pages s JOIN incident_posts x ON x.page_id = s.id
+CROSS JOIN LATERAL (
+    SELECT array_agg(u.state ORDER BY u.id) AS states, array_agg(u.body ORDER BY u.id) AS bodies,
+           array_agg(u.html ORDER BY u.id) AS htmls,
+           array_agg(u.renderer::integer ORDER BY u.id) AS renderers,
+           array_agg(u.created_at ORDER BY u.id) AS times
+    FROM incident_post_updates u WHERE u.post_id = x.id
+) u
+CROSS JOIN LATERAL (
+    SELECT array_agg(m.id) AS ids, array_agg(m.name) AS names FROM monitors m
+    WHERE m.account_id = s.account_id AND m.id = ANY(x.monitor_ids)
+      AND (m.id IN (SELECT (jsonb_array_elements_text(g -> 'monitor_ids'))::bigint
+                    FROM jsonb_array_elements(s.groups) g)
+           OR m.tags && ARRAY(SELECT jsonb_array_elements_text(g -> 'tags')
+                              FROM jsonb_array_elements(s.groups) g))
+) n
+WHERE s.slug = $1 AND x.id = $2
+"""
+
+
+def post_parts(
+    row: Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]], dict[int, str]]:
+    """What ``POST_SQL`` read: the page's row, the post, its updates and the names of the
+    monitors it affects that the page shows."""
+    page = {f: row[f"p_{f}"] for f in PAGE_FIELDS}
+    post = {f: row[f"t_{f}"] for f in POST_FIELDS}
+    names = ("state", "body", "html", "renderer", "created_at")
+    updates = [
+        dict(zip(names, u, strict=True)) for u in zip(*(row[f"u_{n}"] or () for n in names), strict=True)
+    ]
+    shown = dict(zip(row["n_id"] or (), row["n_name"] or (), strict=True))
+    return page, post, updates, shown
 
 
 def _rows(row: Mapping[str, Any], prefix: str, names: Sequence[str]) -> list[dict[str, Any]]:
@@ -152,6 +235,9 @@ class Raw:
     today_counts: dict[int, tuple[int, int]]
     latency: dict[int, list[tuple[datetime, float, int]]]  # each hour's latency sum and count
     maintenance: list[dict[str, Any]]
+    # Posts newest first, and each one's updates oldest first.
+    posts: list[dict[str, Any]] = field(default_factory=list)
+    post_updates: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def _by_monitor(row: Mapping[str, Any], prefix: str) -> dict[int, list[tuple[datetime, datetime | None]]]:
@@ -170,7 +256,7 @@ async def gather(conn: asyncpg.Connection, slug: str, now: datetime) -> Raw | No
     bounds = [value for s in counted for value in (s, ceil_hour(s))]
     row = await conn.fetchrow(
         SQL, slug, MAX_MONITORS, start, end, now + AHEAD, days[0], ceil_hour(now), *bounds, days[-1],
-        now - 24 * HOUR,
+        now - 24 * HOUR, now, MAX_POSTS,
     )  # fmt: skip
     if row is None:
         return None
@@ -184,6 +270,9 @@ async def gather(conn: asyncpg.Connection, slug: str, now: datetime) -> Raw | No
     latency: dict[int, list[tuple[datetime, float, int]]] = defaultdict(list)
     for h in _rows(row, "l", ("monitor", "hour", "sum", "n")):
         latency[h["monitor"]].append((h["hour"], h["sum"], h["n"]))
+    updates: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for u in _rows(row, "u", UPDATE_FIELDS):
+        updates[u["post_id"]].append(u)
     found = Records(
         _by_monitor(row, "inc"),
         _by_monitor(row, "deg"),
@@ -198,6 +287,8 @@ async def gather(conn: asyncpg.Connection, slug: str, now: datetime) -> Raw | No
         today_counts=dict(counts[-1]),
         latency=dict(latency),
         maintenance=_maintenance(windows, now),
+        posts=_rows(row, "t", POST_FIELDS),
+        post_updates=updates,
     )  # fmt: skip
 
 
@@ -241,6 +332,8 @@ def assemble(raw: Raw) -> PageData:
         },
         maintenance=raw.maintenance,
         maintenance_spans=found.maintenance,
+        posts=raw.posts,
+        post_updates=raw.post_updates,
     )
 
 

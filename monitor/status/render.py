@@ -20,7 +20,17 @@ from markupsafe import Markup, escape
 
 from monitor import times
 from monitor.status import assets, badges
-from monitor.status.view import DAYS, NAMESPACE, OVERALL_TEXT, STATUS_TEXT, duration_text, level, spark_points
+from monitor.status.view import (
+    DAYS,
+    IMPACT_TEXT,
+    NAMESPACE,
+    OVERALL_TEXT,
+    STATE_TEXT,
+    STATUS_TEXT,
+    duration_text,
+    level,
+    spark_points,
+)
 
 WINDOW_TEXT = {"24h": "24 h", "7d": "7 days", "30d": "30 days", "90d": "90 days"}
 
@@ -67,6 +77,29 @@ def incident_text(incident: dict[str, Any]) -> str:
     return "is down" if incident["ongoing"] else "was down"
 
 
+def sanitised(update: dict[str, Any]) -> Markup:
+    """An update's HTML, which ``view.post_of`` took from the sanitiser (``monitor/markdown.py``,
+    made when the update was written or now): the only text a template writes unescaped."""
+    return Markup(update["html"])
+
+
+def last_update(post: dict[str, Any]) -> datetime:
+    """When a post last said something: its newest update (a change of its title is not news)."""
+    updates = post["updates"]
+    return updates[0]["at"] if updates else post["created_at"]
+
+
+def post_feed_html(post: dict[str, Any]) -> str:
+    """A post's updates as the HTML of its Atom entry's content, newest first: a plain string,
+    which the feed's template escapes into the XML as ``type="html"`` wants."""
+    head = f"<p>Impact: {escape(IMPACT_TEXT[post['impact']])}</p>"
+    parts = [
+        f"<p><strong>{escape(STATE_TEXT[u['state']])}</strong> ({escape(_when(u['at']))})</p>{u['html']}"
+        for u in post["updates"]
+    ]
+    return "".join([head, *parts])
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("monitor.status", "templates"),
@@ -84,7 +117,9 @@ def _environment() -> jinja2.Environment:
     )
     env.globals.update(
         level=level, spark=spark_points, bars=bars, status_text=STATUS_TEXT, overall_text=OVERALL_TEXT,
-        window_text=WINDOW_TEXT, days=DAYS, incident_text=incident_text,
+        window_text=WINDOW_TEXT, days=DAYS, incident_text=incident_text, markdown=sanitised,
+        state_text=STATE_TEXT, impact_text=IMPACT_TEXT, last_update=last_update,
+        post_feed_html=post_feed_html,
     )  # fmt: skip
     return env
 
@@ -107,14 +142,26 @@ def html(model: dict[str, Any], base: str) -> str:
         favicon_ico_url=FAVICON_ICO_URL,
         active_maintenance=[m for m in maintenance if m["active"]],
         upcoming_maintenance=[m for m in maintenance if not m["active"]],
+        current_posts=[p for p in model["posts"] if not p["resolved"]],
+        past_posts=[p for p in model["posts"] if p["resolved"]],
     )
 
 
+def post_html(page: dict[str, Any], post: dict[str, Any], base: str) -> str:
+    """A post's permalink page; ``page`` holds the status page's title, logo and favicon."""
+    return ENV.get_template("post.html").render(
+        page=page, p=post, base=base, css_url=CSS_URL, favicon_url=FAVICON_URL,
+        favicon_ico_url=FAVICON_ICO_URL,
+    )  # fmt: skip
+
+
 def atom(model: dict[str, Any], base: str, page_id: int) -> str:
-    """Incidents as an Atom feed. Its links are ``base`` (the page's path: a reader resolves
-    it against the feed's own address, whichever host that was read from); the ids are URNs
-    that stay the same whatever the host: the page's, and each incident's ``ref``."""
+    """Incident posts (one entry each, updated at its last update) and incidents as an Atom
+    feed. Its links are ``base`` (the page's path: a reader resolves it against the feed's own
+    address, whichever host that was read from); the ids are URNs that stay the same whatever
+    the host: the page's, and each post's and incident's ``ref``."""
     times_seen = [i["ended_at"] or i["started_at"] for i in model["incidents"]]
+    times_seen += [last_update(p) for p in model["posts"]]
     updated = max(times_seen, default=model["updated_at"])
 
     return ENV.get_template("feed.atom").render(

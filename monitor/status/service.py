@@ -1,10 +1,13 @@
 """The public side's memory: status pages and badges, each built about once per period.
 
-Three caches (``cache.Fresh``), each with its own key:
+Four caches (``cache.Fresh``), each with its own key:
 - the directory: every page's row by slug and by custom domain, read in one query per
   period, so a request for a page that does not exist costs no query at all;
 - each page: its data read (``data.gather``, one statement) and rendered to HTML, JSON and
   Atom, each representation with its ETag and a gzip copy, once per period;
+- each incident post's permalink page, by (slug, post id): the page's row, the post, its
+  updates and the names of what it affects in one statement; a post that does not exist is
+  remembered as such (a bounded number of keys, the least recently used forgotten first);
 - each badge's figures (status, or uptime or response time over a window) by badge token;
   a token that does not exist is remembered as such, the least recently used forgotten first.
 A visitor's request then costs a dictionary look-up and a write of ready bytes.
@@ -49,6 +52,12 @@ class Page:
 
 
 @dataclass(frozen=True)
+class PostPage:
+    row: Mapping[str, Any]  # the status page's
+    html: Body
+
+
+@dataclass(frozen=True)
 class Directory:
     by_slug: Mapping[str, Mapping[str, Any]]
     by_domain: Mapping[str, str]
@@ -86,11 +95,16 @@ class StatusDesk:
         self.badges: Fresh[tuple[str, str, str], BadgeFigures | None] = Fresh(
             self._badge, ttl, max_keys=20_000
         )
+        self.posts: Fresh[tuple[str, int], PostPage | None] = Fresh(self._post, ttl, max_keys=10_000)
 
     def forget(self, *slugs: str) -> None:
         """A page its owner just changed: read again on the next request."""
         self.directory.forget(None)
         self.pages.forget(*slugs)
+
+    def forget_post(self, slug: str, post_id: int) -> None:
+        """A post just made, changed or deleted: its permalink is read again on its next request."""
+        self.posts.forget((slug, post_id))
 
     def forget_badge(self, token: str) -> None:
         """A badge token was replaced: the old one must stop answering now, not a period later."""
@@ -101,6 +115,11 @@ class StatusDesk:
             return None
         return await self.pages.get(slug)
 
+    async def post(self, slug: str, post_id: int) -> PostPage | None:
+        if slug not in (await self.directory.get(None)).by_slug:
+            return None
+        return await self.posts.get((slug, post_id))
+
     async def slug_for_domain(self, host: str) -> str | None:
         return (await self.directory.get(None)).by_domain.get(host)
 
@@ -108,7 +127,7 @@ class StatusDesk:
         return await self.badges.get((token, kind, window))
 
     async def close(self) -> None:
-        for cache in (self.directory, self.pages, self.badges):
+        for cache in (self.directory, self.pages, self.posts, self.badges):
             await cache.close()
 
     # -- builds ---------------------------------------------------------------------------------
@@ -145,6 +164,14 @@ class StatusDesk:
         # The arithmetic, rendering and compression of a large page take tens of milliseconds:
         # in a thread, the event loop goes on answering meanwhile.
         return await asyncio.to_thread(_page_of, raw)
+
+    async def _post(self, key: tuple[str, int]) -> PostPage | None:
+        slug, post_id = key
+        async with self._connection("post") as conn:
+            row = await conn.fetchrow(data.POST_SQL, slug, post_id)
+        if row is None:
+            return None
+        return _post_page_of(row)
 
     async def _badge(self, key: tuple[str, str, str]) -> BadgeFigures | None:
         token, kind, window = key
@@ -202,6 +229,14 @@ def _page_of(raw: data.Raw) -> Page:
         body(render.as_json(model), "application/json; charset=utf-8"),
         body(render.atom(model, base, row["id"]), "application/atom+xml; charset=utf-8"),
     )
+
+
+def _post_page_of(row: Mapping[str, Any]) -> PostPage:
+    """A post's permalink page from the row ``data.POST_SQL`` read (pure)."""
+    page, post, updates, shown = data.post_parts(row)
+    model = view.post_of(post, updates, page["id"], shown, {g["name"] for g in page["groups"]})
+    base = f"/status/{page['slug']}"
+    return PostPage(page, body(render.post_html(page, model, base), "text/html; charset=utf-8"))
 
 
 PUBLIC = web.AppKey("public", StatusDesk)

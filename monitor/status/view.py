@@ -4,7 +4,8 @@ its JSON and its feed say is decided (and tested) here.
 What is public is decided here too: a monitor's name, state, uptime, daily bars and response
 times; its target only when the page's owner shows it; incidents with their times and
 durations, never the check's error text (it names hosts, addresses and status lines of the
-owner's network); no ids.
+owner's network); no ids, but an incident post's (it is the post's permalink). A post's
+Markdown is shown as ``monitor/markdown.py`` makes it, and nothing else of a post is markup.
 
 Maintenance is not downtime, here as in the uptime figures (``domain/uptime.py``) and on badges:
 an incident wholly inside the monitor's maintenance windows is listed (and in the feed) as
@@ -17,12 +18,12 @@ from __future__ import annotations
 
 import heapq
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from monitor import times
+from monitor import markdown, times
 from monitor.domain.uptime import Interval, Spans, Uptime, subtract
 
 # Name-based UUIDs of status pages and their incidents (Atom ids) are made in this namespace.
@@ -33,6 +34,13 @@ WINDOWS = {"24h": timedelta(hours=24), "7d": 7 * DAY, "30d": 30 * DAY, "90d": 90
 INCIDENTS_LISTED = 30
 # How a day's bar is drawn, by its uptime: the first level it reaches.
 LEVELS = ((100.0, "up"), (99.0, "minor"), (95.0, "partial"), (0.0, "down"))
+STATE_TEXT = {
+    "investigating": "Investigating",
+    "identified": "Identified",
+    "monitoring": "Monitoring",
+    "resolved": "Resolved",
+}
+IMPACT_TEXT = {"none": "No impact", "minor": "Minor", "major": "Major", "critical": "Critical"}
 STATUS_TEXT = {
     "up": "Up",
     "degraded": "Degraded",
@@ -67,6 +75,10 @@ class PageData:
     maintenance: Sequence[Mapping[str, Any]] = ()  # name, from, to, active, monitor_ids
     # Each monitor's maintenance spans over the days shown (to now): what is not downtime.
     maintenance_spans: Spans = field(default_factory=dict)
+    # Incident posts (open ones, and resolved ones of the page's post_history_days), and each
+    # one's updates, oldest first.
+    posts: Sequence[Mapping[str, Any]] = ()
+    post_updates: Mapping[int, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
 
 
 def days_until(now: datetime) -> list[datetime]:
@@ -216,6 +228,8 @@ def build(data: PageData) -> dict[str, Any]:
         "status": overall([m["status"] for g in groups for m in g["monitors"]]),
         "groups": groups,
         "incidents": incidents,
+        "posts": posts_of(data.posts, data.post_updates, page, shown),
+        "post_history_days": page["post_history_days"],
         "maintenance": [
             {
                 "name": w["name"],
@@ -225,6 +239,57 @@ def build(data: PageData) -> dict[str, Any]:
                 "monitors": [shown[m] for m in w["monitor_ids"] if m in shown],
             }
             for w in data.maintenance
+        ],
+    }
+
+
+def posts_of(
+    posts: Sequence[Mapping[str, Any]],
+    updates: Mapping[int, Sequence[Mapping[str, Any]]],
+    page: Mapping[str, Any],
+    shown: Mapping[int, str],
+) -> list[dict[str, Any]]:
+    """The page's posts as visitors see them: open ones first, then resolved ones, each newest
+    first. What a post affects is named as the page shows it (a monitor by its name, a group by
+    its heading), only where the page still shows it; no monitor id. A post's own id is public:
+    it is its permalink."""
+    groups = {g["name"] for g in page["groups"]}
+    ordered = sorted(posts, key=lambda p: (p["resolved_at"] is not None, -p["id"]))
+    return [post_of(p, updates.get(p["id"], ()), page["id"], shown, groups) for p in ordered]
+
+
+def post_of(
+    post: Mapping[str, Any],
+    updates: Sequence[Mapping[str, Any]],
+    page_id: int,
+    shown: Mapping[int, str],
+    groups: Collection[str],
+) -> dict[str, Any]:
+    """One post: its fields, what it affects, and its updates newest first, each text as
+    sanitised HTML (``monitor/markdown.py``) beside the Markdown it came from."""
+    return {
+        "id": post["id"],
+        # A stable Atom id: the page and the post.
+        "ref": uuid.uuid5(NAMESPACE, f"{page_id}/posts/{post['id']}").urn,
+        "title": post["title"],
+        "impact": post["impact"],
+        "state": post["state"],
+        "resolved": post["resolved_at"] is not None,
+        "created_at": post["created_at"],
+        "updated_at": post["updated_at"],
+        "resolved_at": post["resolved_at"],
+        "affected": {
+            "monitors": [shown[m] for m in post["monitor_ids"] if m in shown],
+            "groups": [g for g in post["groups"] if g in groups],
+        },
+        "updates": [
+            {
+                "state": u["state"],
+                "text": u["body"],
+                "html": markdown.html_of(u["body"], u.get("html"), u.get("renderer")),
+                "at": u["created_at"],
+            }
+            for u in reversed(updates)
         ],
     }
 

@@ -82,7 +82,7 @@ class Stack:
     monitors: dict[str, int]  # the module's monitors by name
     browser: Browser
     first_visit: ui.Tour  # the looks at the first visit's page, taken before anyone existed
-    others: dict[str, int]  # a maintenance window and a status page, for their pages
+    others: dict[str, int]  # a maintenance window, a status page and a post, for their pages
 
     async def page_status(self, path: str) -> int:
         """What the api answers the signed-in browser's session for ``path`` (no redirect followed)."""
@@ -412,7 +412,8 @@ async def test_an_acknowledged_incident_stops_its_reminders_and_its_note_reaches
 # -- every page ----------------------------------------------------------------------------
 
 # (name in the screenshot's file, path): every page a person can open; {id} is a monitor's,
-# {channel}, {window} and {status_page} the module's channel, maintenance window and page.
+# {channel}, {window}, {status_page} and {post} the module's channel, maintenance window, page
+# and incident post.
 PAGES = [
     ("overview", "/"),
     ("monitor", "/monitors/{id}"),
@@ -430,6 +431,8 @@ PAGES = [
     ("status-pages", "/status-pages"),
     ("status-page-new", "/status-pages/new"),
     ("status-page-edit", "/status-pages/{status_page}"),
+    ("posts", "/status-pages/{status_page}/posts"),
+    ("post", "/posts/{post}"),
     ("keys", "/keys"),
     ("members", "/members"),
     ("profile", "/profile"),
@@ -504,7 +507,12 @@ async def _window_and_page(api: ApiClient, monitors: dict[str, int]) -> dict[str
     body = {"slug": "shop", "title": "Shop", "groups": [{"name": "Storefront", "monitor_ids": shop}]}
     page = await api.post("/api/v1/status-pages", json=body)
     assert page.status == 201, page
-    return {"window": window.json["id"], "status_page": page.json["id"]}
+    text = "The payment gateway's disk is **full**.\n\n- orders are kept\n- [details](https://example.com)"
+    body = {"title": "Slow checkouts", "impact": "major", "monitor_ids": [monitors["Checkout"]],
+            "groups": ["Storefront"], "update": {"state": "identified", "text": text}}  # fmt: skip
+    post = await api.post(f"/api/v1/status-pages/{page.json['id']}/posts", json=body)
+    assert post.status == 201, post
+    return {"window": window.json["id"], "status_page": page.json["id"], "post": post.json["id"]}
 
 
 async def _add_a_day(db: asyncpg.Connection, monitors: dict[str, int]) -> None:

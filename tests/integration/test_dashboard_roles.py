@@ -25,7 +25,7 @@ from support.people import make_user
 from support.status_data import add_incident
 
 from monitor.dashboard import routes
-from monitor.domain import channels, keys, maintenance, status_pages
+from monitor.domain import channels, keys, maintenance, posts, status_pages
 from monitor.domain.context import Actor, Deps
 from monitor.models import MonitorSpec
 from monitor.visual import VisualSettings
@@ -102,12 +102,20 @@ async def test_every_write_route_refuses_a_reader(
     page = await status_pages.create(
         deps, owner, {"slug": "ops", "title": "Ops", "groups": groups}, base="http://127.0.0.1"
     )
+    post = await posts.create(
+        deps,
+        owner,
+        page["id"],
+        {"title": "p", "update": {"state": "investigating", "text": "t"}},
+        base="http://127.0.0.1",
+    )
     shot = await ScreenshotStore(deps.pool).keep(
         MonitorSpec.from_row(monitor), PNG, at=now, failed=False, visual=VisualSettings(compare=True)
     )
     ids = {
         "id": monitor["id"], "incident_id": incident, "channel_id": channel["id"], "key_id": key["id"],
         "window_id": window["id"], "page_id": page["id"], "user_id": owner_id, "sid": shot["id"],
+        "post_id": post["id"],
     }  # fmt: skip
     before = await db.fetchval(MONITORS)
 

@@ -210,6 +210,23 @@ async def test_every_operation_through_the_generated_client(
         patch = models.StatusPagePatch(show_urls=True)
         shown = await call("status_pages.update_status_page", page.id, body=patch)
         assert shown.show_urls is True
+        made = await call(
+            "status_pages.create_post", page.id, status=201,
+            body=models.PostCreate.from_dict({"title": "Slow", "monitor_ids": [target.id],
+                                              "update": {"state": "investigating", "text": "*Looking*"}}),
+        )  # fmt: skip
+        assert made.updates[0].html == "<p><em>Looking</em></p>\n"
+        assert [p.id for p in (await call("status_pages.list_posts", page.id)).items] == [made.id]
+        assert (await call("status_pages.get_post", made.id)).title == "Slow"
+        patched = await call(
+            "status_pages.update_post", made.id, body=models.PostPatch.from_dict({"impact": "major"})
+        )
+        assert patched.impact == "major"
+        update = models.UpdateCreate.from_dict({"state": "resolved", "text": "Fixed"})
+        assert (
+            await call("status_pages.add_post_update", made.id, body=update, status=201)
+        ).state == "resolved"
+        await call("public.get_post_page", "generated", str(made.id))
         await call("public.get_status_page_html", "generated")
         await call("public.get_status_page_json", "generated")
         await call("public.get_status_page_feed", "generated")
@@ -221,6 +238,7 @@ async def test_every_operation_through_the_generated_client(
         badge = (await call("monitors.rotate_badge_token", target.id)).badge_url.rsplit("/", 1)[1]
         await call("public.get_status_badge", badge)
         await call("public.get_window_badge", badge, "uptime", "30d")
+        await call("status_pages.delete_post", made.id, status=204)
         await call("status_pages.delete_status_page", page.id, status=204)
 
         beat = await call(

@@ -52,6 +52,8 @@ RULE_OF: dict[str, tuple[str, str]] = {
                                                "deleteMaintenance")},
     **{op: ("status_pages", "read") for op in ("listStatusPages", "getStatusPage")},
     **{op: ("status_pages", "write") for op in ("createStatusPage", "updateStatusPage", "deleteStatusPage")},
+    **{op: ("posts", "read") for op in ("listPosts", "getPost")},
+    **{op: ("posts", "write") for op in ("createPost", "updatePost", "deletePost", "addPostUpdate")},
     "listKeys": ("keys", "read"),
     **{op: ("keys", "write") for op in ("createKey", "revokeKey")},
     "listMembers": ("members", "read"),
@@ -66,7 +68,7 @@ RULE_OF: dict[str, tuple[str, str]] = {
 }  # fmt: skip
 # Which object a path's {id} names, by the path's first segment after /api/v1/.
 ID_OF = {"monitors": "monitor", "channels": "channel", "maintenance": "window", "status-pages": "page",
-         "keys": "key", "members": "member"}  # fmt: skip
+         "keys": "key", "members": "member", "posts": "post"}  # fmt: skip
 
 
 PASSWORD = "Matrix-Pass-4d8e2b7c1a"
@@ -161,6 +163,8 @@ async def world(api_server: MonitorProcess, db: asyncpg.Connection) -> AsyncIter
             "/api/v1/status-pages",
             {"slug": "roles", "title": "t", "groups": [{"name": "g", "tags": ["prod"]}]},
         )
+        post = await _made(owner, f"/api/v1/status-pages/{page}/posts", {
+            "title": "p", "update": {"state": "investigating", "text": "t"}})  # fmt: skip
         # An open incident of the monitor, for the operations on one (the first to acknowledge
         # it gets 200, those after it 409).
         incident = await db.fetchval(
@@ -176,7 +180,7 @@ async def world(api_server: MonitorProcess, db: asyncpg.Connection) -> AsyncIter
             png.getvalue(),
         )
         ids = {"monitor": monitor["id"], "channel": channel, "window": window, "page": page, "key": victim.id,
-               "member": member, "incident": incident, "screenshot": shot}  # fmt: skip
+               "member": member, "incident": incident, "screenshot": shot, "post": post}  # fmt: skip
         yield World(callers, ids)
     finally:
         for client in clients.values():

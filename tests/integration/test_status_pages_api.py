@@ -54,7 +54,7 @@ async def test_a_page_is_created_read_listed_changed_and_deleted(
     assert made.headers["Location"] == f"/api/v1/status-pages/{page['id']}"
     assert {k: v for k, v in page.items() if k not in ("id", "created_at", "updated_at")} == {
         "slug": "acme", "title": "Acme", "description": None, "logo_url": None, "favicon_url": None,
-        "domain": None, "show_urls": False,
+        "domain": None, "show_urls": False, "post_history_days": 90,
         "groups": [{"name": "Web", "monitor_ids": [monitor["id"]], "tags": []}],
         "url": f"{site.served.base_url}/status/acme",
     }  # fmt: skip
@@ -111,6 +111,8 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
     ("slug with a slash", {"slug": "a/b"}, "slug"),
     ("slug too long", {"slug": "a" * 65}, "slug"),
     ("no groups", {"groups": []}, "groups"),
+    ("a post history of 60 days", {"post_history_days": 60}, "post_history_days"),
+    ("a post history as text", {"post_history_days": "90"}, "post_history_days"),
     ("group without ids or tags", {"groups": [{"name": "Empty"}]}, "groups.0.monitor_ids"),
     ("logo over http", {"logo_url": "http://cdn.example.com/logo.png"}, "logo_url"),
     ("logo with credentials", {"logo_url": "https://user:secret@cdn.example.com/logo.png"}, "logo_url"),

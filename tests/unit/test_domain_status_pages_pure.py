@@ -16,7 +16,8 @@ WHEN = datetime(2030, 1, 1, tzinfo=UTC)
 
 def test_render() -> None:
     row = {"id": 4, "slug": "ops", "title": "Ops", "description": None, "logo_url": None, "favicon_url": None,
-           "domain": "status.example.com", "show_urls": False, "groups": [], "created_at": WHEN,
+           "domain": "status.example.com", "show_urls": False, "post_history_days": 90, "groups": [],
+           "created_at": WHEN,
            "updated_at": WHEN}  # fmt: skip
     shown = render(row, "https://api.example.com/monitor")
     assert shown["url"] == "https://api.example.com/monitor/status/ops"

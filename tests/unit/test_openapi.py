@@ -22,6 +22,7 @@ from monitor.domain.schemas import incidents as schemas_incidents
 from monitor.domain.schemas import maintenance as schemas_maintenance
 from monitor.domain.schemas import members as schemas_members
 from monitor.domain.schemas import monitors as schemas
+from monitor.domain.schemas import posts as schemas_posts
 from monitor.domain.schemas import screenshots as schemas_screenshots
 from monitor.domain.schemas import signin as signin_schemas
 from monitor.domain.schemas import status_pages as schemas_status
@@ -41,7 +42,8 @@ PUBLIC = {("GET", p) for p in ("/api/v1/openapi.json", "/healthz", "/readyz", "/
     (m, p) for m in ("GET", "POST") for p in ("/ping/{token}", "/ping/{token}/{kind}")
 } | {("GET", p) for p in ("/", "/static/status.css", "/static/favicon.svg", "/favicon.ico", "/robots.txt",
                           "/status/{slug}", "/status/{slug}.json",
-                          "/status/{slug}/feed.atom", "/badge/{token}/status.svg",
+                          "/status/{slug}/feed.atom", "/status/{slug}/posts/{post_id}",
+                          "/badge/{token}/status.svg",
                           "/badge/{token}/{kind}/{window}.svg")} | {
     ("POST", p) for p in ("/api/v1/session", "/api/v1/invitations/accept", "/api/v1/password-resets",
                           "/api/v1/password-resets/confirm", "/api/v1/setup")} | {
@@ -66,7 +68,9 @@ BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.Monit
                                      signin_schemas.TotpDisable, signin_schemas.PasswordChange,
                                      signin_schemas.InvitationCreate, signin_schemas.InvitationAccept,
                                      signin_schemas.ResetRequest, signin_schemas.ResetConfirm)},
-          "FirstOwner": FirstOwner, "ApplyRequest": config_schemas.ApplyRequest}  # fmt: skip
+          "FirstOwner": FirstOwner, "ApplyRequest": config_schemas.ApplyRequest,
+          **{m.__name__: m for m in (schemas_posts.PostCreate, schemas_posts.PostPatch,
+                                     schemas_posts.UpdateCreate)}}  # fmt: skip
 
 
 def responses(key: tuple[str, str]) -> set[str]:

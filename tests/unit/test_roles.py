@@ -41,7 +41,7 @@ def test_every_rule_names_a_known_role_and_the_owner_may_do_everything() -> None
 
 def test_an_operation_without_a_rule_is_an_error_not_an_open_door() -> None:
     with pytest.raises(KeyError):
-        roles.authorize(Actor(account_id=1), "posts", "write")
+        roles.authorize(Actor(account_id=1), "reports", "write")
 
 
 def test_nobody_gives_a_role_above_their_own() -> None:

@@ -65,6 +65,7 @@ def page_data(now: datetime = NOW, incidents: bool = True) -> PageData:
             "logo_url": LOGO,
             "favicon_url": None,
             "show_urls": False,
+            "post_history_days": 90,
             "groups": [{"name": GROUP, "monitor_ids": [API], "tags": ["edge"]}],
         },
         monitors=monitors,
@@ -228,7 +229,12 @@ def test_a_page_without_a_description_is_described_by_its_title() -> None:
 
 
 def test_hostile_names_elsewhere() -> None:
-    assert [squash(n.text) for n in tree().all("h2")] == [squash(GROUP), "Scheduled maintenance", "Incidents"]
+    assert [squash(n.text) for n in tree().all("h2")] == [
+        squash(GROUP),
+        "Scheduled maintenance",
+        "Incidents",
+        "Past incident reports",
+    ]
     upcoming = tree().one("section", "maintenance")
     assert squash(upcoming.one("strong").text) == squash(WINDOW)
     assert squash(MONITOR) in squash(upcoming.text)

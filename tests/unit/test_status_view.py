@@ -197,6 +197,7 @@ def page_data(
             "logo_url": None,
             "favicon_url": None,
             "show_urls": show_urls,
+            "post_history_days": 90,
             "groups": groups
             if groups is not None
             else [

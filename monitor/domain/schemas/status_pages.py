@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, Field, StrictBool, field_validator
@@ -84,6 +84,10 @@ Domain = Annotated[
     ),
     AfterValidator(_domain),
 ]
+PostHistoryDays = Annotated[
+    Literal[30, 90, 365],
+    Field(description="how many days back the page lists resolved incident posts (open ones always)"),
+]
 GroupName = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_one_line)]
 
 
@@ -107,6 +111,7 @@ class StatusPageCreate(Body):
     favicon_url: FaviconUrl | None = None
     domain: Domain | None = None
     show_urls: StrictBool = Field(False, description="show each monitor's target (URL or host) to visitors")
+    post_history_days: PostHistoryDays = 90
     groups: list[Group] = Field(min_length=1, max_length=MAX_GROUPS)
 
 
@@ -121,9 +126,10 @@ class StatusPagePatch(Body):
     favicon_url: FaviconUrl | None = None
     domain: Domain | None = None
     show_urls: StrictBool | None = None
+    post_history_days: PostHistoryDays | None = None
     groups: list[Group] | None = Field(None, min_length=1, max_length=MAX_GROUPS)
 
-    @field_validator("slug", "title", "show_urls", "groups", mode="before")
+    @field_validator("slug", "title", "show_urls", "post_history_days", "groups", mode="before")
     @classmethod
     def _not_null(cls, value: Any) -> Any:
         if value is None:
@@ -149,6 +155,7 @@ class StatusPage(Out):
     favicon_url: str | None
     domain: str | None
     show_urls: bool
+    post_history_days: int
     groups: list[GroupShown]
     url: str = Field(description="where visitors read it; .json and /feed.atom beside it")
     created_at: datetime
