@@ -26,6 +26,7 @@ from monitor.api import (
     openapi,
     pings,
     public,
+    reports,
     screenshots,
     sessions,
     sso,
@@ -203,7 +204,7 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
     routed = (monitors, history, screenshots, channels, keys, members, maintenance, summary, status_pages,
-              pings, sessions, invitations, first_run, openapi)  # fmt: skip
+              reports, pings, sessions, invitations, first_run, openapi)  # fmt: skip
     for module in routed:
         module.add_routes(app.router)
     sso.setup(app)
