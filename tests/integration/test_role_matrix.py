@@ -59,6 +59,7 @@ RULE_OF: dict[str, tuple[str, str]] = {
     "listAudit": ("audit", "read"),
     "createInvitation": ("members", "write"),
     "getIncident": ("history", "read"),
+    "getSlaReport": ("reports", "read"),
     "acknowledgeIncident": ("incidents", "acknowledge"),
 }  # fmt: skip
 # Which object a path's {id} names, by the path's first segment after /api/v1/.
