@@ -15,6 +15,7 @@ from monitor.dashboard import (
     pages_monitor_forms,
     pages_overview,
     pages_profile,
+    pages_reports,
     pages_screenshots,
     pages_setup,
     pages_signin,
@@ -39,6 +40,7 @@ AREAS = (
     pages_monitor,
     pages_monitor_forms,
     pages_screenshots,
+    pages_reports,
 )
 
 

@@ -147,11 +147,11 @@ def as_html(report: Report) -> str:
     return (
         _environment()
         .get_template("report.html")
-        .render(report=report, style=STYLE, local=local, summary_rows=_summary_rows(report.total))
+        .render(report=report, style=STYLE, local=local, summary_rows=summary_rows(report.total))
     )
 
 
-def _summary_rows(s: Summary) -> list[tuple[str, str]]:
+def summary_rows(s: Summary) -> list[tuple[str, str]]:
     rows = [
         ("Uptime", percent_text(s.uptime_percent)),
         ("Downtime", seconds_text(s.downtime_seconds)),
