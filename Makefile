@@ -38,7 +38,7 @@ endef
 
 help:
 	@echo 'make run            start api, scheduler, alerter and worker (honcho, Ctrl-C stops them)'
-	@echo 'make test           migrations + ruff + mypy + pytest (four streams side by side: e2e, slow, browser, rest; PYTEST_ARGS=... runs one pytest)'
+	@echo 'make test           migrations + ruff + mypy + pytest (five streams side by side: e2e, slow, browser, more, rest; PYTEST_ARGS=... runs one pytest)'
 	@echo 'make lint           ruff check, ruff format --check, mypy'
 	@echo 'make test-tools     what tests run besides the services: iproute2, redis-server, the PostgreSQL root'
 	@echo 'make browser-tools  what heavy checks run: Debian chromium (scripts/browser.sh) and the pinned Lighthouse CLI (tools/lighthouse)'

@@ -49,8 +49,9 @@ def import_command(
 
     PEER: gatus (config.yaml), uptimerobot (the JSON of its API's getMonitors and
     getAlertContacts, v2, or /monitors, /integrations and /user/alert-contacts, v3, the
-    files together), healthchecks (the JSON of GET /api/v3/checks/). What cannot be carried
-    over is listed on stderr, one line each.
+    files together), healthchecks (the JSON of GET /api/v3/checks/), kuma (Uptime Kuma's
+    SQLite database kuma.db, 1.23 or 2.x, read-only). What cannot be carried over is listed on
+    stderr, one line each.
     """
     convert = importlib.import_module(IMPORTERS[peer]).convert
     try:

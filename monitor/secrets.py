@@ -222,6 +222,22 @@ def map_monitor_secrets(secrets: Mapping[str, Any], change: Callable[[str], str]
     return copy
 
 
+def monitor_secret_strings(secrets: Mapping[str, Any] | None) -> list[str]:
+    """The secret strings of a monitor's secrets (what sealing seals: a password, a token, a
+    header's or a fill's value), not the readable parts beside them (auth's type, a username,
+    a header's name): what a plan masks and an export writes as a reference."""
+    found: list[str] = []
+
+    def keep(value: str) -> str:
+        if value:
+            found.append(value)
+        return value
+
+    if secrets is not None:
+        map_monitor_secrets(secrets, keep)
+    return found
+
+
 def _map_header(pair: Any, change: Callable[[str], str]) -> Any:
     if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], str):
         return [pair[0], change(pair[1])]

@@ -14,6 +14,7 @@ from aiohttp import web
 from monitor import db, redisconn
 from monitor import logging as mlog
 from monitor.api import (
+    apply,
     channels,
     first_run,
     guard,
@@ -48,6 +49,9 @@ from monitor.probes import metrics_response
 log = mlog.get(__name__)
 
 MAX_BODY_BYTES = 64 * 1024
+# The routes whose bodies may be larger, each read by its handler against its own cap
+# (params.json_object's limit): the files of an apply.
+LARGE_BODIES = {apply.PATH: apply.MAX_BODY_BYTES}
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 # Where the request id and start time are kept on the request, for the access line
 # (monitor/api/server.py).
@@ -118,8 +122,9 @@ def is_json(content_type: str) -> bool:
 
 @web.middleware
 async def body_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """A body is JSON of at most MAX_BODY_BYTES: 413 when its declared length is over (before
-    it is read), 415 when it is not declared JSON (a missing Content-Type included)."""
+    """A body is JSON of at most MAX_BODY_BYTES (a route of LARGE_BODIES: its own cap): 413 when
+    its declared length is over (before it is read), 415 when it is not declared JSON (a missing
+    Content-Type included)."""
     # Only where a route matched: an unknown path or method stays a 404 or 405.
     # Only the JSON API's: a ping's body is whatever the job sends (a log tail: pings.py reads
     # and bounds it), a dashboard form's is a form (monitor/dashboard/).
@@ -129,8 +134,9 @@ async def body_middleware(request: web.Request, handler: Handler) -> web.StreamR
         and request.match_info.http_exception is None
         and request.path.startswith("/api/")
     ):
-        if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-            raise ApiError(413, "too_large", f"request body exceeds {MAX_BODY_BYTES} bytes")
+        cap = LARGE_BODIES.get(request.path, MAX_BODY_BYTES)
+        if request.content_length is not None and request.content_length > cap:
+            raise ApiError(413, "too_large", f"request body exceeds {cap} bytes")
         # aiohttp reports a missing Content-Type as application/octet-stream.
         if "Content-Type" not in request.headers or not is_json(request.content_type):
             raise ApiError(
@@ -204,7 +210,7 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
     routed = (monitors, history, screenshots, channels, keys, members, maintenance, summary, status_pages,
-              reports, pings, sessions, invitations, first_run, openapi)  # fmt: skip
+              reports, pings, sessions, invitations, first_run, apply, openapi)  # fmt: skip
     for module in routed:
         module.add_routes(app.router)
     sso.setup(app)

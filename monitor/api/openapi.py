@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from monitor import __version__
-from monitor.api import openapi_setup, openapi_signin, openapi_sso
+from monitor.api import openapi_config, openapi_setup, openapi_signin, openapi_sso
 from monitor.api import responses as out
 from monitor.api.context import SETTINGS
 from monitor.api.params import MAX_ID
@@ -70,6 +70,7 @@ MODELS: list[tuple[type[BaseModel], JsonSchemaMode]] = [
     (people.AuditList, "serialization"),
     *openapi_signin.MODELS,
     *openapi_setup.MODELS,
+    *openapi_config.MODELS,
     (shots.MaskList, "validation"), (shots.Screenshot, "serialization"),
     (shots.ScreenshotList, "serialization"),
 ]  # fmt: skip
@@ -314,7 +315,7 @@ MONITOR_EXAMPLE = {"name": "Home page", "url": "https://example.com/", "interval
                    "expected_status": ["200-399"], "tags": ["prod"],
                    "assertions": [{"type": "keyword", "keyword": "Welcome"}]}  # fmt: skip
 TAGS = ("monitors", "history", "channels", "maintenance", "status-pages", "keys", "members", "audit",
-        "account", "reports", "heartbeats", "session", "public", "meta")  # fmt: skip
+        "account", "reports", "config", "heartbeats", "session", "public", "meta")  # fmt: skip
 MAINTENANCE_EXAMPLE = {"name": "Sunday patching", "tags": ["prod"], "notify": True,
                        "recurring": {"rrule": "FREQ=WEEKLY;BYDAY=SU;BYHOUR=2", "duration_minutes": 60,
                                      "timezone": "Europe/Berlin"}}  # fmt: skip
@@ -427,6 +428,7 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
     add_people(b)
     add_reports(b)
+    openapi_config.add_config(b)
     _pings(b)
     openapi_signin.add_signin(b)
     openapi_setup.add_setup(b)

@@ -12,6 +12,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from monitor.domain.schemas.config import ConfigProblem
+
 
 class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -22,6 +24,10 @@ class ErrorBody(_Out):
     message: str
     # Only present when the error concerns one field of the request.
     field: str | SkipJsonSchema[None] = Field(None, description="the field or parameter at fault")
+    # Only from POST /api/v1/apply: files that cannot be applied have many problems at once.
+    problems: list[ConfigProblem] | SkipJsonSchema[None] = Field(
+        None, description="`POST /api/v1/apply` only: every problem of the files, each at its place"
+    )
 
 
 class Error(_Out):

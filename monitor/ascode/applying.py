@@ -15,7 +15,8 @@ in one transaction.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -23,11 +24,11 @@ from monitor import db
 from monitor.ascode import objects, state
 from monitor.ascode.objects import Ids, Shaped
 from monitor.ascode.planning import Change, Plan, make_plan, masked
-from monitor.ascode.reading import SECTIONS, Document, Invalid, Path_, Problem
+from monitor.ascode.reading import SECTIONS, Document, Invalid, Path_, Problem, Secrets, read_texts
 from monitor.domain import channels, maintenance, monitors, status_pages
 from monitor.domain.context import Actor, Deps
 from monitor.domain.errors import DomainError
-from monitor.domain.roles import authorize
+from monitor.domain.roles import allows, authorize
 
 RESOURCE = "config"
 _DESIRED: dict[str, Callable[[Deps, str, dict[str, Any]], Awaitable[Shaped]]] = {
@@ -127,21 +128,43 @@ def _file_field(field: tuple[str, ...]) -> tuple[str | int, ...]:
 
 async def apply(deps: Deps, actor: Actor, doc: Document, *, prune: bool, dry_run: bool) -> Plan:
     """The plan of ``doc`` for the actor's account; applied unless ``dry_run``. ``Invalid``
-    (nothing applied) for files that cannot be, or a plan the account refuses."""
-    authorize(actor, RESOURCE, "write")
+    (nothing applied) for files that cannot be, or a plan the account refuses.
+
+    A dry run only reads, so a viewer may make one (what the files would change); for a caller
+    who may apply, it also reports each change their role may not make (an editor's plan that
+    changes a channel, which needs admin), as the apply would."""
+    authorize(actor, RESOURCE, "read" if dry_run else "write")
     desired = await judge(deps, doc)
     places = {(str(path[0]), str(path[1])): p for path, p in doc.places.items() if len(path) == 2}
     async with deps.pool.acquire() as conn, conn.transaction():
         await conn.execute("SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE", actor.account_id)
         account = await state.read(conn, deps, actor.account_id, key_all=False)
         plan = make_plan(desired, account.managed, prune=prune, places=places)
-        _authorized(actor, plan, doc)
+        if allows(actor.role, RESOURCE, "write"):
+            _authorized(actor, plan, doc)
         if dry_run or plan.empty:
             return plan
         run = _Run(replace(deps, pool=db.OneConnection(conn)), actor, doc, desired, account.ids)
         await run.all(plan)
     plan.applied = True
     return plan
+
+
+async def apply_texts(
+    deps: Deps,
+    actor: Actor,
+    texts: Iterable[tuple[str, str]],
+    secrets: Secrets,
+    *,
+    prune: bool,
+    dry_run: bool,
+) -> Plan:
+    """``apply`` of files given as (name, text), as ``POST /api/v1/apply`` sends them: the
+    caller's role is asked first, before the files are read, and the YAML is read in a thread
+    (a second or so for the largest), so a process serving others goes on meanwhile."""
+    authorize(actor, RESOURCE, "read" if dry_run else "write")
+    doc = await asyncio.to_thread(read_texts, list(texts), secrets)
+    return await apply(deps, actor, doc, prune=prune, dry_run=dry_run)
 
 
 def _authorized(actor: Actor, plan: Plan, doc: Document) -> None:

@@ -7,9 +7,10 @@ its **canonical form**: the create body as its model dumps it, every default fil
 references as keys. A desired object and a stored one are compared in that form, so a file that
 leaves a field at its default and a monitor made with it stated are the same.
 
-Secrets are found by value: the leaves of what the kind stores sealed (``Check.to_stored``'s
-secrets, a channel kind's ``secrets`` fields). A plan never shows them, an export writes them
-as references, and the file must have written them as references.
+Secrets are found by value: the secret strings of what the kind stores sealed (of a monitor's
+``Check.to_stored`` secrets, ``secrets.monitor_secret_strings``: not auth's type and username
+nor a secret header's name; a channel kind's ``secrets`` fields). A plan never shows them, an
+export writes them as references, and the file must have written them as references.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from monitor.domain import channels, maintenance, monitors, status_pages
 from monitor.domain.context import Deps
 from monitor.domain.monitor_types import validation_context
 from monitor.domain.schemas.monitors import validate_create
-from monitor.secrets import SecretBox, open_monitor_secrets
+from monitor.secrets import SecretBox, monitor_secret_strings, open_monitor_secrets
 
 # What a reference to an object the files do not name (an unmanaged channel attached by hand)
 # reads as in a plan: its id.
@@ -146,16 +147,29 @@ _REF_FIELDS = {"channels": "channel_ids", "depends_on": "depends_on"}
 _API_ONLY = ("channel_ids", "telegram_chat_id", "depends_on")
 
 
+def _keys(value: Any, *, ordered: bool = True) -> list[Any]:
+    """A file's list of keys as the database keeps it: each once, first place kept (the order
+    of ``depends_on``, a window's or a group's monitors); ``ordered=False``: sorted, where the
+    database keeps no order (a monitor's channels are rows of monitor_channels). A value that
+    is no list of keys is kept as given (``applying._references`` reports it)."""
+    if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
+        return list(value) if isinstance(value, list) else []
+    unique = list(dict.fromkeys(value))
+    return unique if ordered else sorted(unique)
+
+
 def _monitor_canonical(spec: Any) -> dict[str, Any]:
     return plain(spec.model_dump(by_alias=True, exclude=set(_API_ONLY)))
 
 
 async def monitor_desired(deps: Deps, key: str, obj: dict[str, Any]) -> Shaped:
-    refs = {f: list(obj.get(f) or []) for f in _REF_FIELDS}
+    # A monitor's channels are a set (stored in a join table, read back in id order): compared,
+    # planned and exported sorted by key, so a file listing them in another order is not a change.
+    refs = {"channels": _keys(obj.get("channels"), ordered=False), "depends_on": _keys(obj.get("depends_on"))}
     body = {"name": key, **{k: v for k, v in obj.items() if k not in _REF_FIELDS}}
     prepared = await monitors.prepare(deps, body)
     canonical = _monitor_canonical(prepared.spec) | refs
-    return Shaped(canonical, frozenset(leaves(prepared.secrets)), refs)
+    return Shaped(canonical, frozenset(monitor_secret_strings(prepared.secrets)), refs)
 
 
 def monitor_current(deps: Deps, row: Mapping[str, Any], ids: Ids, channel_ids: list[int]) -> Shaped:
@@ -165,7 +179,7 @@ def monitor_current(deps: Deps, row: Mapping[str, Any], ids: Ids, channel_ids: l
         c: row[c] for c in monitors.COLUMNS if c not in ("url", "depends_on")
     } | check.whole(row["url"], row["settings"], secrets)
     refs = {
-        "channels": ids.keys("channels", channel_ids),
+        "channels": sorted(ids.keys("channels", channel_ids), key=str),
         "depends_on": ids.keys("monitors", row["depends_on"]),
     }
     try:
@@ -173,17 +187,19 @@ def monitor_current(deps: Deps, row: Mapping[str, Any], ids: Ids, channel_ids: l
         canonical = _monitor_canonical(spec)
     except ValueError:
         canonical = plain(body)  # stored under older rules: compared as stored
-    return Shaped(canonical | refs, frozenset(leaves(secrets)), refs)
+    return Shaped(canonical | refs, frozenset(monitor_secret_strings(secrets)), refs)
 
 
 # -- maintenance windows ----------------------------------------------------------------------------
 
 
 async def window_desired(deps: Deps, key: str, obj: dict[str, Any]) -> Shaped:
-    refs = {"monitors": list(obj.get("monitors") or [])}
+    refs = {"monitors": _keys(obj.get("monitors"))}
     body = {"name": key, **{k: v for k, v in obj.items() if k != "monitors"}}
     spec, columns = await maintenance.prepare(body)
-    canonical = maintenance.as_body(columns | {"name": spec.name, "tags": spec.tags, "notify": spec.notify})
+    # Tags kept once each, as maintenance.create stores them.
+    tags = list(dict.fromkeys(spec.tags))
+    canonical = maintenance.as_body(columns | {"name": spec.name, "tags": tags, "notify": spec.notify})
     ignored: frozenset[str] = frozenset()
     if spec.recurring is not None and spec.recurring.starts_at is None:
         # Left out, the first start is the day it is made: not the file's to compare.
@@ -218,7 +234,7 @@ async def page_desired(deps: Deps, key: str, obj: dict[str, Any]) -> Shaped:
         body["groups"] = []
         for group in groups:
             if isinstance(group, dict):
-                named.append(list(group.get("monitors") or []))
+                named.append(_keys(group.get("monitors")))
                 group = {k: v for k, v in group.items() if k != "monitors"}
             body["groups"].append(group)
     spec = status_pages.prepare(deps, body)

@@ -23,11 +23,16 @@ from typing import Any
 
 import yaml
 
+from monitor.ascode.keying import KEY_RULE
+
 SECTIONS = ("channels", "monitors", "maintenance", "status_pages")
 SUFFIXES = (".yaml", ".yml", ".json")
 REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 FILE_PREFIX = "file:"
 MAX_FILE_BYTES = 64 * 1024 * 1024
+# How many values a file may hold beyond one per byte of its text (aliases: ``_read_one``).
+VALUES_BEYOND_SIZE = 10_000
+KEY_WORDS = "not a key: 1 to 100 letters, digits, '_', '.' and '-', the first a letter or digit"
 
 Path_ = tuple[str | int, ...]
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -143,7 +148,20 @@ def is_reference(value: Any) -> bool:
 
 # -- nodes to values --------------------------------------------------------------------------------
 
+# A scalar's value by its tag, YAML's own only (a `!tag` of an application is refused). Called
+# directly, not through ``construct_object``, which would keep every node it ever made (a leak
+# in a process that reads files for each request, as the api does) in state threads share.
 _SCALARS = yaml.constructor.SafeConstructor()
+_BY_TAG: dict[str, Callable[[yaml.ScalarNode], Any]] = {
+    f"tag:yaml.org,2002:{name}": getattr(_SCALARS, f"construct_yaml_{name}")
+    for name in ("null", "bool", "int", "float", "str")
+}
+
+
+class _BadScalar(Exception):
+    def __init__(self, node: yaml.Node, message: str) -> None:
+        super().__init__(message)
+        self.node, self.message = node, message
 
 
 def _place(name: str, node: yaml.Node) -> Place:
@@ -153,26 +171,50 @@ def _place(name: str, node: yaml.Node) -> Place:
 def _scalar(node: yaml.ScalarNode) -> Any:
     if node.tag in ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:binary"):
         return node.value  # as written: the models parse times
-    return _SCALARS.construct_object(node, deep=True)
+    construct = _BY_TAG.get(node.tag)
+    if construct is None:
+        raise _BadScalar(
+            node, f"the tag {node.tag[:60]!r} is not read (only YAML's str, int, float, bool, null)"
+        )
+    try:
+        return construct(node)
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError):
+        # The value itself is not repeated: it could be a secret written with a wrong tag.
+        raise _BadScalar(node, f"this value cannot be read as !!{node.tag.rsplit(':', 1)[-1]}") from None
+
+
+class _TooMany(Exception):
+    """More values than the file's text can hold without aliases expanding them."""
+
+
+def _key(node: yaml.Node) -> str | None:
+    """A mapping key as written: every key of the format is text, so ``0123:`` is the key
+    "0123" (not the octal 83), ``on:`` is "on" (not true); None for a list or mapping as a key."""
+    return node.value if isinstance(node, yaml.ScalarNode) else None
 
 
 class _Reader:
-    def __init__(self, name: str, doc: Document, secrets: Secrets, problems: list[Problem]) -> None:
+    def __init__(
+        self, name: str, doc: Document, secrets: Secrets, problems: list[Problem], budget: int
+    ) -> None:
         self.name, self.doc, self.secrets, self.problems = name, doc, secrets, problems
+        self.budget = budget
 
     def value(self, node: yaml.Node, path: Path_) -> Any:
+        self.budget -= 1
+        if self.budget < 0:
+            raise _TooMany
         self.doc.places[path] = _place(self.name, node)
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
             seen: dict[str, Place] = {}
             for key_node, value_node in node.value:
-                key = _scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else None
-                if not isinstance(key, str | int) or isinstance(key, bool):
+                key = _key(key_node)
+                if key is None:
                     self.problems.append(
                         Problem(_place(self.name, key_node), _dotted(path), "a key must be text")
                     )
                     continue
-                key = str(key)
                 if key in seen:
                     self.problems.append(
                         Problem(
@@ -224,7 +266,14 @@ def _read_one(name: str, text: str, doc: Document, secrets: Secrets, problems: l
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         place = Place(name, mark.line + 1, mark.column + 1) if mark else Place(name, 1, 1)
-        problems.append(Problem(place, "", f"not valid YAML: {exc.problem or exc.context}"))
+        message = f"not valid YAML: {exc.problem or exc.context}"
+        begun = exc.context_mark
+        if exc.problem and exc.context and begun is not None:
+            # Where the construct began: an unclosed bracket's place, when the problem is at the end.
+            began = Place(name, begun.line + 1, begun.column + 1)
+            if began != place:
+                message += f" ({exc.context} at {began})"
+        problems.append(Problem(place, "", message))
         return
     except yaml.YAMLError as exc:
         problems.append(Problem(Place(name, 1, 1), "", f"not valid YAML: {exc}"))
@@ -236,9 +285,25 @@ def _read_one(name: str, text: str, doc: Document, secrets: Secrets, problems: l
             Problem(_place(name, root), "", "a file must be a mapping (version, channels, monitors...)")
         )
         return
-    reader = _Reader(name, doc, secrets, problems)
+    # Every value written takes a byte of the text at least; an alias repeats a whole node, and
+    # nested ones multiply (a "billion laughs" of a few hundred bytes): past this, refused.
+    reader = _Reader(name, doc, secrets, problems, budget=len(text) + VALUES_BEYOND_SIZE)
+    try:
+        _read_sections(name, root, doc, problems, reader)
+    except _BadScalar as exc:
+        problems.append(Problem(_place(name, exc.node), "", f"not valid YAML: {exc.message}"))
+    except _TooMany:
+        problems.append(
+            Problem(Place(name, 1, 1), "", "more values than its size can hold: aliases (*name) that "
+                    "expand too far")
+        )  # fmt: skip
+
+
+def _read_sections(
+    name: str, root: yaml.MappingNode, doc: Document, problems: list[Problem], reader: _Reader
+) -> None:
     for key_node, value_node in root.value:
-        key = _scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else None
+        key = _key(key_node)
         where = _place(name, key_node)
         if key == "version":
             version = _scalar(value_node) if isinstance(value_node, yaml.ScalarNode) else None
@@ -257,12 +322,14 @@ def _read_one(name: str, text: str, doc: Document, secrets: Secrets, problems: l
             continue
         section = doc.sections[key]
         for item_key_node, item_node in value_node.value:
-            item_key = _scalar(item_key_node) if isinstance(item_key_node, yaml.ScalarNode) else None
+            item_key = _key(item_key_node)
             item_place = _place(name, item_key_node)
-            if not isinstance(item_key, str | int) or isinstance(item_key, bool):
+            if item_key is None:
                 problems.append(Problem(item_place, key, "a key must be text"))
                 continue
-            item_key = str(item_key)
+            if not KEY_RULE.match(item_key):
+                problems.append(Problem(item_place, _dotted((key, item_key[:100])), KEY_WORDS))
+                continue
             path: Path_ = (key, item_key)
             if item_key in section:
                 first = doc.places.get((*path, "#key"))

@@ -66,11 +66,10 @@ def document_schema() -> dict[str, Any]:
     for ref in channel_root.get("oneOf", channel_root.get("anyOf", [])):
         name = ref["$ref"].rsplit("/", 1)[-1]
         _rework(defs[name], {})
-    for name in list(defs):
-        if name == "Group":
-            _rework(defs[name], {"monitor_ids": ("monitors", "monitors")})
     window = _rework(_collect(MaintenanceCreate, defs), {"monitor_ids": ("monitors", "monitors")})
     page = _rework(_collect(StatusPageCreate, defs), {})
+    # A page's groups are in defs only once the page's schema is collected.
+    _rework(defs["Group"], {"monitor_ids": ("monitors", "monitors")})
 
     def section(item: dict[str, Any], what: str) -> dict[str, Any]:
         return {

@@ -256,6 +256,12 @@ async def test_every_operation_through_the_generated_client(
         await call("session.accept_invitation", body=models.InvitationAccept(token=unknown), status=422)
         reset = models.ResetConfirm(token=unknown, password="Generated-Pass-31d7")
         await call("session.confirm_password_reset", body=reset, status=422)
+        files = models.ApplyRequestFiles.from_dict(
+            {"m.yaml": "monitors:\n  gen:\n    url: http://127.0.0.1:9/\n"}
+        )
+        plan = await call("config.apply_config", body=models.ApplyRequest(files=files, dry_run=True))
+        assert isinstance(plan, models.ApplyPlan) and plan.counts.create == 1 and plan.applied is False
+        assert (await call("config.get_config_schema"))["title"].startswith("monitor configuration")
         # A user exists (the member above): the first run is over.
         assert (await call("session.get_setup")).needs_owner is False
         first = models.FirstOwner(token=unknown, email="ada@example.com", password="Generated-Pass-31d7",

@@ -61,6 +61,9 @@ RULE_OF: dict[str, tuple[str, str]] = {
     "getIncident": ("history", "read"),
     "getSlaReport": ("reports", "read"),
     "acknowledgeIncident": ("incidents", "acknowledge"),
+    # Its example is an apply, not a dry run (which a viewer may make: test_apply_api.py).
+    "applyConfig": ("config", "write"),
+    "getConfigSchema": ("config", "read"),
 }  # fmt: skip
 # Which object a path's {id} names, by the path's first segment after /api/v1/.
 ID_OF = {"monitors": "monitor", "channels": "channel", "maintenance": "window", "status-pages": "page",

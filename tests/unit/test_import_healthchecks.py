@@ -212,6 +212,20 @@ def test_channel_filled_in_validates(kind: str) -> None:
     channel_kind.config.model_validate(json.loads(text))
 
 
+def test_integrations_with_keys_alike_get_variables_of_their_own() -> None:
+    out = Imported()
+    channels = [
+        {"id": "u1", "name": "Ops Slack", "kind": "slack"},
+        {"id": "u2", "name": "ops_slack", "kind": "slack"},
+    ]
+    keys = convert_channels(channels, out)
+    assert keys == {"u1": "ops-slack", "u2": "ops_slack"}
+    urls = [out.document["channels"][k]["config"]["url"] for k in ("ops-slack", "ops_slack")]
+    assert urls == ["${HEALTHCHECKS_CHANNEL_OPS_SLACK_URL}", "${HEALTHCHECKS_CHANNEL_OPS_SLACK_URL_2}"]
+    assert sorted(out.secrets) == [u[2:-1] for u in urls]
+    assert out.report[1].reason.endswith("fill in HEALTHCHECKS_CHANNEL_OPS_SLACK_URL_2")
+
+
 def test_fixture() -> None:
     out = convert([CHECKS, CHANNELS])
     doc = out.document

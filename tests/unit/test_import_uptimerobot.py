@@ -42,11 +42,16 @@ def _one(tmp_path: Path, monitor: dict[str, Any]) -> tuple[dict[str, Any] | None
             {
                 "type": 2,
                 "url": "https://a/",
-                "keyword_type": 1,
+                "keyword_type": 2,  # alert when the keyword does not exist: it must be there
                 "keyword_case_type": 0,  # 0: case sensitive (API page)
                 "keyword_value": "ok",
             },
             {"assertions": [{"type": "keyword", "keyword": "ok", "absent": False, "case_sensitive": True}]},
+        ),
+        (
+            # keyword_type 1: alert when the keyword exists (the API's "1 - exists"; v3's ALERT_EXISTS)
+            {"type": 2, "url": "https://a/", "keyword_type": 1, "keyword_value": "Error"},
+            {"assertions": [{"type": "keyword", "keyword": "Error", "absent": True, "case_sensitive": True}]},
         ),
         ({"type": 3, "url": "h.example"}, {"type": "ping", "host": "h.example"}),
         ({"type": 4, "url": "h.example", "sub_type": 2}, {"type": "tcp", "port": 443}),
@@ -64,6 +69,16 @@ def test_monitor_types(tmp_path: Path, monitor: dict[str, Any], expected: dict[s
     got, _ = _one(tmp_path, monitor)
     assert got is not None
     assert got.items() >= expected.items()
+
+
+@pytest.mark.parametrize(("keyword_type", "absent"), [("ALERT_EXISTS", True), ("ALERT_NOT_EXISTS", False)])
+def test_v3_keyword_types_say_when_to_alert(tmp_path: Path, keyword_type: str, absent: bool) -> None:
+    src = tmp_path / "v3.json"
+    monitor = {"id": 1, "friendlyName": "K", "type": "KEYWORD", "url": "https://a/", "interval": 60,
+               "keywordType": keyword_type, "keywordValue": "maintenance"}  # fmt: skip
+    src.write_text(json.dumps({"data": [monitor]}))
+    (assertion,) = convert([src]).document["monitors"]["k"]["assertions"]
+    assert (assertion["keyword"], assertion["absent"]) == ("maintenance", absent)
 
 
 @pytest.mark.parametrize(
@@ -216,6 +231,17 @@ def test_cli(tmp_path: Path) -> None:
     assert "UPTIMEROBOT_MONITOR_101_PASSWORD=hunter2" in secrets.read_text()
     assert "monitor 'DNS v3' (id 202): type:" in result.stderr
     assert "hunter2" not in result.stderr
+
+
+def test_a_pagerduty_value_that_is_no_integration_key_is_reported(tmp_path: Path) -> None:
+    src = tmp_path / "contacts.json"
+    contact = {"id": "5", "friendly_name": "PD", "type": 16, "status": 2, "value": "pd-key"}
+    src.write_text(json.dumps({"stat": "ok", "alert_contacts": [contact]}))
+    got = convert([src])
+    assert got.document["channels"]["pd"]["config"] == {"routing_key": "${UPTIMEROBOT_CONTACT_5_ROUTING_KEY}"}
+    (line,) = [d.line() for d in got.report]
+    assert line.startswith("alert contact 'PD' (id 5): value: not a 32-character Events API v2")
+    assert "pd-key" not in line
 
 
 def test_v3_integrations_and_alert_contacts_become_channels() -> None:

@@ -17,6 +17,7 @@ from monitor.api import openapi
 from monitor.api.app import create_app
 from monitor.config import Settings
 from monitor.domain.schemas import channels as channel_schemas
+from monitor.domain.schemas import config as config_schemas
 from monitor.domain.schemas import incidents as schemas_incidents
 from monitor.domain.schemas import maintenance as schemas_maintenance
 from monitor.domain.schemas import members as schemas_members
@@ -65,7 +66,7 @@ BODIES = {"MonitorCreate": schemas.MonitorCreate, "MonitorUpdate": schemas.Monit
                                      signin_schemas.TotpDisable, signin_schemas.PasswordChange,
                                      signin_schemas.InvitationCreate, signin_schemas.InvitationAccept,
                                      signin_schemas.ResetRequest, signin_schemas.ResetConfirm)},
-          "FirstOwner": FirstOwner}  # fmt: skip
+          "FirstOwner": FirstOwner, "ApplyRequest": config_schemas.ApplyRequest}  # fmt: skip
 
 
 def responses(key: tuple[str, str]) -> set[str]:

@@ -43,9 +43,15 @@ class Imported:
         self.report.append(Dropped(where, setting, reason))
 
     def secret(self, variable: str, value: str) -> str:
-        """Keep ``value`` under ``variable`` and answer the reference the document holds."""
-        self.secrets[variable] = value
-        return "${" + variable + "}"
+        """Keep ``value`` under ``variable`` and answer the reference the document holds; where
+        an earlier secret has that name (keys alike: ops-slack, ops_slack), the next free
+        ``variable_2``, ``_3``..., so no secret takes another's place."""
+        name, n = variable, 1
+        while name in self.secrets:
+            n += 1
+            name = f"{variable}_{n}"
+        self.secrets[name] = value
+        return "${" + name + "}"
 
 
 class SourceError(Exception):
@@ -60,4 +66,5 @@ IMPORTERS: dict[str, str] = {
     "gatus": "monitor.ascode.importers.gatus",
     "uptimerobot": "monitor.ascode.importers.uptimerobot",
     "healthchecks": "monitor.ascode.importers.healthchecks",
+    "kuma": "monitor.ascode.importers.kuma",
 }

@@ -218,15 +218,16 @@ def convert_channels(channels: list[dict[str, Any]], out: Imported) -> dict[str,
         ours, needed = CHANNEL_KINDS[kind]
         key = keyed(name or kind, taken)
         config: dict[str, Any] = {}
+        refs = []
         for field, suffix in needed.items():
             ref = out.secret(_var(key, suffix), "")
+            refs.append(ref[2:-1])
             config[field] = [ref] if field == "to" else ref
         section[key] = {"kind": ours, "name": (name or key)[:200], "config": config}
         out.drop(
             where,
             "settings",
-            "the API does not give an integration's address or secret: fill in "
-            + ", ".join(_var(key, suffix) for suffix in needed.values()),
+            "the API does not give an integration's address or secret: fill in " + ", ".join(refs),
         )
         keys[ident] = key
     if section:

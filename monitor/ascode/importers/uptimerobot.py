@@ -14,6 +14,7 @@ is a report line.
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -221,6 +222,10 @@ def _channels(out: Imported, contacts: list[dict[str, Any]]) -> dict[str, str]:
             config = {"url": out.secret(var + "_URL", value)}
         elif kind == "pagerduty":
             config = {"routing_key": out.secret(var + "_ROUTING_KEY", value)}
+            if not re.fullmatch(r"[A-Za-z0-9]{32}", value):
+                # Carried over (the user sets it in the secrets file), but apply would refuse it as it is.
+                out.drop(where, "value", "not a 32-character Events API v2 integration key, as ours must be: "
+                         f"set {var}_ROUTING_KEY to the service's key")  # fmt: skip
         else:  # telegram: UptimeRobot's value is its own bot link, not a chat id we can use
             out.drop(where, "value", "UptimeRobot's Telegram link is not a chat id: set chat_id by hand")
             continue
@@ -310,7 +315,9 @@ def _monitor(
                 {
                     "type": "keyword",
                     "keyword": str(m["keyword_value"]),
-                    "absent": m.get("keyword_type") == 2,
+                    # keyword_type says when UptimeRobot alerts: 1 when the keyword is found
+                    # (our keyword must be absent), 2 when it is not (it must be there).
+                    "absent": _int(m.get("keyword_type")) == 1,
                     "case_sensitive": _int(m.get("keyword_case_type")) != 1,  # 0 (default) sensitive, 1 not
                 }
             ]
