@@ -7,7 +7,8 @@ Every figure is read by the functions /uptime and /incidents answer from, over t
 ``history.overlapping_incidents``; so a monitor's row of a report is, to the second, what
 /uptime and /incidents answer for that monitor and range. ``monitor.reports.sla`` adds the rows
 up (time-weighted) with MTTR, MTBF and the error budget; the faces write the result as JSON,
-CSV, HTML or PDF (``monitor.reports.documents``). Seven queries whatever the number of monitors.
+CSV, HTML or PDF (``monitor.reports.documents``). At most 14 queries whatever the number of
+monitors (the account, its monitors, then the uptime functions' reads, incidents and latency).
 
 Reading a report is for viewers and up (``roles.RULES``). An unknown or another account's
 monitor, tag or page is a 404 naming the parameter (``id``, ``tag``).
