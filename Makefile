@@ -112,12 +112,20 @@ nginx:
 # `make test` a skip fails: tests/support/skips.py): iproute2's `ip` for the network-namespace
 # tests (ping hosts, quorum locations), and redis-server and the PostgreSQL root for the tests
 # that start servers of their own (failover, restarts), also when MONITOR_*_URL are preset and
-# `make services` provisions nothing.
+# `make services` provisions nothing. And for SLA reports as PDF: pango and the DejaVu fonts
+# WeasyPrint lays pages out with, and poppler-utils' pdftoppm and pdftotext, which the report
+# tests read PDFs with.
 test-tools:
 	@command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || { \
 	    echo 'installing iproute2 (apt-get)'; \
 	    DEBIAN_FRONTEND=noninteractive apt-get update -q; \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q iproute2; }
+	@command -v pdftoppm >/dev/null 2>&1 && [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] && \
+	    ldconfig -p 2>/dev/null | grep -q libpangoft2-1.0 || { \
+	    echo 'installing poppler-utils, fonts-dejavu-core and pango (apt-get)'; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -q; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q poppler-utils fonts-dejavu-core libpango-1.0-0 \
+	        libpangoft2-1.0-0; }
 	@$(SERVICES) tools
 
 test: venv vendor services nginx test-tools browser-tools

@@ -82,6 +82,39 @@ def accounts_delete(name: str, yes: bool) -> None:
     click.echo(f"deleted account {name!r} (id {held.id}) and {held.summary()}")
 
 
+@accounts_group.command("timezone")
+@click.argument("name")
+@click.argument("zone")
+def accounts_timezone(name: str, zone: str) -> None:
+    """Set the account NAME's time zone to ZONE (an IANA name: Europe/Berlin, UTC).
+
+    SLA reports cut their months and quarters in it (``/api/v1/reports/sla``); UTC until set.
+    """
+    from monitor.domain import accounts
+    from monitor.domain.context import Actor
+    from monitor.domain.errors import DomainError
+
+    settings = load_settings("database_url")
+
+    async def work(deps: Deps) -> str | None:
+        account_id = await accounts.find(deps, name)
+        if account_id is None:
+            return None
+        return await accounts.set_timezone(deps, Actor(account_id, role="owner"), zone)
+
+    try:
+        done = asyncio.run(with_deps(settings, work))
+    except DomainError as exc:
+        raise click.ClickException(
+            f"no account named {name!r}" if exc.status == 404 else exc.message
+        ) from None
+    except OSError as exc:
+        raise click.ClickException(f"database unreachable: {exc}") from None
+    if done is None:
+        raise click.ClickException(f"no account named {name!r}")
+    click.echo(f"account {name!r} now reports in {done}")
+
+
 @accounts_group.command("list")
 @JSON_OPTION
 def accounts_list(as_json: bool) -> None:

@@ -28,6 +28,7 @@ from monitor.api import (
     pings,
     posts,
     public,
+    reports,
     screenshots,
     sessions,
     sso,
@@ -210,7 +211,7 @@ def create_app(settings: Settings) -> web.Application:
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
     routed = (monitors, history, screenshots, channels, keys, members, maintenance, summary, status_pages,
-              posts, pings, sessions, invitations, first_run, apply, openapi)  # fmt: skip
+              posts, reports, pings, sessions, invitations, first_run, apply, openapi)  # fmt: skip
     for module in routed:
         module.add_routes(app.router)
     sso.setup(app)

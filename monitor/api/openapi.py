@@ -318,7 +318,7 @@ MONITOR_EXAMPLE = {"name": "Home page", "url": "https://example.com/", "interval
                    "expected_status": ["200-399"], "tags": ["prod"],
                    "assertions": [{"type": "keyword", "keyword": "Welcome"}]}  # fmt: skip
 TAGS = ("monitors", "history", "channels", "maintenance", "status-pages", "keys", "members", "audit",
-        "account", "config", "heartbeats", "session", "public", "meta")  # fmt: skip
+        "account", "reports", "config", "heartbeats", "session", "public", "meta")  # fmt: skip
 MAINTENANCE_EXAMPLE = {"name": "Sunday patching", "tags": ["prod"], "notify": True,
                        "recurring": {"rrule": "FREQ=WEEKLY;BYDAY=SU;BYHOUR=2", "duration_minutes": 60,
                                      "timezone": "Europe/Berlin"}}  # fmt: skip
@@ -428,8 +428,10 @@ def _paths(refs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     b.add("delete", "/api/v1/keys/{id}", "revokeKey", "Revoke a key (at once; revoking again is a no-op)",
           tag="keys", ok={204: {"description": "Revoked."}}, errors=(404,), parameters=(key_id,))
     from monitor.api.openapi_people import add_people  # it builds on this module's parts
+    from monitor.api.openapi_reports import add_reports  # it builds on this module's parts
 
     add_people(b)
+    add_reports(b)
     openapi_config.add_config(b)
     _pings(b)
     openapi_signin.add_signin(b)

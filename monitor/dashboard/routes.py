@@ -16,6 +16,7 @@ from monitor.dashboard import (
     pages_overview,
     pages_posts,
     pages_profile,
+    pages_reports,
     pages_screenshots,
     pages_setup,
     pages_signin,
@@ -41,6 +42,7 @@ AREAS = (
     pages_monitor,
     pages_monitor_forms,
     pages_screenshots,
+    pages_reports,
 )
 
 

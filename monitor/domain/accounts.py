@@ -25,6 +25,7 @@ import asyncpg
 from monitor.domain.context import Actor, Deps
 from monitor.domain.errors import DomainError, not_found
 from monitor.domain.roles import authorize
+from monitor.maintenance import RuleError, zone
 from monitor.names import name_problem
 
 RESOURCE = "accounts"
@@ -153,6 +154,21 @@ async def contents(deps: Deps, actor: Actor) -> Contents:
     if row is None:
         raise not_found("account")
     return Contents(**dict(row))
+
+
+async def set_timezone(deps: Deps, actor: Actor, name: str) -> str:
+    """The caller's account's time zone (an IANA name): the calendar its SLA reports' months
+    and quarters are cut in (``domain/reports.py``); the name as stored."""
+    authorize(actor, RESOURCE, "write")
+    try:
+        zone(name)
+    except RuleError as exc:
+        raise DomainError(400, "invalid", f"timezone: {exc}", "timezone") from None
+    if await deps.pool.fetchval(
+        "UPDATE accounts SET timezone = $2 WHERE id = $1 RETURNING id", actor.account_id, name
+    ) is None:  # fmt: skip
+        raise not_found("account")
+    return name
 
 
 async def delete(deps: Deps, actor: Actor) -> Contents:

@@ -55,6 +55,24 @@ SELECT date_bin($4::interval, hour, 'epoch'::timestamptz) AS bucket,
 FROM checks_hourly WHERE monitor_id = $1 AND hour >= $2 AND hour < $3
 GROUP BY 1 ORDER BY 1
 """
+# Each of $1's monitors' latency over the hours that start in [$2, $3): histograms added
+# element by element, as STATS_SQL adds them per bucket (SLA reports' p50 and p95).
+LATENCY_SQL = f"""
+SELECT monitor_id, max(latency_max) AS latency_max,
+       ARRAY[{", ".join(f"sum(latency_hist[{i}])" for i in range(1, rollups.N_BUCKETS + 1))}] AS hist
+FROM checks_hourly WHERE monitor_id = ANY($1::bigint[]) AND hour >= $2 AND hour < $3
+GROUP BY monitor_id
+"""
+# The incidents of $1's monitors that overlap [$2, $3) (either end open when NULL), newest
+# first, below id $4 when given, at most $5 (NULL: all): /incidents' pages and SLA reports.
+INCIDENTS_SQL = """
+SELECT * FROM incidents
+WHERE monitor_id = ANY($1::bigint[])
+  AND ($2::timestamptz IS NULL OR coalesce(ended_at, 'infinity') > $2)
+  AND ($3::timestamptz IS NULL OR started_at < $3)
+  AND ($4::bigint IS NULL OR id < $4)
+ORDER BY id DESC LIMIT $5
+"""
 STATS_DAILY_SQL = """
 SELECT day AS bucket, checks, checks_up, latency_n, latency_sum, latency_max, latency_hist AS hist
 FROM checks_daily WHERE monitor_id = $1 AND day >= $2 AND day < $3 ORDER BY day
@@ -184,18 +202,8 @@ async def incidents(
     async with deps.pool.acquire() as conn:
         monitor = await _owned(conn, actor, monitor_id)
         now = await conn.fetchval("SELECT now()")
-        rows = await conn.fetch(
-            """SELECT * FROM incidents
-               WHERE monitor_id = $1
-                 AND ($2::timestamptz IS NULL OR coalesce(ended_at, 'infinity') > $2)
-                 AND ($3::timestamptz IS NULL OR started_at < $3)
-                 AND ($4::bigint IS NULL OR id < $4)
-               ORDER BY id DESC LIMIT $5""",
-            monitor["id"],
-            start,
-            end,
-            after[0] if after else None,
-            limit + 1,
+        rows = await overlapping_incidents(
+            conn, [monitor["id"]], start, end, below=after[0] if after else None, limit=limit + 1
         )
     page, next_cursor = paging.next_page(rows, limit)
     return {"items": [render_incident(r, now) for r in page], "next_cursor": next_cursor}
@@ -333,6 +341,31 @@ async def stats(
 
 
 # -- what the operations read ---------------------------------------------------------------------
+
+
+async def overlapping_incidents(
+    conn: asyncpg.Connection,
+    ids: list[int],
+    start: datetime | None,
+    end: datetime | None,
+    *,
+    below: int | None = None,
+    limit: int | None = None,
+) -> list[asyncpg.Record]:
+    """The incidents of ``ids`` that overlap [start, end), newest first (``INCIDENTS_SQL``)."""
+    rows: list[asyncpg.Record] = await conn.fetch(INCIDENTS_SQL, ids, start, end, below, limit)
+    return rows
+
+
+async def latency(
+    conn: asyncpg.Connection, ids: list[int], start: datetime, end: datetime
+) -> dict[int, tuple[list[int], float | None]]:
+    """Each monitor's (latency histogram, max) over the hours that start in [start, end), from
+    the hourly rollups (``LATENCY_SQL``); ``rollups.percentile`` reads its quantiles."""
+    return {
+        row["monitor_id"]: (list(row["hist"]), row["latency_max"])
+        for row in await conn.fetch(LATENCY_SQL, ids, start, end)
+    }
 
 
 def _bucket_start(value: datetime, size: timedelta) -> datetime:

@@ -26,6 +26,7 @@ RULES: dict[tuple[str, str], Role] = {
     ("history", "read"): "viewer",
     ("incidents", "acknowledge"): "editor",
     ("summary", "read"): "viewer",
+    ("reports", "read"): "viewer",
     ("maintenance", "read"): "viewer",
     ("maintenance", "write"): "editor",
     ("status_pages", "read"): "viewer",

@@ -268,6 +268,18 @@ def maintenance_seconds(
     return sum((e - s).total_seconds() for s, e in watched) - sum((e - s).total_seconds() for s, e in outside)
 
 
+def counted_seconds(uptime: Uptime, monitor: tuple[int, datetime], now: datetime, found: Records) -> float:
+    """Seconds ``uptime_of`` computed ``uptime``'s percentage over: its window's observed part
+    (the monitor's life to now, paused and maintenance time left out), or none when it has no
+    percentage (nothing observed, no checks). SLA reports (``domain/reports.py``) weigh monitors
+    by it and count an error budget from it."""
+    if uptime.percent is None:
+        return 0.0
+    mid, created_at = monitor
+    spans = observed(uptime.start, uptime.end, created_at, now, [*found.pauses[mid], *found.maintenance[mid]])
+    return sum((e - s).total_seconds() for s, e in spans)
+
+
 async def uptimes(
     conn: asyncpg.Connection,
     monitors: Sequence[tuple[int, datetime]],

@@ -159,3 +159,16 @@ async def test_a_key_or_account_that_is_not_there(
     run = await cli(*argv)
     assert run.code == code and says in run.err, run
     assert TRACEBACK not in run.err
+
+
+async def test_an_accounts_time_zone_is_set_and_a_bad_one_refused(cli: Any, db: asyncpg.Connection) -> None:
+    assert (await cli("accounts", "create", "zoned")).code == 0
+    assert await db.fetchval("SELECT timezone FROM accounts WHERE name = 'zoned'") == "UTC"  # the default
+    run = await cli("accounts", "timezone", "zoned", "Europe/Berlin")
+    assert run.code == 0 and "Europe/Berlin" in run.out, run
+    assert await db.fetchval("SELECT timezone FROM accounts WHERE name = 'zoned'") == "Europe/Berlin"
+    for argv, says in [(("zoned", "Mars/Olympus"), "timezone: unknown time zone 'Mars/Olympus'"),
+                       (("nobody", "UTC"), "no account named 'nobody'")]:  # fmt: skip
+        refused = await cli("accounts", "timezone", *argv)
+        assert refused.code == 1 and says in refused.err and TRACEBACK not in refused.err, refused
+    assert await db.fetchval("SELECT timezone FROM accounts WHERE name = 'zoned'") == "Europe/Berlin"

@@ -61,7 +61,8 @@ def generated(api_server: MonitorProcess, tmp_path_factory: pytest.TempPathFacto
     config.write_text(
         "content_type_overrides:\n  image/svg+xml: application/octet-stream\n"
         "  image/x-icon: application/octet-stream\n  image/png: application/octet-stream\n"
-        "  application/atom+xml: application/octet-stream\n"
+        "  application/atom+xml: application/octet-stream\n  application/pdf: application/octet-stream\n"
+        "  text/html: application/octet-stream\n"
     )
     done = subprocess.run(
         [GENERATOR, "generate", "--path", str(document), "--output-path", str(root / "monitor_client"),
@@ -122,6 +123,11 @@ async def test_every_operation_through_the_generated_client(
         assert acked.acknowledged_note == "on it"
         assert isinstance(await call("history.get_uptime", monitor.id), models.Uptime)
         assert isinstance(await call("history.get_stats", monitor.id), models.Stats)
+        report = await call(
+            "reports.get_sla_report", scope=models.GetSlaReportScope.MONITOR, id=monitor.id,
+            quarter="2026-Q4", target=99.9,
+        )  # fmt: skip
+        assert report.scope == "monitor" and report.summary.target_percent == 99.9
         # A screenshot as a worker's browser check keeps one.
         png = io.BytesIO()
         Image.new("RGB", (8, 8), "white").save(png, "PNG")

@@ -61,6 +61,7 @@ RULE_OF: dict[str, tuple[str, str]] = {
     "listAudit": ("audit", "read"),
     "createInvitation": ("members", "write"),
     "getIncident": ("history", "read"),
+    "getSlaReport": ("reports", "read"),
     "acknowledgeIncident": ("incidents", "acknowledge"),
     # Its example is an apply, not a dry run (which a viewer may make: test_apply_api.py).
     "applyConfig": ("config", "write"),
