@@ -5,41 +5,32 @@ a second apply of the same file is "no changes"."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import asyncpg
 import pytest
 from support.db import ensure_account
+from support.domain import deps_fixture  # noqa: F401
 from support.kuma import VERSIONS, kuma_db
 
-from monitor import config
-from monitor import db as monitor_db
 from monitor.ascode import applying
 from monitor.ascode.dumping import dump
 from monitor.ascode.importers.kuma import convert
 from monitor.ascode.reading import Secrets, read_texts
 from monitor.domain.context import Actor, Deps
-from monitor.net.policy import AddressPolicy
-from monitor.net.resolver import VettedResolver
 
 
-@pytest.fixture
-async def deps(db: asyncpg.Connection, base_env: dict[str, str]) -> AsyncIterator[Deps]:
+@pytest.fixture(name="insecure_ok")
+def insecure_ok_fixture(deps: Deps) -> Deps:
     """support.domain's deps, on a server that allows tls_verify: false (the fixture has a
     monitor with ignore_tls, and the report says what it needs)."""
-    settings = config.load({**base_env, "MONITOR_ALLOW_INSECURE_TLS": "true"})
-    pool = await monitor_db.create_pool(settings.dsn, min_size=0, max_size=4)
-    resolver = VettedResolver(AddressPolicy(settings.allow_cidrs), settings.dns_servers)
-    try:
-        yield Deps(pool, settings, settings.secret_box(), resolver)
-    finally:
-        await resolver.close()
-        await pool.close()
+    return replace(deps, settings=deps.settings.model_copy(update={"allow_insecure_tls": True}))
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-async def test_the_import_is_judged_valid(deps: Deps, tmp_path: Path, version: str) -> None:
+async def test_the_import_is_judged_valid(insecure_ok: Deps, tmp_path: Path, version: str) -> None:
+    deps = insecure_ok
     imported = convert([kuma_db(tmp_path, version)])
     variables = {name: value or f"placeholder-{name.lower()}" for name, value in imported.secrets.items()}
     doc = read_texts([("kuma.yaml", dump(imported.document))], Secrets(variables))
@@ -53,8 +44,9 @@ async def test_the_import_is_judged_valid(deps: Deps, tmp_path: Path, version: s
 
 
 async def test_the_import_applies_and_a_second_apply_changes_nothing(
-    deps: Deps, db: asyncpg.Connection, tmp_path: Path
+    insecure_ok: Deps, db: asyncpg.Connection, tmp_path: Path
 ) -> None:
+    deps = insecure_ok
     imported = convert([kuma_db(tmp_path, "2.x")])
     variables = {name: value or f"placeholder-{name.lower()}" for name, value in imported.secrets.items()}
     text = dump(imported.document)
