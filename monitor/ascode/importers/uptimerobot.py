@@ -6,7 +6,8 @@ type 1 HTTP(s), 2 keyword, 3 ping, 4 port, 5 heartbeat), v2 ``/v2/getAlertContac
 (``{"stat": "ok", "alert_contacts": [...]}``), v3 ``GET /v3/monitors`` (``{"data": [...]}``,
 camelCase, string enums), v3 ``GET /v3/integrations`` (``{"data": [...]}`` too: told from monitors
 by having no ``url`` or ``interval``) and v3 ``GET /v3/user/alert-contacts`` (a bare list). v3
-contacts carry their type by name or number (``Slack`` or 11) and map as v2's do. Several files
+contacts carry their type by name or number (``Slack`` or 11) and map as v2's do, through
+``uptimerobot_v3.py``'s translation into v2's shapes. Several files
 merge: contacts from one, the monitors' links to them from another. Everything not carried over
 is a report line.
 """
@@ -20,11 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from monitor.ascode.importers import Imported, SourceError, keyed
+from monitor.ascode.importers.uptimerobot_v3 import METHODS, V3_READ, is_v3_contact, v2_shape, v3_contact
 
 MIN_INTERVAL = 30
 V2_TYPES = {1: "http", 2: "keyword", 3: "ping", 4: "port", 5: "heartbeat"}
-V3_TYPES = {"HTTP": "http", "KEYWORD": "keyword", "PING": "ping", "PORT": "port", "HEARTBEAT": "heartbeat"}
-METHODS = {1: "HEAD", 2: "GET", 3: "POST", 4: "PUT", 5: "PATCH", 6: "DELETE", 7: "OPTIONS"}
 # Port monitors' sub_type: the well-known port of each protocol (99: custom, the monitor's port).
 SUB_PORTS = {1: 80, 2: 443, 3: 21, 4: 25, 5: 110, 6: 143}
 # Alert contact types (v2 integers; 1-11 as the uptimerobot gem's constants.rb lists them, 16/18/23
@@ -33,14 +33,6 @@ CONTACT_KINDS = {5: "webhook", 11: "slack", 16: "pagerduty", 18: "telegram", 23:
 CONTACT_NAMES = {1: "SMS", 2: "email", 3: "Twitter", 4: "Boxcar", 6: "Pushbullet", 7: "Zapier",
                  8: "pro SMS", 9: "Pushover", 10: "HipChat", 14: "voice call", 15: "Splunk",
                  17: "Opsgenie", 20: "MS Teams", 21: "Google Chat", 24: "Mattermost"}  # fmt: skip
-# v3's names of the same contact types (its integrations and alert contacts; the UptimeRobot
-# Terraform provider's client lists them), lower-cased -> v2's numbers; 24 Mattermost is v3 only.
-V3_CONTACT_TYPES = {"emailtosms": 1, "email": 2, "webhook": 5, "pushbullet": 6, "zapier": 7,
-                    "prosms": 8, "pushover": 9, "slack": 11, "mobileappios": 12,
-                    "mobileappandroid": 13, "voice": 14, "splunk": 15, "pagerduty": 16,
-                    "opsgenie": 17, "telegram": 18, "msteams": 20, "googlechat": 21, "discord": 23,
-                    "mattermost": 24}  # fmt: skip
-V3_CONTACT_STATUS = {"notactivated": 0, "paused": 1, "active": 2}
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -80,8 +72,8 @@ def convert(sources: list[Path]) -> Imported:
         contacts += data.get("alert_contacts") or []
         monitors += [("v2", m) for m in data.get("monitors") or []]
         v3 = data.get("data") or []
-        contacts += [_v3_contact(c) for c in v3 if _is_v3_contact(c)]
-        monitors += [("v3", m) for m in v3 if not _is_v3_contact(m)]
+        contacts += [v3_contact(c) for c in v3 if is_v3_contact(c)]
+        monitors += [("v3", m) for m in v3 if not is_v3_contact(m)]
         windows += data.get("mwindows") or []
         for psp in data.get("psps") or []:
             where = f"status page '{psp.get('friendly_name')}' (id {psp.get('id')})"
@@ -100,12 +92,6 @@ READ = {
     "mwindows", "post_value",
     "create_datetime", "logs", "response_times", "average_response_time", "all_time_uptime_ratio",
     "custom_uptime_ratio", "custom_uptime_ranges", "custom_down_durations", "ssl", "lastCheck",
-}  # fmt: skip
-V3_READ = {
-    "id", "friendlyName", "type", "url", "port", "interval", "timeout", "status", "httpMethodType",
-    "keywordType", "keywordValue", "keywordCaseType", "customHttpHeaders", "assignedAlertContacts",
-    "httpUsername", "httpPassword", "authType", "followRedirections",
-    "createDateTime", "currentStateDuration", "lastIncidentId", "lastDayUptimes", "userId",
 }  # fmt: skip
 
 
@@ -178,25 +164,6 @@ def _maintenance(
         out.document["maintenance"] = section
 
 
-def _is_v3_contact(item: dict[str, Any]) -> bool:
-    """A v3 integration or alert contact, not a monitor: no URL or interval, a contact type."""
-    kind = item.get("type")
-    named = isinstance(kind, str) and kind.replace(" ", "").lower() in V3_CONTACT_TYPES
-    return "interval" not in item and "url" not in item and (named or isinstance(kind, int))
-
-
-def _v3_contact(c: dict[str, Any]) -> dict[str, Any]:
-    """A v3 contact in v2's field names and numbers, so one mapping serves both."""
-    kind, status = c.get("type"), c.get("status")
-    if isinstance(kind, str):
-        kind = V3_CONTACT_TYPES[kind.replace(" ", "").lower()]
-    if isinstance(status, str):
-        status = V3_CONTACT_STATUS.get(status.replace(" ", "").lower(), 2)
-    value = c.get("value") or c.get("webhookURL") or c.get("urlToNotify") or ""
-    return {"id": c.get("id"), "friendly_name": c.get("friendlyName"), "type": kind,
-            "value": value, "status": status}  # fmt: skip
-
-
 def _channels(out: Imported, contacts: list[dict[str, Any]]) -> dict[str, str]:
     taken: set[str] = set()
     section: dict[str, Any] = {}
@@ -247,7 +214,7 @@ def _monitors(
     section: dict[str, Any] = {}
     keys_of: dict[str, str] = {}
     for version, m in monitors:
-        src = m if version == "v2" else _v2_shape(m)
+        src = m if version == "v2" else v2_shape(m)
         name = str(src.get("friendly_name") or f"monitor {src.get('id')}")
         where = f"monitor '{name}' (id {src.get('id')})"
         body = _monitor(out, where, src, channel_of)
@@ -259,43 +226,6 @@ def _monitors(
     if section:
         out.document["monitors"] = section
     return keys_of
-
-
-def _v2_shape(m: dict[str, Any]) -> dict[str, Any]:
-    """A v3 monitor in v2's field names and enums, so one mapping serves both."""
-    inv_methods = {v: k for k, v in METHODS.items()}
-    kw = str(m.get("keywordType") or "")
-    return {
-        "id": m.get("id"),
-        "friendly_name": m.get("friendlyName"),
-        "type": {"HTTP": 1, "KEYWORD": 2, "PING": 3, "PORT": 4, "HEARTBEAT": 5}.get(
-            str(m.get("type")), m.get("type")
-        ),
-        "url": m.get("url"),
-        "port": m.get("port"),
-        "sub_type": 99 if m.get("port") else None,
-        "interval": m.get("interval"),
-        "timeout": m.get("timeout"),
-        "status": 0 if m.get("status") == "PAUSED" else 2,
-        "http_method": inv_methods.get(str(m.get("httpMethodType") or "GET").upper()),
-        "keyword_type": 2 if "NOT" in kw.upper() else 1,
-        "keyword_value": m.get("keywordValue"),
-        "keyword_case_type": m.get("keywordCaseType"),
-        "custom_http_headers": m.get("customHttpHeaders"),
-        "http_username": m.get("httpUsername"),
-        "http_password": m.get("httpPassword"),
-        "http_auth_type": 2 if str(m.get("authType") or "").upper() == "DIGEST" else 1,
-        "follow_redirects": m.get("followRedirections"),
-        "alert_contacts": [
-            {
-                "id": a.get("alertContactId"),
-                "threshold": a.get("threshold"),
-                "recurrence": a.get("recurrence"),
-            }
-            for a in m.get("assignedAlertContacts") or []
-            if isinstance(a, dict)
-        ],
-    }
 
 
 def _monitor(
