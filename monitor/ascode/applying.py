@@ -152,7 +152,10 @@ async def apply(
         plan = make_plan(desired, account.managed, prune=prune, places=places, adoptable=adoptable)
         if allows(actor.role, RESOURCE, "write"):
             _authorized(actor, plan, doc)
-        if dry_run or plan.empty:
+        if dry_run:
+            return plan
+        await _forget(conn, actor.account_id, plan.forgotten)
+        if plan.empty:
             return plan
         run = _Run(replace(deps, pool=db.OneConnection(conn)), actor, doc, desired, account.ids)
         await run.all(plan)
@@ -176,6 +179,19 @@ async def apply_texts(
     authorize(actor, RESOURCE, "read" if dry_run else "write")
     doc = await asyncio.to_thread(read_texts, list(texts), secrets)
     return await apply(deps, actor, doc, prune=prune, dry_run=dry_run, adopt=adopt)
+
+
+async def _forget(conn: Any, account_id: int, forgotten: list[tuple[str, str]]) -> None:
+    """Drop the records of objects deleted by hand that the files no longer name: kept, they
+    would stay in ``config_objects`` for ever."""
+    if forgotten:
+        await conn.execute(
+            """DELETE FROM config_objects c USING unnest($2::text[], $3::text[]) AS f(resource, key)
+               WHERE c.account_id = $1 AND c.resource = f.resource AND c.key = f.key""",
+            account_id,
+            [s for s, _ in forgotten],
+            [k for _, k in forgotten],
+        )
 
 
 def _authorized(actor: Actor, plan: Plan, doc: Document) -> None:

@@ -89,6 +89,8 @@ class Plan:
     changes: list[Change] = field(default_factory=list)
     unchanged: int = 0
     kept: list[tuple[str, str]] = field(default_factory=list)  # managed, not in the files, no prune
+    # Managed once, deleted by hand since, and no longer in the files: their records are dropped.
+    forgotten: list[tuple[str, str]] = field(default_factory=list)
     applied: bool = False
 
     @property
@@ -228,7 +230,10 @@ def make_plan(
             action: Action = "replace" if replaced and any(f.path == replaced for f in fields) else "update"
             plan.changes.append(Change(section, key, action, old.object_id, fields, place))
         for key, old in have.items():
-            if key in want or old.shaped is None:
+            if key in want:
+                continue
+            if old.shaped is None:
+                plan.forgotten.append((section, key))
                 continue
             if prune:
                 plan.changes.append(Change(section, key, "delete", old.object_id))
