@@ -74,6 +74,7 @@ SLOW=(
 BROWSER=(
     tests/e2e/test_dashboard_browser.py
     tests/e2e/test_status_page_browser.py
+    tests/e2e/test_status_posts_browser.py
     tests/e2e/test_browser_monitors.py
     tests/e2e/test_browser_ssrf.py
     tests/e2e/test_pagespeed_monitors.py

@@ -433,6 +433,8 @@ PAGES = [
     ("status-page-edit", "/status-pages/{status_page}"),
     ("posts", "/status-pages/{status_page}/posts"),
     ("post", "/posts/{post}"),
+    ("reports", "/reports"),
+    ("report", "/reports?scope=monitor&id={id}&target=99.9"),
     ("keys", "/keys"),
     ("members", "/members"),
     ("profile", "/profile"),
