@@ -37,7 +37,9 @@ _PUBLIC_DOC = (
     "what the status pages that show its monitors tell visitors (plain text or Markdown, as incident "
     "posts take it; rendered safely); null: the window is announced by its name only"
 )
-_ANNOUNCE_DOC = "how many hours before each occurrence its pages announce it (with a public_text); 0: only while it runs"
+_ANNOUNCE_DOC = (
+    "how many hours before each occurrence its pages announce it (with a public_text); 0: only while it runs"
+)
 # A wall-clock time in the window's zone, to the second; an offset (or Z) makes it an instant,
 # which is then read on the zone's clock.
 LOCAL_TIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?(Z|[+-]\d{2}:\d{2})?$"
@@ -205,7 +207,9 @@ class MaintenancePatch(Body):
     def _blank(cls, value: Any) -> Any:
         return blank_is_none(value)
 
-    @field_validator("name", "once", "recurring", "monitor_ids", "tags", "notify", "announce_hours", mode="before")
+    @field_validator(
+        "name", "once", "recurring", "monitor_ids", "tags", "notify", "announce_hours", mode="before"
+    )
     @classmethod
     def _not_null(cls, value: Any) -> Any:
         if value is None:
