@@ -32,7 +32,8 @@ def window(window_id: int = 1, monitor_id: int = WEB, **fields: Any) -> dict[str
 
 def weekly(window_id: int, hour: int, **fields: Any) -> dict[str, Any]:
     """Sundays at ``hour`` UTC for two hours."""
-    return window(window_id, kind="rrule", starts_at=None, ends_at=None, rrule=f"FREQ=WEEKLY;BYDAY=SU;BYHOUR={hour}",
+    rule = f"FREQ=WEEKLY;BYDAY=SU;BYHOUR={hour}"
+    return window(window_id, kind="rrule", starts_at=None, ends_at=None, rrule=rule,
                   dtstart=datetime(2030, 1, 6), timezone="UTC", duration_seconds=7200, **fields)  # fmt: skip
 
 
@@ -47,7 +48,8 @@ CASES = [
     ("a long lead", [window(1, starts_at=NOW + 700 * H, ends_at=NOW + 701 * H, announce_hours=720)],
      [(1, False, NOW + 700 * H)]),
     ("recurring, running now", [weekly(1, 11, announce_hours=0)], [(1, True, NOW - H)]),
-    ("recurring: its next occurrence", [weekly(1, 10, announce_hours=168)], [(1, False, NOW + 7 * 24 * H - 2 * H)]),
+    ("recurring: its next occurrence", [weekly(1, 10, announce_hours=168)],
+     [(1, False, NOW + 7 * 24 * H - 2 * H)]),
     ("recurring: next one beyond the lead", [weekly(1, 10, announce_hours=24)], []),
     ("without text: by its name, AHEAD ahead", [window(1, public_text=None, starts_at=NOW + AHEAD - H,
                                                        ends_at=NOW + AHEAD, announce_hours=0)],
