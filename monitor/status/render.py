@@ -108,6 +108,13 @@ def maintenance_feed_html(window: dict[str, Any]) -> str:
     return head + (window["html"] or "")
 
 
+def notice_updated(window: dict[str, Any]) -> datetime:
+    """When an announced occurrence last changed for a feed reader: it came on the page
+    (``announced_at``), or later began to run (its entry's title says so from then)."""
+    announced: datetime = window["announced_at"]
+    return max(announced, window["from"]) if window["active"] else announced
+
+
 def from_now(value: datetime, now: datetime) -> str:
     """How far ``value`` is from ``now``, as a visitor reads it: "in 3 h", "in 2 days", "now";
     "40 min ago" for a time past."""
@@ -147,6 +154,7 @@ def _environment() -> jinja2.Environment:
         window_text=WINDOW_TEXT, days=DAYS, incident_text=incident_text, markdown=sanitised,
         state_text=STATE_TEXT, impact_text=IMPACT_TEXT, last_update=last_update,
         post_feed_html=post_feed_html, maintenance_feed_html=maintenance_feed_html,
+        notice_updated=notice_updated,
     )  # fmt: skip
     return env
 
@@ -189,7 +197,7 @@ def atom(model: dict[str, Any], base: str, page_id: int) -> str:
     the host: the page's, and each post's and incident's ``ref``."""
     times_seen = [i["ended_at"] or i["started_at"] for i in model["incidents"]]
     times_seen += [last_update(p) for p in model["posts"]]
-    times_seen += [m["announced_at"] for m in model["maintenance"] if m["text"]]
+    times_seen += [notice_updated(m) for m in model["maintenance"] if m["text"]]
     updated = max(times_seen, default=model["updated_at"])
 
     return ENV.get_template("feed.atom").render(

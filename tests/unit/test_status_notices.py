@@ -91,6 +91,13 @@ def test_when_an_occurrence_was_announced(updated_at: datetime, announced_at: da
     assert shown["announced_at"] == announced_at
 
 
+def test_a_feed_entry_is_updated_when_its_occurrence_begins() -> None:
+    upcoming = maintenance_of(_maintenance([window(1)], NOW)[0], 5, {WEB: "web"})
+    running = maintenance_of(_maintenance([window(1)], NOW + 11 * H)[0], 5, {WEB: "web"})
+    assert render.notice_updated(upcoming) == NOW + 10 * H - 24 * H
+    assert (running["ref"], render.notice_updated(running)) == (upcoming["ref"], NOW + 10 * H)
+
+
 def test_each_recurrence_is_its_own_feed_entry() -> None:
     rows = [weekly(1, 11, announce_hours=720)]
     this = maintenance_of(_maintenance(rows, NOW)[0], 5, {WEB: "web"})
@@ -132,7 +139,7 @@ def test_hostile_text_is_escaped_everywhere(starts: datetime) -> None:
     assert "&lt;strong&gt;bold&lt;/strong&gt;" in feed  # type="html": the HTML escaped once
     assert ("Maintenance in progress" in page) == (starts < NOW)
     assert ("Scheduled maintenance" in page) == (starts > NOW)
-    assert "(in 3 h)" in page if starts > NOW else "(in 4 h)" in page
+    assert "(in 3 h)" in page if starts > NOW else ", in 4 h" in page
     body = json.loads(render.as_json(model))["maintenance"][0]
     assert body["text"] == HOSTILE and "<script" not in body["html"] and "<img" not in body["html"]
     assert set(body) == {"name", "from", "to", "active", "text", "html", "announced_at", "monitors", "ref"}
