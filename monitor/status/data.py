@@ -334,11 +334,17 @@ def assemble(raw: Raw) -> PageData:
             mid: sum(total for _, total, _ in hours) / sum(n for _, _, n in hours)
             for mid, hours in raw.latency.items()
         },
-        maintenance=raw.maintenance,
+        maintenance=with_html(raw.maintenance),
         maintenance_spans=found.maintenance,
         posts=raw.posts,
         post_updates=raw.post_updates,
     )
+
+
+def with_html(windows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The announced windows, each text with the sanitiser's HTML of it (``monitor.markdown``:
+    about a millisecond each, so in ``assemble``'s thread, not on the event loop)."""
+    return [{**w, "html": None if w["text"] is None else markdown.render(w["text"])} for w in windows]
 
 
 def lead(row: Mapping[str, Any]) -> timedelta:
@@ -349,8 +355,8 @@ def lead(row: Mapping[str, Any]) -> timedelta:
 
 def _maintenance(rows: Sequence[Mapping[str, Any]], now: datetime) -> list[dict[str, Any]]:
     """The windows over these monitors that are open now or whose next occurrence opens within
-    their lead (``lead``): their span (the current one, else the next), their public text (and
-    its sanitised HTML) and the monitors they cover."""
+    their lead (``lead``): their span (the current one, else the next), their public text (its
+    HTML is ``with_html``'s) and the monitors they cover."""
     shown: dict[int, dict[str, Any]] = {}
     skipped: set[int] = set()
     for row in rows:
@@ -366,10 +372,9 @@ def _maintenance(rows: Sequence[Mapping[str, Any]], now: datetime) -> list[dict[
             if span is None or (not active and span[0] > now + lead(row)):
                 skipped.add(row["id"])
                 continue
-            text = row["public_text"]
             entry = shown[row["id"]] = {
                 "id": row["id"], "name": row["name"], "from": span[0], "to": span[1], "active": active,
-                "text": text, "html": None if text is None else markdown.render(text), "monitor_ids": [],
+                "text": row["public_text"], "html": None, "monitor_ids": [],
                 # When this occurrence came on the page: its lead began, or the window changed.
                 "announced_at": min(now, max(row["updated_at"], span[0] - lead(row))),
             }  # fmt: skip

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from monitor.status import render
-from monitor.status.data import AHEAD, _maintenance
+from monitor.status.data import AHEAD, _maintenance, with_html
 from monitor.status.view import maintenance_of
 
 NOW = datetime(2030, 1, 6, 12, 0, tzinfo=UTC)  # a Sunday
@@ -35,6 +35,11 @@ def weekly(window_id: int, hour: int, **fields: Any) -> dict[str, Any]:
     rule = f"FREQ=WEEKLY;BYDAY=SU;BYHOUR={hour}"
     return window(window_id, kind="rrule", starts_at=None, ends_at=None, rrule=rule,
                   dtstart=datetime(2030, 1, 6), timezone="UTC", duration_seconds=7200, **fields)  # fmt: skip
+
+
+def announced(rows: list[dict[str, Any]], now: datetime) -> list[dict[str, Any]]:
+    """What a build announces (``_maintenance``), with each text's HTML as ``assemble`` adds it."""
+    return with_html(_maintenance(rows, now))
 
 
 # (name, rows, announced: (id, active, from) each)
@@ -72,7 +77,7 @@ def test_which_windows_a_page_announces(
 
 
 def test_a_window_over_two_monitors_is_one_notice_naming_both() -> None:
-    (shown,) = _maintenance([window(1, WEB), window(1, DB)], NOW)
+    (shown,) = announced([window(1, WEB), window(1, DB)], NOW)
     assert shown["monitor_ids"] == [WEB, DB]
     model = maintenance_of(shown, 5, {WEB: "web"})  # DB is not on the page (another group's)
     assert model["monitors"] == ["web"]
@@ -87,23 +92,23 @@ def test_a_window_over_two_monitors_is_one_notice_naming_both() -> None:
     ],
 )
 def test_when_an_occurrence_was_announced(updated_at: datetime, announced_at: datetime) -> None:
-    (shown,) = _maintenance([window(1, updated_at=updated_at)], NOW)
+    (shown,) = announced([window(1, updated_at=updated_at)], NOW)
     assert shown["announced_at"] == announced_at
 
 
 def test_a_feed_entry_is_updated_when_its_occurrence_begins() -> None:
-    upcoming = maintenance_of(_maintenance([window(1)], NOW)[0], 5, {WEB: "web"})
-    running = maintenance_of(_maintenance([window(1)], NOW + 11 * H)[0], 5, {WEB: "web"})
+    upcoming = maintenance_of(announced([window(1)], NOW)[0], 5, {WEB: "web"})
+    running = maintenance_of(announced([window(1)], NOW + 11 * H)[0], 5, {WEB: "web"})
     assert render.notice_updated(upcoming) == NOW + 10 * H - 24 * H
     assert (running["ref"], render.notice_updated(running)) == (upcoming["ref"], NOW + 10 * H)
 
 
 def test_each_recurrence_is_its_own_feed_entry() -> None:
     rows = [weekly(1, 11, announce_hours=720)]
-    this = maintenance_of(_maintenance(rows, NOW)[0], 5, {WEB: "web"})
-    later = maintenance_of(_maintenance(rows, NOW + 2 * H)[0], 5, {WEB: "web"})  # the next Sunday's
+    this = maintenance_of(announced(rows, NOW)[0], 5, {WEB: "web"})
+    later = maintenance_of(announced(rows, NOW + 2 * H)[0], 5, {WEB: "web"})  # the next Sunday's
     assert (this["active"], later["active"], this["ref"] != later["ref"]) == (True, False, True)
-    again = maintenance_of(_maintenance(rows, NOW + H / 2)[0], 5, {WEB: "web"})
+    again = maintenance_of(announced(rows, NOW + H / 2)[0], 5, {WEB: "web"})
     assert again["ref"] == this["ref"]
 
 
@@ -124,7 +129,7 @@ def model_with(notice: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("starts", [NOW - H, NOW + 3 * H], ids=["running", "upcoming"])
 def test_hostile_text_is_escaped_everywhere(starts: datetime) -> None:
     rows = [window(1, name="<b>Night</b>", public_text=HOSTILE, starts_at=starts, ends_at=NOW + 4 * H)]
-    notice = maintenance_of(_maintenance(rows, NOW)[0], 5, {WEB: "<i>web</i>"})
+    notice = maintenance_of(announced(rows, NOW)[0], 5, {WEB: "<i>web</i>"})
     model = model_with(notice)
     page = render.html(model, "/status/acme")
     feed = render.atom(model, "/status/acme", 5)
@@ -147,7 +152,7 @@ def test_hostile_text_is_escaped_everywhere(starts: datetime) -> None:
 
 def test_a_notice_without_text_is_not_in_the_feed() -> None:
     rows = [window(1, public_text=None)]
-    model = model_with(maintenance_of(_maintenance(rows, NOW)[0], 5, {WEB: "web"}))
+    model = model_with(maintenance_of(announced(rows, NOW)[0], 5, {WEB: "web"}))
     assert "<entry>" not in render.atom(model, "/status/acme", 5)
     assert "Scheduled maintenance" in render.html(model, "/status/acme")
 
