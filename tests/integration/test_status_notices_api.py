@@ -141,3 +141,20 @@ async def test_a_window_without_text_is_named_only(site: Clients, page: dict[str
     _, data, feed = await read(site)
     assert [(m["name"], m["text"], m["html"]) for m in data["maintenance"]] == [("Quiet", None, None)]
     assert list(feed.iter(f"{ATOM}entry")) == []
+
+
+async def test_a_recurring_window_shows_its_next_occurrence(site: Clients, page: dict[str, Any]) -> None:
+    body = {"name": "Hourly", "tags": ["storage"], "public_text": "Rotating logs.", "announce_hours": 2,
+            "recurring": {"cron": "0 * * * *", "duration_minutes": 1}}  # fmt: skip
+    made = await site.api.post("/api/v1/maintenance", json=body)
+    assert made.status == 201, made
+    window = made.json
+    _, data, feed = await read(site)
+    (shown,) = data["maintenance"]
+    # The page's occurrence is the API's, the one open now or else the next (a minute an hour,
+    # so it may have opened or closed between the two reads: then it is the one after).
+    occurrence = window["current"] if window["active_now"] else window["next"]
+    if shown["active"] == window["active_now"]:
+        assert (shown["from"], shown["to"]) == (occurrence["from"], occurrence["to"])
+    assert (shown["text"], shown["monitors"]) == ("Rotating logs.", ["db"])
+    assert len(list(feed.iter(f"{ATOM}entry"))) == 1
