@@ -1,5 +1,6 @@
 """``/api/v1/maintenance``: maintenance windows of an account (``monitor.domain.maintenance``
-does the work)."""
+does the work); this api process's status desk is told of every change, so the notices on its
+pages show at once."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ from monitor.api.context import DEPS
 from monitor.api.guard import actor
 from monitor.api.params import body_target_id, json_object, limit_param, path_id
 from monitor.domain import maintenance
+from monitor.status.service import PUBLIC
 
 WHAT = maintenance.WHAT
 
 
 async def create_window(request: web.Request) -> web.Response:
-    window = await maintenance.create(request.app[DEPS], actor(request), await json_object(request))
+    window = await maintenance.create(
+        request.app[DEPS], actor(request), await json_object(request), published=request.app.get(PUBLIC)
+    )
     return web.json_response(window, status=201, headers={"Location": f"/api/v1/maintenance/{window['id']}"})
 
 
@@ -38,11 +42,17 @@ async def get_window(request: web.Request) -> web.Response:
 
 async def patch_window(request: web.Request) -> web.Response:
     body, window_id = await json_object(request), body_target_id(request)
-    return web.json_response(await maintenance.update(request.app[DEPS], actor(request), window_id, body))
+    return web.json_response(
+        await maintenance.update(
+            request.app[DEPS], actor(request), window_id, body, published=request.app.get(PUBLIC)
+        )
+    )
 
 
 async def delete_window(request: web.Request) -> web.Response:
-    await maintenance.delete(request.app[DEPS], actor(request), path_id(request, what=WHAT))
+    await maintenance.delete(
+        request.app[DEPS], actor(request), path_id(request, what=WHAT), published=request.app.get(PUBLIC)
+    )
     return web.Response(status=204)
 
 

@@ -213,7 +213,9 @@ async def window_desired(deps: Deps, key: str, obj: dict[str, Any]) -> Shaped:
     spec, columns = await maintenance.prepare(body)
     # Tags kept once each, as maintenance.create stores them.
     tags = list(dict.fromkeys(spec.tags))
-    canonical = maintenance.as_body(columns | {"name": spec.name, "tags": tags, "notify": spec.notify})
+    shown = {"name": spec.name, "tags": tags, "notify": spec.notify, "public_text": spec.public_text,
+             "announce_hours": spec.announce_hours}  # fmt: skip
+    canonical = maintenance.as_body(columns | shown)
     ignored: frozenset[str] = frozenset()
     if spec.recurring is not None and spec.recurring.starts_at is None:
         # Left out, the first start is the day it is made: not the file's to compare.

@@ -28,12 +28,13 @@ from monitor.dashboard.web import Viewer, back, deps, form_data, path_id
 from monitor.domain import maintenance
 from monitor.domain.errors import DomainError
 from monitor.maintenance import RuleError, to_local, to_utc, zone
+from monitor.status.service import PUBLIC
 from monitor.times import rfc3339
 
 PAGE_SIZE = 100
 FIELDS = ("name", "kind", "once.from", "once.to", "recurring.rrule", "recurring.cron",
           "recurring.duration_minutes", "recurring.timezone", "recurring.starts_at", "monitor_ids",
-          "tags", "notify")  # fmt: skip
+          "tags", "notify", "public_text", "announce_hours")  # fmt: skip
 NOTICES = {"saved": "The maintenance window was saved.", "deleted": "The maintenance window was deleted."}
 
 
@@ -68,6 +69,9 @@ def body_of(posted: MultiDict[str]) -> dict[str, Any]:
         "monitor_ids": picks.monitor_ids(posted),
         "tags": picks.words(posted.get("tags", "")),
         "notify": posted.get("notify") == "true",
+        # Blank is none (the domain reads it so): an edit that empties the field removes it.
+        "public_text": posted.get("public_text", "").replace("\r\n", "\n").strip() or None,
+        "announce_hours": _number(posted.get("announce_hours", "").strip() or "24"),
     }
     if posted.get("kind", "once") == "once":
         body["once"] = {
@@ -77,7 +81,7 @@ def body_of(posted: MultiDict[str]) -> dict[str, Any]:
     else:
         minutes = posted.get("recurring.duration_minutes", "").strip()
         recurring: dict[str, Any] = {
-            "duration_minutes": int(minutes) if minutes.isdigit() and len(minutes) < 10 else minutes,
+            "duration_minutes": _number(minutes),
             "timezone": tz,
         }
         for name in ("rrule", "cron", "starts_at"):
@@ -86,6 +90,11 @@ def body_of(posted: MultiDict[str]) -> dict[str, Any]:
                 recurring[name] = value
         body["recurring"] = recurring
     return body
+
+
+def _number(text: str) -> int | str:
+    """A field's digits as a number; anything else passed on for the domain to name."""
+    return int(text) if text.isdigit() and len(text) < 10 else text
 
 
 def _local(value: str, tz_name: str) -> str:
@@ -102,6 +111,8 @@ def values_of(window: dict[str, Any]) -> dict[str, Any]:
         "tags": picks.joined(window["tags"]),
         "monitor_ids": [str(i) for i in window["monitor_ids"]],
         "notify": window["notify"],
+        "public_text": window["public_text"] or "",
+        "announce_hours": str(window["announce_hours"]),
     }
     if window["once"]:
         once = window["once"]
@@ -184,9 +195,11 @@ async def _save(request: web.Request, viewer: Viewer, window: dict[str, Any] | N
             spans = await maintenance.preview(viewer.actor, {**schedule, "shown_in": shown_in})
             return await _form(request, viewer, Form(values), window=window, preview=spans)
         if window is None:
-            made = await maintenance.create(d, viewer.actor, body)
+            made = await maintenance.create(d, viewer.actor, body, published=request.app.get(PUBLIC))
         else:
-            made = await maintenance.update(d, viewer.actor, window["id"], body)
+            made = await maintenance.update(
+                d, viewer.actor, window["id"], body, published=request.app.get(PUBLIC)
+            )
     except DomainError as exc:
         if exc.status >= 500 or (exc.status == 403 and exc.field is None):
             raise
@@ -209,7 +222,7 @@ async def update(request: web.Request, viewer: Viewer) -> web.StreamResponse:
 
 
 async def delete(request: web.Request, viewer: Viewer) -> web.StreamResponse:
-    await maintenance.delete(deps(request), viewer.actor, _id(request))
+    await maintenance.delete(deps(request), viewer.actor, _id(request), published=request.app.get(PUBLIC))
     return back("/maintenance?done=deleted")
 
 

@@ -7,6 +7,11 @@ to be found never to occur, and the event loop has other requests to answer. A w
 monitors of its own account (each id checked, 422 otherwise), or tags. Every change to
 ``maintenance_windows`` sends ``NOTIFY maintenance_changed`` (a trigger, sql/011), which
 reloads the schedulers' calendars.
+
+A window may carry a public text, which the status pages that show its monitors announce
+``announce_hours`` before each occurrence and while it runs (``monitor.status.data``). What
+serves the pages (``Published``) is told of every change: this process's visitors see it at
+once, other api processes' within their cache period.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from monitor import logging as mlog
 from monitor.domain import audit, paging
 from monitor.domain.context import Actor, Deps
 from monitor.domain.errors import DomainError, not_found, validated
+from monitor.domain.posts import Published
 from monitor.domain.roles import authorize
 from monitor.domain.schemas.maintenance import (
     MaintenanceCreate,
@@ -98,6 +104,8 @@ def render(row: Mapping[str, Any], now: datetime) -> dict[str, Any]:
         "monitor_ids": list(row["monitor_ids"]),
         "tags": list(row["tags"]),
         "notify": row["notify"],
+        "public_text": row["public_text"],
+        "announce_hours": row["announce_hours"],
         **timing(rule, now),
         "created_at": rfc3339_or_none(row["created_at"]),
         "updated_at": rfc3339_or_none(row["updated_at"]),
@@ -115,7 +123,7 @@ async def prepare(body: Mapping[str, Any]) -> tuple[MaintenanceCreate, dict[str,
 
 
 def as_body(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored window (or ``prepare``'s columns with its name, tags and notify) as the body
+    """A stored window (or ``prepare``'s columns with its name, tags, notify and notice) as the body
     that makes it: what ``monitor export`` writes and a plan compares."""
     once, recurring = _shown_schedule(row)
     body: dict[str, Any] = {"name": row["name"]}
@@ -124,16 +132,22 @@ def as_body(row: Mapping[str, Any]) -> dict[str, Any]:
     else:
         body["recurring"] = {k: v for k, v in (recurring or {}).items() if v is not None}
     return body | {"monitor_ids": list(row.get("monitor_ids") or []), "tags": list(row["tags"]),
-                   "notify": row["notify"]}  # fmt: skip
+                   "notify": row["notify"], "public_text": row["public_text"],
+                   "announce_hours": row["announce_hours"]}  # fmt: skip
 
 
-async def create(deps: Deps, actor: Actor, body: Mapping[str, Any]) -> dict[str, Any]:
+async def create(
+    deps: Deps, actor: Actor, body: Mapping[str, Any], *, published: Published | None = None
+) -> dict[str, Any]:
     authorize(actor, RESOURCE, "write")
     spec, values = await prepare(body)
     monitor_ids, tags = list(dict.fromkeys(spec.monitor_ids)), list(dict.fromkeys(spec.tags))
     async with deps.pool.acquire() as conn, conn.transaction():
         await _targets(conn, actor.account_id, monitor_ids, tags)
-        values.update(name=spec.name, monitor_ids=monitor_ids, tags=tags, notify=spec.notify)
+        values.update(
+            name=spec.name, monitor_ids=monitor_ids, tags=tags, notify=spec.notify,
+            public_text=spec.public_text, announce_hours=spec.announce_hours,
+        )  # fmt: skip
         placeholders = ", ".join(f"${i}" for i in range(2, len(values) + 2))
         row = await conn.fetchrow(
             f"INSERT INTO maintenance_windows (account_id, {', '.join(values)}) VALUES ($1, {placeholders}) "
@@ -142,6 +156,7 @@ async def create(deps: Deps, actor: Actor, body: Mapping[str, Any]) -> dict[str,
             *values.values(),
         )
         await audit.record(conn, actor, RESOURCE, "create", row["id"], audit.fields_of(body))
+        await _tell(conn, published, actor.account_id)
     return render(row, datetime.now(UTC))
 
 
@@ -160,7 +175,14 @@ async def listing(
     )
 
 
-async def update(deps: Deps, actor: Actor, window_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
+async def update(
+    deps: Deps,
+    actor: Actor,
+    window_id: int,
+    body: Mapping[str, Any],
+    *,
+    published: Published | None = None,
+) -> dict[str, Any]:
     """Only the fields given change; ``once`` or ``recurring`` replaces the whole schedule."""
     authorize(actor, RESOURCE, "write")
     patch = validated(MaintenancePatch, body)
@@ -170,7 +192,7 @@ async def update(deps: Deps, actor: Actor, window_id: int, body: Mapping[str, An
     values: dict[str, Any] = {}
     if given & {"once", "recurring"}:
         values.update(await _schedule(patch.once, patch.recurring))
-    for name in ("name", "notify"):
+    for name in ("name", "notify", "public_text", "announce_hours"):
         if name in given:
             values[name] = getattr(patch, name)
     for name in ("monitor_ids", "tags"):
@@ -196,10 +218,11 @@ async def update(deps: Deps, actor: Actor, window_id: int, body: Mapping[str, An
         else:
             row = current
         await audit.record(conn, actor, RESOURCE, "update", window_id, audit.fields_of(body))
+        await _tell(conn, published, actor.account_id)
     return render(row, datetime.now(UTC))
 
 
-async def delete(deps: Deps, actor: Actor, window_id: int) -> None:
+async def delete(deps: Deps, actor: Actor, window_id: int, *, published: Published | None = None) -> None:
     authorize(actor, RESOURCE, "write")
     async with deps.pool.acquire() as conn, conn.transaction():
         deleted = await conn.fetchval(
@@ -210,6 +233,7 @@ async def delete(deps: Deps, actor: Actor, window_id: int) -> None:
         if deleted is None:
             raise not_found(WHAT)
         await audit.record(conn, actor, RESOURCE, "delete", window_id)
+        await _tell(conn, published, actor.account_id)
 
 
 async def preview(actor: Actor, body: Mapping[str, Any], now: datetime | None = None) -> list[dict[str, Any]]:
@@ -309,6 +333,14 @@ async def _targets(
     missing = [m for m in monitor_ids if m not in found]
     if missing:
         raise DomainError(422, "invalid", f"monitor_ids: no monitor {missing[0]}", "monitor_ids")
+
+
+async def _tell(conn: asyncpg.Connection, published: Published | None, account: int) -> None:
+    """The account's pages built afresh on their next request: a window's monitors may be on
+    any of them (by id or tag), and its name, span or text on the page may have changed."""
+    if published is not None:
+        slugs = await conn.fetch("SELECT slug FROM status_pages WHERE account_id = $1", account)
+        published.forget(*(r["slug"] for r in slugs))
 
 
 async def _owned(

@@ -21,13 +21,17 @@ from typing import Any
 
 import asyncpg
 
+from monitor import markdown
 from monitor.domain.maintenance import rule_of
+from monitor.domain.schemas.maintenance import MAX_ANNOUNCE_HOURS
 from monitor.domain.uptime import HOUR, Records, ceil_hour, uptime_of, window_spans
 from monitor.maintenance import active_at, next_after
 from monitor.status.view import DAY, WINDOWS, PageData, days_until, per_day
 
-# Maintenance announced this far ahead.
+# A window without a public text is announced (by its name) this far ahead; one with a text
+# its own announce_hours ahead, at most MAX_ANNOUNCE_HOURS: the farthest a build reads.
 AHEAD = timedelta(days=14)
+FARTHEST = max(AHEAD, timedelta(hours=MAX_ANNOUNCE_HOURS))
 # Monitors a page shows at most (those its groups name first, then by id): a page of 250 is
 # about 24,000 figures and 2 MB of HTML (22 kB gzipped), built in 0.3 s of CPU once per period
 # (0.7 s with two incidents a day on every monitor), in a worker thread.
@@ -47,7 +51,7 @@ PAGE_FIELDS = (
 )
 MONITOR_FIELDS = ("id", "name", "type", "url", "paused", "tags", "created_at", "status", "changed_at")
 WINDOW_FIELDS = ("monitor_id", "id", "name", "kind", "starts_at", "ends_at", "rrule", "cron", "dtstart",
-                 "timezone", "duration_seconds")  # fmt: skip
+                 "timezone", "duration_seconds", "public_text", "announce_hours", "updated_at")  # fmt: skip
 # The spans of counted checks: the four windows, then today. Each is count_checks's for a
 # window that runs to now: whole hours from the hourly rollups, the part before the first
 # whole hour from raw checks.
@@ -255,7 +259,7 @@ async def gather(conn: asyncpg.Connection, slug: str, now: datetime) -> Raw | No
     counted = [now - delta for delta in WINDOWS.values()] + [days[-1]]
     bounds = [value for s in counted for value in (s, ceil_hour(s))]
     row = await conn.fetchrow(
-        SQL, slug, MAX_MONITORS, start, end, now + AHEAD, days[0], ceil_hour(now), *bounds, days[-1],
+        SQL, slug, MAX_MONITORS, start, end, now + FARTHEST, days[0], ceil_hour(now), *bounds, days[-1],
         now - 24 * HOUR, now, MAX_POSTS,
     )  # fmt: skip
     if row is None:
@@ -330,16 +334,29 @@ def assemble(raw: Raw) -> PageData:
             mid: sum(total for _, total, _ in hours) / sum(n for _, _, n in hours)
             for mid, hours in raw.latency.items()
         },
-        maintenance=raw.maintenance,
+        maintenance=with_html(raw.maintenance),
         maintenance_spans=found.maintenance,
         posts=raw.posts,
         post_updates=raw.post_updates,
     )
 
 
+def with_html(windows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The announced windows, each text with the sanitiser's HTML of it (``monitor.markdown``:
+    about a millisecond each, so in ``assemble``'s thread, not on the event loop)."""
+    return [{**w, "html": None if w["text"] is None else markdown.render(w["text"])} for w in windows]
+
+
+def lead(row: Mapping[str, Any]) -> timedelta:
+    """How long before an occurrence opens the page announces it: a window with a public text
+    its ``announce_hours``, one without AHEAD."""
+    return AHEAD if row["public_text"] is None else timedelta(hours=row["announce_hours"])
+
+
 def _maintenance(rows: Sequence[Mapping[str, Any]], now: datetime) -> list[dict[str, Any]]:
-    """The windows over these monitors that are open now or open within AHEAD: their span
-    (the current one, else the next) and the monitors they cover."""
+    """The windows over these monitors that are open now or whose next occurrence opens within
+    their lead (``lead``): their span (the current one, else the next), their public text (its
+    HTML is ``with_html``'s) and the monitors they cover."""
     shown: dict[int, dict[str, Any]] = {}
     skipped: set[int] = set()
     for row in rows:
@@ -352,11 +369,14 @@ def _maintenance(rows: Sequence[Mapping[str, Any]], now: datetime) -> list[dict[
             active = span is not None
             if span is None and rule is not None:
                 span = next_after(rule, now)
-            if span is None or span[0] >= now + AHEAD:
+            if span is None or (not active and span[0] > now + lead(row)):
                 skipped.add(row["id"])
                 continue
             entry = shown[row["id"]] = {
-                "name": row["name"], "from": span[0], "to": span[1], "active": active, "monitor_ids": [],
+                "id": row["id"], "name": row["name"], "from": span[0], "to": span[1], "active": active,
+                "text": row["public_text"], "html": None, "monitor_ids": [],
+                # When this occurrence came on the page: its lead began, or the window changed.
+                "announced_at": min(now, max(row["updated_at"], span[0] - lead(row))),
             }  # fmt: skip
         entry["monitor_ids"].append(row["monitor_id"])
     return sorted(shown.values(), key=lambda w: (not w["active"], w["from"], w["name"]))

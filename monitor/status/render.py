@@ -100,6 +100,39 @@ def post_feed_html(post: dict[str, Any]) -> str:
     return "".join([head, *parts])
 
 
+def maintenance_feed_html(window: dict[str, Any]) -> str:
+    """An announced window as the HTML of its Atom entry's content: its span, what it covers
+    and its text's sanitised HTML (a plain string the feed's template escapes, as for posts)."""
+    covers = f" ({escape(', '.join(window['monitors']))})" if window["monitors"] else ""
+    head = f"<p>{escape(_when(window['from']))} to {escape(_when(window['to']))}{covers}</p>"
+    return head + (window["html"] or "")
+
+
+def notice_updated(window: dict[str, Any]) -> datetime:
+    """When an announced occurrence last changed for a feed reader: it came on the page
+    (``announced_at``), or later began to run (its entry's title says so from then)."""
+    announced: datetime = window["announced_at"]
+    return max(announced, window["from"]) if window["active"] else announced
+
+
+def from_now(value: datetime, now: datetime) -> str:
+    """How far ``value`` is from ``now``, as a visitor reads it: "in 3 h", "in 2 days", "now";
+    "40 min ago" for a time past."""
+    seconds = (value - now).total_seconds()
+    if abs(seconds) < 60:
+        return "now"
+    text = _span_text(abs(seconds))
+    return f"in {text}" if seconds > 0 else f"{text} ago"
+
+
+def _span_text(seconds: float) -> str:
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min"
+    if seconds < 48 * 3600:
+        return f"{int(seconds // 3600)} h"
+    return f"{int(seconds // 86400)} days"
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("monitor.status", "templates"),
@@ -114,12 +147,14 @@ def _environment() -> jinja2.Environment:
         pct=_pct,
         ms=lambda v, checked=False: badges.latency_badge(v, checked)[0],
         dur=duration_text,
+        from_now=from_now,
     )
     env.globals.update(
         level=level, spark=spark_points, bars=bars, status_text=STATUS_TEXT, overall_text=OVERALL_TEXT,
         window_text=WINDOW_TEXT, days=DAYS, incident_text=incident_text, markdown=sanitised,
         state_text=STATE_TEXT, impact_text=IMPACT_TEXT, last_update=last_update,
-        post_feed_html=post_feed_html,
+        post_feed_html=post_feed_html, maintenance_feed_html=maintenance_feed_html,
+        notice_updated=notice_updated,
     )  # fmt: skip
     return env
 
@@ -162,6 +197,7 @@ def atom(model: dict[str, Any], base: str, page_id: int) -> str:
     the host: the page's, and each post's and incident's ``ref``."""
     times_seen = [i["ended_at"] or i["started_at"] for i in model["incidents"]]
     times_seen += [last_update(p) for p in model["posts"]]
+    times_seen += [notice_updated(m) for m in model["maintenance"] if m["text"]]
     updated = max(times_seen, default=model["updated_at"])
 
     return ENV.get_template("feed.atom").render(

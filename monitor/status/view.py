@@ -230,16 +230,27 @@ def build(data: PageData) -> dict[str, Any]:
         "incidents": incidents,
         "posts": posts_of(data.posts, data.post_updates, page, shown),
         "post_history_days": page["post_history_days"],
-        "maintenance": [
-            {
-                "name": w["name"],
-                "from": w["from"],
-                "to": w["to"],
-                "active": w["active"],
-                "monitors": [shown[m] for m in w["monitor_ids"] if m in shown],
-            }
-            for w in data.maintenance
-        ],
+        "maintenance": [maintenance_of(w, page["id"], shown) for w in data.maintenance],
+    }
+
+
+def maintenance_of(window: Mapping[str, Any], page_id: int, shown: Mapping[int, str]) -> dict[str, Any]:
+    """An announced window as visitors see it: its name, the occurrence shown (the one open
+    now, else the next), its public text with the sanitiser's HTML of it (null without one)
+    and the monitors it covers that the page shows, by name. ``ref`` names the occurrence (a
+    recurring window's next one is a new entry in the feed); no window or monitor id."""
+    return {
+        "name": window["name"],
+        "from": window["from"],
+        "to": window["to"],
+        "active": window["active"],
+        "text": window.get("text"),
+        "html": window.get("html"),
+        "announced_at": window.get("announced_at"),
+        "monitors": [shown[m] for m in window["monitor_ids"] if m in shown],
+        "ref": uuid.uuid5(
+            NAMESPACE, f"{page_id}/maintenance/{window.get('id')}/{times.rfc3339(window['from'])}"
+        ).urn,
     }
 
 

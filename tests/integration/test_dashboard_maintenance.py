@@ -80,6 +80,35 @@ async def test_preview_then_save_a_recurring_window(
     assert gone.status == 303 and await db.fetchval("SELECT count(*) FROM maintenance_windows") == 0
 
 
+async def test_a_public_notice_in_the_form(
+    db: asyncpg.Connection, base_url: str, http: aiohttp.ClientSession
+):
+    person = await owner(db, base_url, http)
+    form = {"name": "Swap", "kind": "once", "recurring.timezone": "UTC", "once.from": "2031-05-01T22:00",
+            "once.to": "2031-05-01T23:00", "tags": "db", "action": "save"}  # fmt: skip
+    blank = await person.get("/maintenance/new")
+    assert 'name="public_text"' in blank.text and 'name="announce_hours"' in blank.text
+    too_far = await person.post(
+        "/maintenance/new", {**form, "public_text": "Disks.", "announce_hours": "999"}
+    )
+    assert too_far.status == 422 and "720" in error_of(too_far, "announce_hours")
+    assert "Disks." in too_far.text  # the values kept
+    saved = await person.post(
+        "/maintenance/new", {**form, "public_text": "Disks <b>.", "announce_hours": "48"}
+    )
+    assert saved.status == 303
+    row = await db.fetchrow("SELECT id, public_text, announce_hours FROM maintenance_windows")
+    assert (row["public_text"], row["announce_hours"]) == ("Disks <b>.", 48)
+    edit = await person.get(f"/maintenance/{row['id']}")
+    assert "Disks &lt;b&gt;." in edit.text and 'value="48"' in edit.text and "<b>." not in edit.text
+    cleared = await person.post(
+        f"/maintenance/{row['id']}", {**form, "public_text": " ", "announce_hours": ""}
+    )
+    assert cleared.status == 303
+    after = await db.fetchrow("SELECT public_text, announce_hours FROM maintenance_windows")
+    assert (after["public_text"], after["announce_hours"]) == (None, 24)
+
+
 async def test_a_one_off_window_on_the_zones_clock(
     db: asyncpg.Connection, base_url: str, http: aiohttp.ClientSession
 ):

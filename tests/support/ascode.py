@@ -302,6 +302,22 @@ maintenance:
 """,
     ),
     (
+        "maintenance-notice",
+        """
+monitors:
+  web: {url: "http://127.0.0.1:8080/", tags: [web]}
+maintenance:
+  upgrade:
+    name: Storage upgrade
+    recurring: {rrule: "FREQ=MONTHLY;BYMONTHDAY=1", starts_at: "2026-01-01T03:00", duration_minutes: 60}
+    tags: [web]
+    public_text: |
+      We upgrade the **storage** cluster; uploads may be slow.
+      Details: <https://example.com/maint>
+    announce_hours: 72
+""",
+    ),
+    (
         "maintenance-recurring",
         """
 monitors:

@@ -21,7 +21,8 @@ def row(window_id: int = 1, **fields: Any) -> dict[str, Any]:
         "id": window_id, "name": f"w{window_id}", "kind": "once",
         "starts_at": NOW + H, "ends_at": NOW + 2 * H,
         "rrule": None, "cron": None, "dtstart": None, "timezone": None, "duration_seconds": None,
-        "monitor_ids": [7], "tags": ["db"], "notify": False, "created_at": MADE, "updated_at": MADE,
+        "monitor_ids": [7], "tags": ["db"], "notify": False, "public_text": None, "announce_hours": 24,
+        "created_at": MADE, "updated_at": MADE,
     }  # fmt: skip
     return values | fields
 
@@ -35,7 +36,7 @@ def test_a_one_off_window_as_shown() -> None:
     assert render(row(), NOW) == {
         "id": 1, "name": "w1", "kind": "once",
         "once": {"from": "2030-01-06T02:30:00Z", "to": "2030-01-06T03:30:00Z"}, "recurring": None,
-        "monitor_ids": [7], "tags": ["db"], "notify": False,
+        "monitor_ids": [7], "tags": ["db"], "notify": False, "public_text": None, "announce_hours": 24,
         "active_now": False, "current": None,
         "next": {"from": "2030-01-06T02:30:00Z", "to": "2030-01-06T03:30:00Z"},
         "created_at": "2029-12-01T00:00:00Z", "updated_at": "2029-12-01T00:00:00Z",

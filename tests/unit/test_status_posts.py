@@ -86,7 +86,7 @@ def test_updates_newest_first_with_their_safe_html() -> None:
 def test_the_feed_entry_is_updated_at_the_last_update_and_escapes_the_html() -> None:
     updates = [update("investigating", "a <b>", 1), update("identified", "**b**", 7)]
     p = posts_of([post(1, title="<i>x</i>")], {1: updates}, PAGE, SHOWN)[0]
-    model = {"title": "Acme", "updated_at": T0, "incidents": [], "posts": [p]}
+    model = {"title": "Acme", "updated_at": T0, "incidents": [], "posts": [p], "maintenance": []}
     feed = ET.fromstring(render.atom(model, "/status/acme", 3))
     ns = "{http://www.w3.org/2005/Atom}"
     entry = feed.find(f"{ns}entry")

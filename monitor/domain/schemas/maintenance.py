@@ -29,6 +29,17 @@ from monitor.maintenance import MAX_DURATION, RuleError, parse_cron, parse_rrule
 MAX_DURATION_MINUTES = int(MAX_DURATION.total_seconds() // 60)
 MAX_MONITOR_IDS = 1000
 MAX_TAGS = 20
+# A window's public text (Markdown, as incident posts take it), and how far ahead it is announced.
+MAX_PUBLIC_TEXT = 2000
+MAX_ANNOUNCE_HOURS = 720
+DEFAULT_ANNOUNCE_HOURS = 24
+_PUBLIC_DOC = (
+    "what the status pages that show its monitors tell visitors (plain text or Markdown, as incident "
+    "posts take it; rendered safely); null: the window is announced by its name only"
+)
+_ANNOUNCE_DOC = (
+    "how many hours before each occurrence its pages announce it (with a public_text); 0: only while it runs"
+)
 # A wall-clock time in the window's zone, to the second; an offset (or Z) makes it an instant,
 # which is then read on the zone's clock.
 LOCAL_TIME = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?(Z|[+-]\d{2}:\d{2})?$"
@@ -147,6 +158,17 @@ def parse_local(value: str) -> datetime:
     return parsed
 
 
+def blank_is_none(value: Any) -> Any:
+    """A public text that is blank is none: a form's empty field, or a file's ""."""
+    if isinstance(value, str) and not value.strip():
+        return None
+    return value
+
+
+PublicText = Annotated[str, Field(min_length=1, max_length=MAX_PUBLIC_TEXT)]
+AnnounceHours = Annotated[StrictInt, Field(ge=0, le=MAX_ANNOUNCE_HOURS)]
+
+
 class MaintenanceCreate(Body):
     """A maintenance window: ``once`` or ``recurring`` (one of the two), and the monitors it
     applies to, by id and by tag (those of the account with any of the tags). Inside a window
@@ -159,6 +181,13 @@ class MaintenanceCreate(Body):
     monitor_ids: list[MonitorId] = Field(default_factory=list, max_length=MAX_MONITOR_IDS)
     tags: list[TagName] = Field(default_factory=list, max_length=MAX_TAGS, description="any of them")
     notify: StrictBool = Field(False, description="tell the monitors' channels when it opens and closes")
+    public_text: PublicText | None = Field(None, description=_PUBLIC_DOC)
+    announce_hours: AnnounceHours = Field(DEFAULT_ANNOUNCE_HOURS, description=_ANNOUNCE_DOC)
+
+    @field_validator("public_text", mode="before")
+    @classmethod
+    def _blank(cls, value: Any) -> Any:
+        return blank_is_none(value)
 
 
 class MaintenancePatch(Body):
@@ -170,8 +199,17 @@ class MaintenancePatch(Body):
     monitor_ids: list[MonitorId] | None = Field(None, max_length=MAX_MONITOR_IDS)
     tags: list[TagName] | None = Field(None, max_length=MAX_TAGS)
     notify: StrictBool | None = None
+    public_text: PublicText | None = Field(None, description=f"{_PUBLIC_DOC}; null removes it")
+    announce_hours: AnnounceHours | None = None
 
-    @field_validator("name", "once", "recurring", "monitor_ids", "tags", "notify", mode="before")
+    @field_validator("public_text", mode="before")
+    @classmethod
+    def _blank(cls, value: Any) -> Any:
+        return blank_is_none(value)
+
+    @field_validator(
+        "name", "once", "recurring", "monitor_ids", "tags", "notify", "announce_hours", mode="before"
+    )
     @classmethod
     def _not_null(cls, value: Any) -> Any:
         if value is None:
@@ -232,6 +270,8 @@ class MaintenanceWindow(Out):
     monitor_ids: list[int]
     tags: list[str]
     notify: bool
+    public_text: str | None = Field(description=_PUBLIC_DOC)
+    announce_hours: int = Field(description=_ANNOUNCE_DOC)
     active_now: bool
     current: Occurrence | None = Field(description="the span open now, if any")
     next: Occurrence | None = Field(description="the next span to open after now, if any")
