@@ -222,20 +222,20 @@ def map_monitor_secrets(secrets: Mapping[str, Any], change: Callable[[str], str]
     return copy
 
 
-def monitor_secret_strings(secrets: Mapping[str, Any] | None) -> list[str]:
+def monitor_secret_strings(secrets: Mapping[str, Any] | None) -> frozenset[str]:
     """The secret strings of a monitor's secrets (what sealing seals: a password, a token, a
     header's or a fill's value), not the readable parts beside them (auth's type, a username,
     a header's name): what a plan masks and an export writes as a reference."""
-    found: list[str] = []
+    found: set[str] = set()
 
     def keep(value: str) -> str:
         if value:
-            found.append(value)
+            found.add(value)
         return value
 
     if secrets is not None:
         map_monitor_secrets(secrets, keep)
-    return found
+    return frozenset(found)
 
 
 def _map_header(pair: Any, change: Callable[[str], str]) -> Any:

@@ -183,7 +183,7 @@ async def monitor_desired(deps: Deps, key: str, obj: dict[str, Any]) -> Shaped:
     body |= {api: list(range(1, len(refs[f]) + 1)) for f, api in _REF_FIELDS.items() if refs[f]}
     prepared = await monitors.prepare(deps, body)
     canonical = _monitor_canonical(prepared.spec) | refs
-    return Shaped(canonical, frozenset(monitor_secret_strings(prepared.secrets)), refs)
+    return Shaped(canonical, monitor_secret_strings(prepared.secrets), refs)
 
 
 def monitor_current(deps: Deps, row: Mapping[str, Any], ids: Ids, channel_ids: list[int]) -> Shaped:
@@ -201,7 +201,7 @@ def monitor_current(deps: Deps, row: Mapping[str, Any], ids: Ids, channel_ids: l
         canonical = _monitor_canonical(spec)
     except ValueError:
         canonical = plain(body)  # stored under older rules: compared as stored
-    return Shaped(canonical | refs, frozenset(monitor_secret_strings(secrets)), refs)
+    return Shaped(canonical | refs, monitor_secret_strings(secrets), refs)
 
 
 # -- maintenance windows ----------------------------------------------------------------------------
